@@ -1,0 +1,56 @@
+"""Atomic outputs: write to a temporary name beside the target, then rename; markers say a shard is done."""
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+@contextmanager
+def atomic_path(path: Path):
+    """Yields a temporary path; renames it onto `path` only if the block finishes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def parquet_writer(path: Path, schema: pa.Schema):
+    """A ParquetWriter whose file appears at `path` only once it is complete."""
+    with atomic_path(path) as tmp:
+        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        try:
+            yield writer
+        finally:
+            writer.close()
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def write_text(text: str, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def mark_done(marker: Path, fingerprint: str, stats: dict) -> None:
+    write_text(json.dumps({"fingerprint": fingerprint, "finished": time.time(), **stats}), marker)
+
+
+def done_stats(marker: Path, fingerprint: str) -> dict | None:
+    """The stats a finished run recorded, or None when the marker is missing or for other inputs."""
+    try:
+        recorded = json.loads(marker.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return recorded if recorded.get("fingerprint") == fingerprint else None

@@ -1,0 +1,125 @@
+"""Sources config (`sources.toml`): what raw corpora exist and how to curate each."""
+
+import glob
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from curation.errors import UserError
+
+FILE_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")
+DIR_FORMATS = ("text-dir", "html-dir")
+FORMATS = FILE_FORMATS + DIR_FORMATS
+HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
+NAME_PATTERN = re.compile(r"[a-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """One raw corpus. Paths are globs; each matching file (or folder, for *-dir formats) is a shard."""
+
+    name: str
+    format: str
+    paths: tuple[str, ...]
+    text_field: str = "text"
+    id_field: str | None = None
+    tags: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()  # allowed languages (lid.176 codes); empty allows all
+    min_lang_score: float = 0.0
+    filters: tuple[str, ...] = HEURISTIC_FILTERS
+    filter_languages: tuple[str, ...] = ("en",)  # the heuristic filters are tuned for these; "*" is all
+    filter_options: dict = field(default_factory=dict)  # filter name -> datatrove constructor arguments
+    base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
+
+    def shard_paths(self) -> list[Path]:
+        """Input shards in a stable order. Raises UserError when a glob matches nothing."""
+        want_dirs = self.format in DIR_FORMATS
+        found: list[Path] = []
+        for pattern in self.paths:
+            full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
+            matches = [Path(p) for p in sorted(glob.glob(full, recursive=True))]
+            matches = [p for p in matches if (p.is_dir() if want_dirs else p.is_file())]
+            if not matches:
+                kind = "folder" if want_dirs else "file"
+                raise UserError(
+                    f"source '{self.name}': path '{pattern}' matches no {kind} (looked in {self.base_dir}); "
+                    "fix `paths` in sources.toml"
+                )
+            found.extend(p for p in matches if p not in found)
+        return found
+
+    def filters_apply_to(self, lang: str) -> bool:
+        return "*" in self.filter_languages or lang in self.filter_languages
+
+
+SOURCE_KEYS = {f.name for f in fields(SourceConfig)} - {"base_dir"}
+
+
+def load_sources(path: Path) -> list[SourceConfig]:
+    """Read and validate a sources.toml. Every problem is a UserError naming the key and the fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no sources file at {path}; create one (see examples/sources.toml) or pass --sources")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
+    entries = raw.get("source")
+    if not isinstance(entries, list) or not entries:
+        raise UserError(f"{path}: no [[source]] entries; declare at least one source")
+    unknown_top = set(raw) - {"source", "root"}
+    if unknown_top:
+        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root` and [[source]] tables")
+    root = raw.get("root", ".")
+    if not isinstance(root, str):
+        raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
+    base_dir = (path.parent / root).resolve()
+    sources = [_parse_source(entry, i, path, base_dir) for i, entry in enumerate(entries)]
+    names = [s.name for s in sources]
+    for name in names:
+        if names.count(name) > 1:
+            raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
+    return sources
+
+
+def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> SourceConfig:
+    where = f"{path}: source #{index + 1}"
+    name = entry.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise UserError(f"{where}: `name` = {name!r} is invalid; use lowercase letters, digits, '_' or '-'")
+    where = f"{path}: source '{name}'"
+    unknown = set(entry) - SOURCE_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(SOURCE_KEYS))}")
+    fmt = entry.get("format")
+    if fmt not in FORMATS:
+        raise UserError(f"{where}: `format` = {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
+    values = dict(entry)
+    for key in ("paths", "tags", "languages", "filters", "filter_languages"):
+        if key in values:
+            values[key] = _string_list(values[key], f"{where}: `{key}`")
+    if not values.get("paths"):
+        raise UserError(f"{where}: `paths` is missing or empty; give a list of files, folders or globs")
+    for key in ("text_field", "id_field"):
+        if key in values and not (isinstance(values[key], str) and values[key]):
+            raise UserError(f"{where}: `{key}` must be a non-empty string")
+    bad_filters = [f for f in values.get("filters", ()) if f not in HEURISTIC_FILTERS]
+    if bad_filters:
+        raise UserError(f"{where}: unknown filter '{bad_filters[0]}' in `filters`; use any of {', '.join(HEURISTIC_FILTERS)}")
+    options = values.get("filter_options", {})
+    if not isinstance(options, dict) or any(k not in HEURISTIC_FILTERS or not isinstance(v, dict) for k, v in options.items()):
+        raise UserError(f"{where}: `filter_options` must be tables named after filters ({', '.join(HEURISTIC_FILTERS)})")
+    score = values.get("min_lang_score", 0.0)
+    if not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+        raise UserError(f"{where}: `min_lang_score` must be a number between 0 and 1")
+    values["min_lang_score"] = float(score)
+    return SourceConfig(**values, base_dir=str(base_dir))
+
+
+def _string_list(value, what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{what} must be a list of strings")
+    return tuple(value)

@@ -1,0 +1,276 @@
+"""The curation job: stages over input shards as Dask tasks. Every output is written atomically and marked
+done with a fingerprint of what it was made from, so a rerun skips finished shards and redoes the rest."""
+
+import functools
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Callable, Iterator
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curation.atomic import done_stats, mark_done, parquet_writer, write_parquet, write_text
+from curation.config import SourceConfig
+from curation.layout import CurationLayout
+from curation.readers import check_readable, read_shard
+from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, PREPARED
+from curation.steps import Doc, document_steps
+from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
+
+CODE_VERSION = "1"  # bump when a stage's output changes for the same inputs, so reruns redo it
+WRITE_BATCH = 1000
+TOKENIZE_BATCH = 512
+
+
+@dataclass(frozen=True)
+class Shard:
+    source: SourceConfig
+    index: int
+    input: str
+    rank: int  # the source's place in sources.toml; earlier sources keep the copy of an exact duplicate
+
+    @property
+    def key(self) -> str:
+        return f"{self.source.name}/part-{self.index:05d}"
+
+
+@dataclass(frozen=True)
+class JobContext:
+    layout: CurationLayout
+    tokenizer: str
+    tokenizer_fingerprint: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable
+    per_shard: bool  # one task per shard, or one task that sees every shard
+
+
+def plan_shards(sources: list[SourceConfig]) -> list[Shard]:
+    """Every input shard, checked to be readable before any compute is spent on it."""
+    shards = []
+    for rank, source in enumerate(sources):
+        for index, path in enumerate(source.shard_paths()):
+            check_readable(source, path)
+            shards.append(Shard(source=source, index=index, input=str(path), rank=rank))
+    return shards
+
+
+# ---- stage 1: read -> extract -> language -> heuristic filters, per shard -------------------------------
+
+
+class FunnelRecorder:
+    """Collects one funnel row per input record of a shard, and the quarantine rows of malformed ones."""
+
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        self.rows: list[dict] = []
+        self.quarantine: list[dict] = []
+
+    def _row(self, record: int, doc_id, fate: str, stage: str, reason: str | None, detail: str, lang) -> None:
+        self.rows.append(
+            {"source": self.shard.source.name, "shard": self.shard.index, "input": self.shard.input, "record": record,
+             "doc_id": doc_id, "fate": fate, "stage": stage, "reason": reason, "detail": detail or None, "lang": lang}
+        )
+
+    def malformed(self, record) -> None:
+        self._row(record.index, None, "malformed", "read", record.problem, record.detail, None)
+        self.quarantine.append({"input": self.shard.input, "record": record.index, "reason": record.problem,
+                                "detail": record.detail, "raw": record.raw})
+
+    def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None:
+        self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang)
+
+    def kept(self, doc: Doc) -> None:
+        self._row(doc.record, doc.id, "kept", "", None, "", doc.lang)
+
+    def table(self) -> pa.Table:
+        rows = sorted(self.rows, key=lambda row: row["record"])
+        return pa.Table.from_pylist(rows, schema=FUNNEL)
+
+
+@functools.cache
+def _steps_for(source_json: str) -> list:
+    return document_steps(SourceConfig(**json.loads(source_json)))
+
+
+def steps_for(source: SourceConfig) -> list:
+    """The document steps of a source, built once per worker process (models load once)."""
+    return _steps_for(json.dumps(asdict(source), sort_keys=True))
+
+
+def prepare_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
+    layout = ctx.layout
+    funnel = FunnelRecorder(shard)
+
+    def good_records() -> Iterator[Doc]:
+        for record in read_shard(shard.source, Path(shard.input)):
+            if record.problem:
+                funnel.malformed(record)
+            else:
+                yield Doc(record=record.index, text=record.text, meta=record.meta)
+
+    docs = good_records()
+    for step in steps_for(shard.source):
+        docs = step.run(docs, funnel)
+    n_kept = 0
+    with parquet_writer(layout.stage_part("prepare", shard.source.name, shard.index), PREPARED) as writer:
+        while batch := list(islice(docs, WRITE_BATCH)):
+            writer.write_table(_prepared_table(batch))
+            for doc in batch:
+                funnel.kept(doc)
+            n_kept += len(batch)
+    write_parquet(funnel.table(), layout.stage_part("funnel", shard.source.name, shard.index))
+    quarantine = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in funnel.quarantine)
+    write_text(quarantine, layout.quarantine_part(shard.source.name, shard.index))
+    stats = {"records": len(funnel.rows), "kept": n_kept, "malformed": len(funnel.quarantine)}
+    mark_done(layout.stage_part("prepare", shard.source.name, shard.index, "done"), fingerprint, stats)
+    return stats
+
+
+def _prepared_table(docs: list[Doc]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{"record": d.record, "id": d.id, "text": d.text, "lang": d.lang, "lang_score": d.lang_score,
+          "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True)}
+         for d in docs],
+        schema=PREPARED,
+    )
+
+
+# ---- stage 2: exact dedup over all shards -----------------------------------------------------------------
+
+
+def exact_duplicates_path(layout: CurationLayout) -> Path:
+    return layout.work / "exact_dedup" / "duplicates.parquet"
+
+
+def exact_dedup(ctx: JobContext, shards: list[Shard], fingerprint: str) -> dict:
+    """Documents whose normalized text (so, id) appeared before: in an earlier source, shard or record."""
+    parts = []
+    for shard in shards:
+        ids = pq.read_table(ctx.layout.stage_part("prepare", shard.source.name, shard.index), columns=["record", "id"])
+        n = ids.num_rows
+        parts.append(ids.append_column("source", pa.array([shard.source.name] * n, pa.string()))
+                     .append_column("shard", pa.array([shard.index] * n, pa.int32()))
+                     .append_column("rank", pa.array([shard.rank] * n, pa.int32())))
+    con = duckdb.connect()
+    con.register("docs", pa.concat_tables(parts))
+    duplicates = con.sql(
+        """
+        SELECT source, shard, record, id AS doc_id, survivor FROM (
+            SELECT *, row_number() OVER w AS copy,
+                   first_value(source || '/part-' || lpad(shard::VARCHAR, 5, '0') || '#' || record) OVER w AS survivor
+            FROM docs WINDOW w AS (PARTITION BY id ORDER BY rank, shard, record)
+        ) WHERE copy > 1 ORDER BY rank, shard, record
+        """
+    ).to_arrow_table()
+    write_parquet(duplicates.cast(EXACT_DUPLICATES), exact_duplicates_path(ctx.layout))
+    stats = {"duplicates": duplicates.num_rows}
+    mark_done(ctx.layout.work / "exact_dedup" / "_done", fingerprint, stats)
+    return stats
+
+
+# ---- stage 3: tokenize the survivors and write the curated Parquet ----------------------------------------
+
+
+def tokenize_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
+    layout = ctx.layout
+    tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
+    dropped = pq.read_table(
+        exact_duplicates_path(layout), columns=["record"],
+        filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)],
+    )["record"]
+    prepared = pq.ParquetFile(layout.stage_part("prepare", shard.source.name, shard.index))
+    out = layout.curated_part(shard.source.name, shard.index)
+    n_docs = n_tokens = 0
+    with parquet_writer(out, CURATED) as writer:
+        for batch in prepared.iter_batches(batch_size=TOKENIZE_BATCH):
+            docs = pa.Table.from_batches([batch]).filter(pc.invert(pc.is_in(batch["record"], dropped)))
+            if docs.num_rows == 0:
+                continue
+            input_ids = encode_to_arrow(tokenizer, eos_id, docs["text"].to_pylist())
+            lengths = pc.list_value_length(input_ids).cast(pa.int64())
+            writer.write_table(_curated_table(shard.source.name, docs, input_ids, lengths))
+            n_docs += docs.num_rows
+            n_tokens += pc.sum(lengths).as_py()
+    stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
+    mark_done(layout.stage_part("tokenize", shard.source.name, shard.index, "done"), fingerprint, stats)
+    return stats
+
+
+def _curated_table(source: str, docs: pa.Table, input_ids: pa.Array, lengths: pa.Array) -> pa.Table:
+    n = docs.num_rows
+    columns = {
+        "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
+        "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": pa.nulls(n, pa.float32()),
+        "quality_bucket": pa.nulls(n, pa.int16()), "dup_cluster": pa.nulls(n, pa.string()),
+        "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
+    }
+    return pa.table(columns, schema=CURATED)
+
+
+# ---- the job --------------------------------------------------------------------------------------------
+
+STAGES = (
+    # The order of curation, in one place. Quality scoring ends the per-document steps of `prepare`;
+    # global MinHash dedup is a global stage that follows exact dedup.
+    Stage("prepare", prepare_shard, per_shard=True),
+    Stage("exact_dedup", exact_dedup, per_shard=False),
+    Stage("tokenize", tokenize_shard, per_shard=True),
+)
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
+
+
+def input_fingerprint(shard: Shard) -> str:
+    """What a shard's first stage depends on: the source's config and the input's files, sizes and times."""
+    path = Path(shard.input)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    listing = [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
+    config = {k: v for k, v in asdict(shard.source).items() if k != "base_dir"}
+    return _digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing)
+
+
+def stage_marker(layout: CurationLayout, stage: Stage, shard: Shard | None = None) -> Path:
+    if shard is None:
+        return layout.work / stage.name / "_done"
+    return layout.stage_part(stage.name, shard.source.name, shard.index, "done")
+
+
+def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) -> dict[str, dict]:
+    """Runs every stage; returns the tokenize stats of each shard by key. `progress(stage, total)` gives a
+    callable to advance per finished shard."""
+    from distributed import as_completed
+
+    upstream = {s.key: input_fingerprint(s) for s in shards}
+    for stage in STAGES:
+        extra = ctx.tokenizer_fingerprint if stage.name == "tokenize" else ""
+        if stage.per_shard:
+            fingerprints = {s.key: _digest(stage.name, upstream[s.key], extra) for s in shards}
+            todo = [s for s in shards if done_stats(stage_marker(ctx.layout, stage, s), fingerprints[s.key]) is None]
+            advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
+            advance(len(shards) - len(todo))
+            futures = [client.submit(stage.run, ctx, s, fingerprints[s.key], key=f"{stage.name}-{s.key}-{fingerprints[s.key]}")
+                       for s in todo]
+            for future in as_completed(futures):
+                future.result()
+                advance(1)
+            upstream = fingerprints
+        else:
+            fingerprint = _digest(stage.name, *(upstream[s.key] for s in shards))
+            advance = progress(stage.name, 1) if progress else (lambda n=1: None)
+            if done_stats(stage_marker(ctx.layout, stage), fingerprint) is None:
+                client.submit(stage.run, ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
+            advance(1)
+            upstream = {s.key: _digest(fingerprint, s.key) for s in shards}
+    tokenize = STAGES[-1]
+    return {s.key: done_stats(stage_marker(ctx.layout, tokenize, s), upstream[s.key]) for s in shards}

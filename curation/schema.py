@@ -1,0 +1,57 @@
+"""Arrow schemas of what curation writes (see DESIGN.md, "Data flow and formats")."""
+
+import pyarrow as pa
+
+PREPARED = pa.schema(
+    [
+        ("record", pa.int64()),
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("lang", pa.string()),
+        ("lang_score", pa.float32()),
+        ("n_chars", pa.int64()),
+        ("meta", pa.string()),
+    ]
+)
+
+CURATED = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("text", pa.string()),
+        ("lang", pa.string()),
+        ("lang_score", pa.float32()),
+        ("quality", pa.float32()),
+        ("quality_bucket", pa.int16()),
+        ("dup_cluster", pa.string()),
+        ("n_chars", pa.int64()),
+        ("n_tokens", pa.int64()),  # including the EOS appended to input_ids
+        ("input_ids", pa.list_(pa.uint32())),
+        ("meta", pa.string()),  # the source's own fields, as JSON
+    ]
+)
+
+FUNNEL = pa.schema(
+    [
+        ("source", pa.string()),
+        ("shard", pa.int32()),
+        ("input", pa.string()),
+        ("record", pa.int64()),
+        ("doc_id", pa.string()),
+        ("fate", pa.string()),  # kept | malformed | filtered | duplicate
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("lang", pa.string()),
+    ]
+)
+
+EXACT_DUPLICATES = pa.schema(
+    [
+        ("source", pa.string()),
+        ("shard", pa.int32()),
+        ("record", pa.int64()),
+        ("doc_id", pa.string()),
+        ("survivor", pa.string()),  # source/part-NNNNN#record of the copy that was kept
+    ]
+)

@@ -1,0 +1,98 @@
+"""The BPE tokenizer: trained from the sources (`loom tokenizer train`), or any tokenizer.json given."""
+
+import functools
+import hashlib
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from curation.config import SourceConfig
+from curation.errors import UserError
+from curation.readers import read_shard
+from curation.steps import ExtractHtml, Normalize
+
+EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
+DEFAULT_VOCAB_SIZE = 8192
+
+
+class _NoFunnel:
+    def remove(self, doc, stage, reason, fate="filtered", detail=""):
+        pass
+
+
+def training_texts(sources: list[SourceConfig], max_docs_per_source: int) -> Iterator[str]:
+    """Normalized (and HTML-extracted) texts, the first `max_docs_per_source` of each source."""
+    from curation.steps import Doc
+
+    for source in sources:
+        steps = ([ExtractHtml()] if source.format == "html-dir" else []) + [Normalize()]
+        taken = 0
+        for shard in source.shard_paths():
+            docs: Iterator = (Doc(record=r.index, text=r.text) for r in read_shard(source, shard) if r.problem is None)
+            for step in steps:
+                docs = step.run(docs, _NoFunnel())
+            for doc in docs:
+                yield doc.text
+                taken += 1
+                if taken >= max_docs_per_source:
+                    break
+            if taken >= max_docs_per_source:
+                break
+
+
+def train_tokenizer(texts: Iterable[str], out_path: Path, vocab_size: int = DEFAULT_VOCAB_SIZE) -> Tokenizer:
+    """Byte-level BPE (GPT-2 style): every string round-trips, whatever its language."""
+    if vocab_size < 300:
+        raise UserError(f"--vocab-size {vocab_size} is too small; byte-level BPE needs at least 300")
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS_CANDIDATES[0]],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".json.tmp")
+    tokenizer.save(str(tmp))
+    tmp.replace(out_path)
+    return tokenizer
+
+
+def tokenizer_fingerprint(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+@functools.cache
+def load_tokenizer(path: str) -> tuple[Tokenizer, int]:
+    """The tokenizer and its end-of-sequence id. Raises UserError for a missing or unusable file."""
+    if not Path(path).is_file():
+        raise UserError(f"no tokenizer at {path}; run `loom tokenizer train` or pass --tokenizer FILE")
+    try:
+        tokenizer = Tokenizer.from_file(path)
+    except Exception as err:
+        raise UserError(f"{path} is not a tokenizer.json the `tokenizers` library can load ({err})") from None
+    for token in EOS_CANDIDATES:
+        eos = tokenizer.token_to_id(token)
+        if eos is not None:
+            return tokenizer, eos
+    raise UserError(f"{path} has no end-of-sequence token (looked for {', '.join(EOS_CANDIDATES)}); add one")
+
+
+def encode_to_arrow(tokenizer: Tokenizer, eos_id: int, texts: list[str]) -> pa.ListArray:
+    """Token ids of each text with EOS appended, as list<uint32>, built without a Python list per token."""
+    encodings = tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+    lengths = np.fromiter((len(e.ids) + 1 for e in encodings), dtype=np.int64, count=len(encodings))
+    offsets = np.zeros(len(encodings) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.empty(int(offsets[-1]), dtype=np.uint32)
+    for start, encoding in zip(offsets[:-1], encodings):
+        ids = encoding.ids
+        flat[start : start + len(ids)] = ids
+        flat[start + len(ids)] = eos_id
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.uint32()))

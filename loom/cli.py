@@ -1,0 +1,171 @@
+"""The `loom` command."""
+
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from curation.errors import UserError
+from loom.workspace import Workspace, examples_dir
+
+console = Console(width=None if sys.stdout.isatty() else 150)
+
+
+class UserFacingError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"error: {self.message}", err=True)
+
+
+class LoomGroup(click.Group):
+    """Turns a UserError anywhere below into one line on stderr and exit status 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as err:
+            raise UserFacingError(str(err)) from None
+
+
+@click.group(cls=LoomGroup)
+@click.option("--workspace", "-w", metavar="DIR", help="Workspace folder [default: $LOOM_WORKSPACE or ./loom-work]")
+@click.pass_context
+def cli(ctx, workspace):
+    """Loom: curate raw corpora into tokenized Parquet, build mixtures, train on them."""
+    ctx.obj = Workspace.locate(workspace)
+
+
+# ---- curate -------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def stage_progress():
+    """Yields `progress(stage, total) -> advance(n)`: one rich bar per stage, counted in shards."""
+    with Progress(TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"),
+                  TimeElapsedColumn(), console=console) as bars:
+        def progress(stage: str, total: int):
+            task = bars.add_task(stage, total=total)
+            return lambda n=1: bars.advance(task, n)
+
+        yield progress
+
+
+def _announce_cluster(client) -> None:
+    workers = len(client.scheduler_info().get("workers", {}))
+    console.print(f"Dask: {client.scheduler.address} with {workers} workers; dashboard {client.dashboard_link}")
+
+
+def _run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, scheduler: str | None, workers: int | None):
+    from curation.config import load_sources
+    from curation.run import curate, dask_client, plan_job
+
+    started = time.monotonic()
+    shards, ctx = plan_job(load_sources(sources_file), ws.curation, tokenizer)
+    with dask_client(scheduler, workers, on_start=_announce_cluster) as client, stage_progress() as progress:
+        summary = curate(shards, ctx, client, progress)
+    _print_summary(summary)
+    console.print(f"Curated in {time.monotonic() - started:.1f}s")
+    return summary
+
+
+def _print_summary(summary: list[dict]) -> None:
+    table = Table(title="Curation funnel")
+    for column in ("source", "docs in", "malformed", "filtered", "duplicate", "kept", "tokens"):
+        table.add_column(column, justify="left" if column == "source" else "right")
+    table.add_column("top removal reasons")
+    for row in summary:
+        table.add_row(row["source"], *(f"{row[k]:,}" for k in ("docs_in", "malformed", "filtered", "duplicate", "kept", "tokens")),
+                      row["top_reasons"])
+    console.print(table)
+
+
+def _sources_option(ws: Workspace, value: str | None) -> Path:
+    return Path(value) if value else ws.sources_file
+
+
+def _tokenizer_option(ws: Workspace, value: str | None) -> Path:
+    return Path(value) if value else ws.curation.tokenizer
+
+
+@cli.command()
+@click.option("--sources", metavar="FILE", help="Sources config [default: WORKSPACE/sources.toml]")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on an existing Dask cluster instead of a local one")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes [default: one per core]")
+@click.option("--tokenizer", metavar="FILE", help="A tokenizer.json [default: WORKSPACE/models/tokenizer.json]")
+@click.pass_obj
+def curate(ws: Workspace, sources, scheduler, workers, tokenizer):
+    """Filter, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
+    _run_curation(ws, _sources_option(ws, sources), _tokenizer_option(ws, tokenizer), scheduler, workers)
+    _print_outputs(ws)
+
+
+def _print_outputs(ws: Workspace) -> None:
+    layout = ws.curation
+    console.print(f"Curated Parquet: {layout.curated}/<source>/part-*.parquet")
+    console.print(f"Manifest:        {layout.manifest}/{{shards,documents,funnel}}.parquet")
+    console.print(f"Quarantine:      {layout.quarantine}/<source>/part-*.jsonl")
+
+
+# ---- tokenizer ----------------------------------------------------------------------------------------
+
+
+@cli.group(cls=LoomGroup)
+def tokenizer():
+    """Train the BPE tokenizer that curation uses."""
+
+
+@tokenizer.command("train")
+@click.option("--sources", metavar="FILE", help="Sources config [default: WORKSPACE/sources.toml]")
+@click.option("--vocab-size", type=int, default=8192, show_default=True)
+@click.option("--max-docs", type=click.IntRange(min=1), default=2000, show_default=True, help="Documents read per source")
+@click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/tokenizer.json]")
+@click.pass_obj
+def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output):
+    """Train a byte-level BPE on the sources' text."""
+    _train_tokenizer(ws, _sources_option(ws, sources), vocab_size, max_docs, _tokenizer_option(ws, output))
+
+
+def _train_tokenizer(ws: Workspace, sources_file: Path, vocab_size: int, max_docs: int, output: Path) -> None:
+    from curation.config import load_sources
+    from curation.tokenizer import train_tokenizer, training_texts
+
+    sources = load_sources(sources_file)
+    started = time.monotonic()
+    with console.status(f"Training a {vocab_size}-token BPE on up to {max_docs} documents per source"):
+        trained = train_tokenizer(training_texts(sources, max_docs), output, vocab_size)
+    console.print(f"Tokenizer: {output} ({trained.get_vocab_size()} tokens, {time.monotonic() - started:.1f}s)")
+
+
+# ---- quickstart ---------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes [default: one per core]")
+@click.pass_obj
+def quickstart(ws: Workspace, workers):
+    """Curate the bundled sample corpora into the workspace and show what came out."""
+    examples = examples_dir()
+    ws.root.mkdir(parents=True, exist_ok=True)
+    if not ws.sources_file.exists():
+        text = (examples / "sources.toml").read_text(encoding="utf-8")
+        ws.sources_file.write_text(f'root = "{examples}"\n\n{text}', encoding="utf-8")
+        console.print(f"Wrote {ws.sources_file} (the bundled sample corpora)")
+    if not ws.curation.tokenizer.exists():
+        _train_tokenizer(ws, ws.sources_file, 8192, 2000, ws.curation.tokenizer)
+    _run_curation(ws, ws.sources_file, ws.curation.tokenizer, None, workers)
+    console.print(f"Workspace:       {ws.root}")
+    _print_outputs(ws)
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="loom")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
