@@ -54,7 +54,9 @@ class ExtractHtml:
     def __init__(self):
         from datatrove.pipeline.extractors import Trafilatura
 
-        self.extractor = Trafilatura(favour_precision=True, timeout=10)
+        # trafilatura's own `deduplicate` keeps a process-wide cache of seen paragraphs, which makes a page's
+        # text depend on which pages the same worker extracted before it; dedup is a later stage's job.
+        self.extractor = Trafilatura(favour_precision=True, deduplicate=False)
 
     def run(self, docs, funnel):
         for doc in docs:
