@@ -1,0 +1,104 @@
+"""Shared fixtures: a small slice of the bundled corpora, a tokenizer trained on it, and one curated run."""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+LOOM = [sys.executable, "-m", "loom"]
+WEB_LANGUAGES = ("en-US", "de-DE", "ja-JP")
+PAGES_PER_LANGUAGE = 6
+DOCS_PER_SHARD = 40
+
+
+def run_loom(*args, check=True, timeout=300, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200"}
+    result = subprocess.run([*LOOM, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
+    if check and result.returncode != 0:
+        raise AssertionError(f"loom {' '.join(map(str, args))} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def write_slice(root: Path) -> Path:
+    """Copies a few real pages and records of each bundled source into `root`; returns its sources.toml.
+    One docs record is planted again in a second shard, so exact dedup has a known duplicate."""
+    for lang in WEB_LANGUAGES:
+        pages = sorted((EXAMPLES / "corpora" / "web" / lang).glob("*.html"))[:PAGES_PER_LANGUAGE]
+        (root / "web" / lang).mkdir(parents=True)
+        for page in pages:
+            shutil.copy(page, root / "web" / lang / page.name)
+    docs_shards = sorted((EXAMPLES / "corpora" / "docs").glob("*.jsonl.gz"))[:2]
+    (root / "docs").mkdir()
+    first_record = None
+    for i, shard in enumerate(docs_shards):
+        with gzip.open(shard, "rt", encoding="utf-8") as fh:
+            lines = [next(fh) for _ in range(DOCS_PER_SHARD)]
+        first_record = first_record or lines[0]
+        if i == 1:
+            lines.append(first_record)  # the planted exact duplicate
+        with gzip.open(root / "docs" / f"docs-{i:05d}.jsonl.gz", "wt", encoding="utf-8") as fh:
+            fh.writelines(lines)
+    (root / "code").mkdir()
+    shutil.copy(sorted((EXAMPLES / "corpora" / "code").glob("*.parquet"))[0], root / "code")
+    (root / "fortunes").mkdir()
+    shutil.copy(sorted((EXAMPLES / "corpora" / "fortunes").glob("*.jsonl.zst"))[0], root / "fortunes")
+    sources = root / "sources.toml"
+    sources.write_text(
+        """
+[[source]]
+name = "web"
+format = "html-dir"
+paths = ["web/*"]
+tags = ["web"]
+
+[[source]]
+name = "docs"
+format = "jsonl.gz"
+paths = ["docs/*.jsonl.gz"]
+id_field = "id"
+filters = []
+
+[[source]]
+name = "code"
+format = "parquet"
+paths = ["code/*.parquet"]
+text_field = "content"
+id_field = "path"
+filters = []
+
+[[source]]
+name = "fortunes"
+format = "jsonl.zst"
+paths = ["fortunes/*.jsonl.zst"]
+""",
+        encoding="utf-8",
+    )
+    return sources
+
+
+@pytest.fixture(scope="session")
+def slice_sources(tmp_path_factory) -> Path:
+    return write_slice(tmp_path_factory.mktemp("slice"))
+
+
+@pytest.fixture(scope="session")
+def slice_tokenizer(tmp_path_factory, slice_sources) -> Path:
+    out = tmp_path_factory.mktemp("tokenizer") / "tokenizer.json"
+    run_loom("tokenizer", "train", "--sources", slice_sources, "--vocab-size", 2000, "--output", out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
+    """One `loom curate` of the slice on a LocalCluster with 2 worker processes."""
+    workspace = tmp_path_factory.mktemp("ws")
+    result = run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
+                      "--workers", 2)
+    return workspace, result

@@ -1,0 +1,27 @@
+"""`loom quickstart` on the whole bundled corpora, as a new user runs it."""
+
+import pyarrow.parquet as pq
+
+from conftest import run_loom
+
+BUNDLED = ("web", "docs", "code", "fortunes", "reference")
+
+
+def test_quickstart_curates_the_bundled_corpora_and_reports_them(tmp_path):
+    ws = tmp_path / "ws"
+    result = run_loom("-w", ws, "quickstart", timeout=600)
+    out = result.stdout
+    assert "Tokenizer:" in out and "Curation funnel" in out and f"Workspace:       {ws}" in out
+    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    documents = pq.read_table(ws / "manifest" / "documents.parquet").to_pylist()
+    assert {row["source"] for row in funnel} == set(BUNDLED)
+    for source in BUNDLED:
+        kept = sum(1 for row in documents if row["source"] == source)
+        assert kept > 0, f"{source}: nothing kept"
+        inputs = sum(1 for row in funnel if row["source"] == source)
+        assert f"│ {source:<9} │ {inputs:>7,} │" in out  # the summary's "docs in" is the funnel's count
+    assert sum(1 for row in funnel if row["source"] == "web") == 192  # 32 handbook pages in 6 languages
+
+    again = run_loom("-w", ws, "quickstart", timeout=600)
+    assert "Tokenizer:" not in again.stdout  # trained once, reused
+    assert again.stdout.split("Curation funnel")[1].split("Curated in")[0] == out.split("Curation funnel")[1].split("Curated in")[0]
