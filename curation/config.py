@@ -30,6 +30,8 @@ class SourceConfig:
     filters: tuple[str, ...] = HEURISTIC_FILTERS
     filter_languages: tuple[str, ...] = ("en",)  # the heuristic filters are tuned for these; "*" is all
     filter_options: dict = field(default_factory=dict)  # filter name -> datatrove constructor arguments
+    quality_threshold: float | None = None  # remove documents whose quality score is lower
+    keep_fraction: float | None = None  # or keep only this top fraction of the source by quality
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
 
     def shard_paths(self) -> list[Path]:
@@ -56,7 +58,30 @@ class SourceConfig:
 SOURCE_KEYS = {f.name for f in fields(SourceConfig)} - {"base_dir"}
 
 
+@dataclass(frozen=True)
+class QualityConfig:
+    """The `[quality]` table: which sources train the classifier, and how scores become buckets."""
+
+    positive: tuple[str, ...] = ()
+    negative: tuple[str, ...] = ()
+    buckets: int = 5  # buckets at the quantiles of the whole corpus's scores: 0 (lowest) .. buckets-1
+    cut_points: tuple[float, ...] = ()  # fixed, ascending cut points instead of quantiles
+
+
+QUALITY_KEYS = {f.name for f in fields(QualityConfig)}
+
+
+@dataclass(frozen=True)
+class CurationConfig:
+    sources: list[SourceConfig]
+    quality: QualityConfig = QualityConfig()
+
+
 def load_sources(path: Path) -> list[SourceConfig]:
+    return load_config(path).sources
+
+
+def load_config(path: Path) -> CurationConfig:
     """Read and validate a sources.toml. Every problem is a UserError naming the key and the fix."""
     path = Path(path)
     if not path.is_file():
@@ -68,9 +93,9 @@ def load_sources(path: Path) -> list[SourceConfig]:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root"}
+    unknown_top = set(raw) - {"source", "root", "quality"}
     if unknown_top:
-        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root` and [[source]] tables")
+        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, [quality] and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -80,7 +105,25 @@ def load_sources(path: Path) -> list[SourceConfig]:
     for name in names:
         if names.count(name) > 1:
             raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
-    return sources
+    return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path))
+
+
+def _parse_quality(table, path: Path) -> QualityConfig:
+    where = f"{path}: [quality]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where} must be a table")
+    unknown = set(table) - QUALITY_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(QUALITY_KEYS))}")
+    values = {key: _string_list(table[key], f"{where} `{key}`") for key in ("positive", "negative") if key in table}
+    buckets = table.get("buckets", 5)
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 100:
+        raise UserError(f"{where}: `buckets` must be a whole number from 1 to 100")
+    cuts = table.get("cut_points", [])
+    if not isinstance(cuts, list) or not all(isinstance(c, (int, float)) and 0 <= c <= 1 for c in cuts) \
+            or list(cuts) != sorted(set(cuts)):
+        raise UserError(f"{where}: `cut_points` must be ascending, distinct numbers between 0 and 1")
+    return QualityConfig(**values, buckets=buckets, cut_points=tuple(float(c) for c in cuts))
 
 
 def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> SourceConfig:
@@ -114,6 +157,12 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     if not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
         raise UserError(f"{where}: `min_lang_score` must be a number between 0 and 1")
     values["min_lang_score"] = float(score)
+    for key, low_inclusive in (("quality_threshold", True), ("keep_fraction", False)):
+        value = values.get(key)
+        if value is not None and (not isinstance(value, (int, float)) or not (0 <= value <= 1) or (value == 0 and not low_inclusive)):
+            raise UserError(f"{where}: `{key}` must be a number in {'[0, 1]' if low_inclusive else '(0, 1]'}")
+    if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
+        raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     return SourceConfig(**values, base_dir=str(base_dir))
 
 

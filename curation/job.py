@@ -10,15 +10,16 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.atomic import done_stats, mark_done, parquet_writer, write_parquet, write_text
-from curation.config import SourceConfig
+from curation.config import QualityConfig, SourceConfig
 from curation.layout import CurationLayout
 from curation.readers import check_readable, read_shard
-from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, PREPARED
+from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, PREPARED, QUALITY_SELECTION
 from curation.steps import Doc, document_steps
 from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
 
@@ -43,7 +44,12 @@ class Shard:
 class JobContext:
     layout: CurationLayout
     tokenizer: str
-    tokenizer_fingerprint: str
+    quality_model: str | None = None  # no model: no scores, no buckets
+    quality: QualityConfig = QualityConfig()
+    stage_inputs: tuple[tuple[str, str], ...] = ()  # (stage, fingerprint of what else it reads): models, configs
+
+    def stage_input(self, stage: str) -> str:
+        return dict(self.stage_inputs).get(stage, "")
 
 
 @dataclass(frozen=True)
@@ -97,13 +103,13 @@ class FunnelRecorder:
 
 
 @functools.cache
-def _steps_for(source_json: str) -> list:
-    return document_steps(SourceConfig(**json.loads(source_json)))
+def _steps_for(source_json: str, quality_model: str | None) -> list:
+    return document_steps(SourceConfig(**json.loads(source_json)), quality_model)
 
 
-def steps_for(source: SourceConfig) -> list:
+def steps_for(source: SourceConfig, quality_model: str | None = None) -> list:
     """The document steps of a source, built once per worker process (models load once)."""
-    return _steps_for(json.dumps(asdict(source), sort_keys=True))
+    return _steps_for(json.dumps(asdict(source), sort_keys=True), quality_model)
 
 
 def prepare_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
@@ -118,7 +124,7 @@ def prepare_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
                 yield Doc(record=record.index, text=record.text, meta=record.meta)
 
     docs = good_records()
-    for step in steps_for(shard.source):
+    for step in steps_for(shard.source, ctx.quality_model):
         docs = step.run(docs, funnel)
     n_kept = 0
     with parquet_writer(layout.stage_part("prepare", shard.source.name, shard.index), PREPARED) as writer:
@@ -138,13 +144,75 @@ def prepare_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
 def _prepared_table(docs: list[Doc]) -> pa.Table:
     return pa.Table.from_pylist(
         [{"record": d.record, "id": d.id, "text": d.text, "lang": d.lang, "lang_score": d.lang_score,
-          "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True)}
+          "quality": d.quality, "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True)}
          for d in docs],
         schema=PREPARED,
     )
 
 
-# ---- stage 2: exact dedup over all shards -----------------------------------------------------------------
+def prepared_columns(ctx: JobContext, shards: list[Shard], columns: list[str]) -> pa.Table:
+    """Some columns of every prepared shard, with the shard's source, index and rank added."""
+    parts = []
+    for shard in shards:
+        table = pq.read_table(ctx.layout.stage_part("prepare", shard.source.name, shard.index), columns=columns)
+        n = table.num_rows
+        parts.append(table.append_column("source", pa.array([shard.source.name] * n, pa.string()))
+                     .append_column("shard", pa.array([shard.index] * n, pa.int32()))
+                     .append_column("rank", pa.array([shard.rank] * n, pa.int32())))
+    return pa.concat_tables(parts)
+
+
+# ---- stage 2: quality buckets and per-source selection by score, over all shards ------------------------
+
+
+def quality_selection_path(layout: CurationLayout) -> Path:
+    return layout.work / "quality_select" / "selection.parquet"
+
+
+def quality_cut_points(scores: np.ndarray, config: QualityConfig) -> list[float]:
+    if config.cut_points:
+        return list(config.cut_points)
+    if len(scores) == 0:
+        return []
+    return [float(q) for q in np.quantile(scores, [i / config.buckets for i in range(1, config.buckets)])]
+
+
+def quality_select(ctx: JobContext, shards: list[Shard], fingerprint: str) -> dict:
+    """Each scored document's bucket, and the documents a source's `quality_threshold` or `keep_fraction`
+    removes (ranked by score, then id, so ties are cut deterministically)."""
+    docs = prepared_columns(ctx, shards, ["record", "id", "quality"])
+    scores = docs["quality"].to_numpy(zero_copy_only=False)
+    scored = ~np.isnan(scores.astype(np.float64))
+    cuts = quality_cut_points(scores[scored], ctx.quality)
+    buckets = np.where(scored, np.searchsorted(np.array(cuts), np.nan_to_num(scores), side="right"), -1)
+    reasons: list = [None] * docs.num_rows
+    details: list = [None] * docs.num_rows
+    source_column = np.array(docs["source"].to_pylist(), dtype=object)
+    ids = docs["id"].to_pylist()
+    for source in {s.source.name: s.source for s in shards}.values():
+        rows = np.flatnonzero((source_column == source.name) & scored)
+        if source.quality_threshold is not None:
+            for row in rows[scores[rows] < source.quality_threshold]:
+                reasons[row] = "below_threshold"
+                details[row] = f"quality {scores[row]:.4f} < {source.quality_threshold}"
+        elif source.keep_fraction is not None and len(rows):
+            ranked = sorted(rows, key=lambda row: (-scores[row], ids[row]))
+            keep = round(source.keep_fraction * len(ranked))
+            for place, row in enumerate(ranked[keep:], start=keep + 1):
+                reasons[row] = "below_keep_fraction"
+                details[row] = f"rank {place} of {len(ranked)} by quality; keep_fraction keeps {keep}"
+    selection = pa.table({
+        "source": docs["source"], "shard": docs["shard"], "record": docs["record"],
+        "quality_bucket": pa.array(buckets, pa.int16(), mask=~scored),
+        "low_quality": pa.array(reasons, pa.string()), "detail": pa.array(details, pa.string()),
+    }, schema=QUALITY_SELECTION)
+    write_parquet(selection, quality_selection_path(ctx.layout))
+    stats = {"cut_points": cuts, "scored": int(scored.sum()), "removed": sum(r is not None for r in reasons)}
+    mark_done(ctx.layout.work / "quality_select" / "_done", fingerprint, stats)
+    return stats
+
+
+# ---- stage 3: exact dedup over all shards -----------------------------------------------------------------
 
 
 def exact_duplicates_path(layout: CurationLayout) -> Path:
@@ -152,16 +220,13 @@ def exact_duplicates_path(layout: CurationLayout) -> Path:
 
 
 def exact_dedup(ctx: JobContext, shards: list[Shard], fingerprint: str) -> dict:
-    """Documents whose normalized text (so, id) appeared before: in an earlier source, shard or record."""
-    parts = []
-    for shard in shards:
-        ids = pq.read_table(ctx.layout.stage_part("prepare", shard.source.name, shard.index), columns=["record", "id"])
-        n = ids.num_rows
-        parts.append(ids.append_column("source", pa.array([shard.source.name] * n, pa.string()))
-                     .append_column("shard", pa.array([shard.index] * n, pa.int32()))
-                     .append_column("rank", pa.array([shard.rank] * n, pa.int32())))
+    """Documents whose normalized text (so, id) appeared before: in an earlier source, shard or record.
+    Documents removed for their quality score take no part."""
     con = duckdb.connect()
-    con.register("docs", pa.concat_tables(parts))
+    con.register("prepared", prepared_columns(ctx, shards, ["record", "id"]))
+    con.register("selection", pq.read_table(quality_selection_path(ctx.layout)))
+    con.execute("CREATE VIEW docs AS SELECT p.* FROM prepared p JOIN selection s USING (source, shard, record) "
+                "WHERE s.low_quality IS NULL")
     duplicates = con.sql(
         """
         SELECT source, shard, record, id AS doc_id, survivor FROM (
@@ -177,16 +242,18 @@ def exact_dedup(ctx: JobContext, shards: list[Shard], fingerprint: str) -> dict:
     return stats
 
 
-# ---- stage 3: tokenize the survivors and write the curated Parquet ----------------------------------------
+# ---- stage 4: tokenize the survivors and write the curated Parquet ----------------------------------------
 
 
 def tokenize_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
     layout = ctx.layout
     tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
-    dropped = pq.read_table(
-        exact_duplicates_path(layout), columns=["record"],
-        filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)],
-    )["record"]
+    this_shard = [("source", "==", shard.source.name), ("shard", "==", shard.index)]
+    duplicates = pq.read_table(exact_duplicates_path(layout), columns=["record"], filters=this_shard)["record"]
+    selection = pq.read_table(quality_selection_path(layout), columns=["record", "quality_bucket", "low_quality"],
+                              filters=this_shard)
+    low_quality = selection.filter(pc.is_valid(selection["low_quality"]))["record"]
+    dropped = pa.concat_arrays([duplicates.combine_chunks(), low_quality.combine_chunks()])
     prepared = pq.ParquetFile(layout.stage_part("prepare", shard.source.name, shard.index))
     out = layout.curated_part(shard.source.name, shard.index)
     n_docs = n_tokens = 0
@@ -197,7 +264,8 @@ def tokenize_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
                 continue
             input_ids = encode_to_arrow(tokenizer, eos_id, docs["text"].to_pylist())
             lengths = pc.list_value_length(input_ids).cast(pa.int64())
-            writer.write_table(_curated_table(shard.source.name, docs, input_ids, lengths))
+            buckets = pc.take(selection["quality_bucket"], pc.index_in(docs["record"], selection["record"]))
+            writer.write_table(_curated_table(shard.source.name, docs, input_ids, lengths, buckets))
             n_docs += docs.num_rows
             n_tokens += pc.sum(lengths).as_py()
     stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
@@ -205,12 +273,12 @@ def tokenize_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
     return stats
 
 
-def _curated_table(source: str, docs: pa.Table, input_ids: pa.Array, lengths: pa.Array) -> pa.Table:
+def _curated_table(source: str, docs: pa.Table, input_ids, lengths, buckets) -> pa.Table:
     n = docs.num_rows
     columns = {
         "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
-        "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": pa.nulls(n, pa.float32()),
-        "quality_bucket": pa.nulls(n, pa.int16()), "dup_cluster": pa.nulls(n, pa.string()),
+        "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"],
+        "quality_bucket": buckets, "dup_cluster": pa.nulls(n, pa.string()),
         "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
     }
     return pa.table(columns, schema=CURATED)
@@ -219,9 +287,10 @@ def _curated_table(source: str, docs: pa.Table, input_ids: pa.Array, lengths: pa
 # ---- the job --------------------------------------------------------------------------------------------
 
 STAGES = (
-    # The order of curation, in one place. Quality scoring ends the per-document steps of `prepare`;
-    # global MinHash dedup is a global stage that follows exact dedup.
+    # The order of curation, in one place. Quality scoring ends the per-document steps of `prepare`, so that
+    # selection by score and then dedup see every score; global MinHash dedup follows exact dedup.
     Stage("prepare", prepare_shard, per_shard=True),
+    Stage("quality_select", quality_select, per_shard=False),
     Stage("exact_dedup", exact_dedup, per_shard=False),
     Stage("tokenize", tokenize_shard, per_shard=True),
 )
@@ -253,7 +322,7 @@ def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) ->
 
     upstream = {s.key: input_fingerprint(s) for s in shards}
     for stage in STAGES:
-        extra = ctx.tokenizer_fingerprint if stage.name == "tokenize" else ""
+        extra = ctx.stage_input(stage.name)
         if stage.per_shard:
             fingerprints = {s.key: _digest(stage.name, upstream[s.key], extra) for s in shards}
             todo = [s for s in shards if done_stats(stage_marker(ctx.layout, stage, s), fingerprints[s.key]) is None]

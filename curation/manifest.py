@@ -6,13 +6,14 @@
 """
 
 import datetime
+import json
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from curation.atomic import atomic_path, write_parquet, write_text
-from curation.job import Shard, exact_duplicates_path
+from curation.job import Shard, exact_duplicates_path, quality_selection_path
 from curation.layout import CurationLayout
 
 SHARDS = pa.schema(
@@ -45,16 +46,31 @@ def write_manifest(layout: CurationLayout, shards: list[Shard], stats: dict[str,
     ranks = ", ".join(f"('{s.source.name}', {s.rank})" for s in {s.source.name: s for s in shards}.values())
     _copy(con, f"""
         SELECT f.source, f.shard, f.input, f.record, f.doc_id,
-               CASE WHEN d.record IS NULL THEN f.fate ELSE 'duplicate' END AS fate,
-               CASE WHEN d.record IS NULL THEN f.stage ELSE 'exact_dedup' END AS stage,
-               CASE WHEN d.record IS NULL THEN f.reason ELSE 'exact_duplicate' END AS reason,
-               CASE WHEN d.record IS NULL THEN f.detail ELSE 'same text as ' || d.survivor END AS detail,
+               CASE WHEN q.low_quality IS NOT NULL THEN 'low_quality' WHEN d.record IS NOT NULL THEN 'duplicate'
+                    ELSE f.fate END AS fate,
+               CASE WHEN q.low_quality IS NOT NULL THEN 'quality' WHEN d.record IS NOT NULL THEN 'exact_dedup'
+                    ELSE f.stage END AS stage,
+               CASE WHEN q.low_quality IS NOT NULL THEN q.low_quality WHEN d.record IS NOT NULL THEN 'exact_duplicate'
+                    ELSE f.reason END AS reason,
+               CASE WHEN q.low_quality IS NOT NULL THEN q.detail WHEN d.record IS NOT NULL THEN 'same text as ' || d.survivor
+                    ELSE f.detail END AS detail,
                f.lang
         FROM read_parquet({funnel!r}) f
         LEFT JOIN read_parquet('{exact_duplicates_path(layout)}') d USING (source, shard, record)
+        LEFT JOIN read_parquet('{quality_selection_path(layout)}') q USING (source, shard, record)
         JOIN (VALUES {ranks}) AS r(source, rank) USING (source)
         ORDER BY r.rank, f.shard, f.record
     """, layout.manifest / "funnel.parquet")
+    quality = json.loads((layout.work / "quality_select" / "_done").read_text())
+    cuts = quality["cut_points"]
+    bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
+    _copy(con, f"""
+        SELECT b.bucket::SMALLINT AS quality_bucket, b.lower::DOUBLE AS lower, b.upper::DOUBLE AS upper, count(q.record) AS n_docs
+        FROM (VALUES {bounds}) AS b(bucket, lower, upper)
+        LEFT JOIN read_parquet('{quality_selection_path(layout)}') q ON q.quality_bucket = b.bucket
+        WHERE {bool(quality["scored"])}
+        GROUP BY ALL ORDER BY 1
+    """, layout.manifest / "quality_buckets.parquet")
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
         write_text("\n".join(fingerprints) + "\n", layout.curated / source / "_SUCCESS")
@@ -99,6 +115,7 @@ def source_summary(layout: CurationLayout) -> list[dict]:
                    count(*) FILTER (fate = 'malformed') AS malformed,
                    count(*) FILTER (fate = 'filtered') AS filtered,
                    count(*) FILTER (fate = 'duplicate') AS duplicate,
+                   count(*) FILTER (fate = 'low_quality') AS low_quality,
                    count(*) FILTER (fate = 'kept') AS kept,
                    min(rowid) AS first_row
             FROM (SELECT *, row_number() OVER () AS rowid FROM read_parquet('{funnel}'))
@@ -110,10 +127,10 @@ def source_summary(layout: CurationLayout) -> list[dict]:
                   FROM read_parquet('{funnel}') WHERE fate <> 'kept' GROUP BY source, reason)
             WHERE place <= 3 GROUP BY source
         ), tokens AS (SELECT source, sum(n_tokens) AS tokens FROM read_parquet('{shards}') GROUP BY source)
-        SELECT f.source, docs_in, malformed, filtered, duplicate, kept, coalesce(t.tokens, 0) AS tokens,
+        SELECT f.source, docs_in, malformed, filtered, duplicate, low_quality, kept, coalesce(t.tokens, 0) AS tokens,
                coalesce(r.top_reasons, '') AS top_reasons
         FROM fates f LEFT JOIN reasons r USING (source) LEFT JOIN tokens t USING (source)
         ORDER BY first_row
     """).fetchall()
-    columns = ["source", "docs_in", "malformed", "filtered", "duplicate", "kept", "tokens", "top_reasons"]
+    columns = ["source", "docs_in", "malformed", "filtered", "duplicate", "low_quality", "kept", "tokens", "top_reasons"]
     return [dict(zip(columns, row)) for row in rows]

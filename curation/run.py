@@ -1,15 +1,18 @@
 """`curate`: plan the shards, check what can be checked before compute, run the job on Dask, write the manifest."""
 
+import json
 import logging
 import os
+from dataclasses import asdict
 from contextlib import contextmanager
 from pathlib import Path
 
-from curation.config import SourceConfig
+from curation.config import CurationConfig
 from curation.errors import UserError
 from curation.job import JobContext, Shard, plan_shards, run_curation, steps_for
 from curation.layout import CurationLayout
 from curation.manifest import remove_stale_parts, source_summary, write_manifest
+from curation.quality import model_fingerprint
 from curation.tokenizer import load_tokenizer, tokenizer_fingerprint
 
 
@@ -38,15 +41,33 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
         yield client
 
 
-def plan_job(sources: list[SourceConfig], layout: CurationLayout, tokenizer: Path) -> tuple[list[Shard], JobContext]:
-    """Everything that can be checked before a cluster starts: inputs readable, tokenizer usable, filters valid."""
-    shards = plan_shards(sources)
+def plan_job(config: CurationConfig, layout: CurationLayout, tokenizer: Path,
+             quality_model: Path | None = None) -> tuple[list[Shard], JobContext]:
+    """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
+    usable, filters valid. Without a quality model no document is scored."""
+    shards = plan_shards(config.sources)
     load_tokenizer(str(tokenizer))
-    for source in sources:
-        steps_for(source)
-    ctx = JobContext(layout=layout, tokenizer=str(Path(tokenizer).resolve()),
-                     tokenizer_fingerprint=tokenizer_fingerprint(tokenizer))
+    selecting = [s.name for s in config.sources if s.quality_threshold is not None or s.keep_fraction is not None]
+    if quality_model is None and selecting:
+        raise UserError(f"source '{selecting[0]}' selects by quality but there is no quality model; "
+                        "train one with `loom quality train` or pass --quality-model FILE")
+    model = str(Path(quality_model).resolve()) if quality_model else None
+    for source in config.sources:
+        steps_for(source, model)  # a bad filter option or an unusable model fails here, before any task is sent
+    selection = [(s.name, s.quality_threshold, s.keep_fraction) for s in config.sources]
+    model_fp = model_fingerprint(quality_model)
+    stage_inputs = (
+        ("prepare", model_fp),
+        ("quality_select", _json((model_fp, asdict(config.quality), selection))),
+        ("tokenize", tokenizer_fingerprint(tokenizer)),
+    )
+    ctx = JobContext(layout=layout, tokenizer=str(Path(tokenizer).resolve()), quality_model=model,
+                     quality=config.quality, stage_inputs=stage_inputs)
     return shards, ctx
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def curate(shards: list[Shard], ctx: JobContext, client, progress=None) -> list[dict]:

@@ -9,6 +9,7 @@ PREPARED = pa.schema(
         ("text", pa.string()),
         ("lang", pa.string()),
         ("lang_score", pa.float32()),
+        ("quality", pa.float32()),
         ("n_chars", pa.int64()),
         ("meta", pa.string()),
     ]
@@ -43,6 +44,17 @@ FUNNEL = pa.schema(
         ("reason", pa.string()),
         ("detail", pa.string()),
         ("lang", pa.string()),
+    ]
+)
+
+QUALITY_SELECTION = pa.schema(
+    [
+        ("source", pa.string()),
+        ("shard", pa.int32()),
+        ("record", pa.int64()),
+        ("quality_bucket", pa.int16()),
+        ("low_quality", pa.string()),  # the reason a document is removed for its score, or null
+        ("detail", pa.string()),
     ]
 )
 

@@ -25,6 +25,7 @@ class Doc:
     id: str | None = None
     lang: str | None = None
     lang_score: float | None = None
+    quality: float | None = None
 
 
 class Funnel(Protocol):
@@ -199,8 +200,30 @@ class HeuristicFilters:
             yield doc
 
 
-def document_steps(source: SourceConfig) -> list[Step]:
-    """The per-document stages of one source, in order. Quality scoring joins the end of this list."""
+class QualityScore:
+    """`quality` = the classifier's P(positive). Selection by score needs every score, so it is a later stage."""
+
+    name = "quality"
+    batch_size = 256
+
+    def __init__(self, model_path: str):
+        from curation.quality import QualityModel
+
+        self.model = QualityModel(Path(model_path))
+
+    def run(self, docs, funnel):
+        from itertools import islice
+
+        while batch := list(islice(docs, self.batch_size)):
+            for doc, score in zip(batch, self.model.scores([d.text for d in batch])):
+                doc.quality = float(score)
+            yield from batch
+
+
+def document_steps(source: SourceConfig, quality_model: str | None = None) -> list[Step]:
+    """The per-document stages of one source, in order."""
     steps: list[Step] = [ExtractHtml()] if source.format == "html-dir" else []
     steps += [Normalize(), LanguageId(source), HeuristicFilters(source)]
+    if quality_model:
+        steps.append(QualityScore(quality_model))
     return steps

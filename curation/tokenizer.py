@@ -11,36 +11,16 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from curation.config import SourceConfig
 from curation.errors import UserError
-from curation.readers import read_shard
-from curation.steps import ExtractHtml, Normalize
+from curation.samples import source_texts
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
 DEFAULT_VOCAB_SIZE = 8192
 
 
-class _NoFunnel:
-    def remove(self, doc, stage, reason, fate="filtered", detail=""):
-        pass
-
-
 def training_texts(sources: list[SourceConfig], max_docs_per_source: int) -> Iterator[str]:
     """Normalized (and HTML-extracted) texts, the first `max_docs_per_source` of each source."""
-    from curation.steps import Doc
-
     for source in sources:
-        steps = ([ExtractHtml()] if source.format == "html-dir" else []) + [Normalize()]
-        taken = 0
-        for shard in source.shard_paths():
-            docs: Iterator = (Doc(record=r.index, text=r.text) for r in read_shard(source, shard) if r.problem is None)
-            for step in steps:
-                docs = step.run(docs, _NoFunnel())
-            for doc in docs:
-                yield doc.text
-                taken += 1
-                if taken >= max_docs_per_source:
-                    break
-            if taken >= max_docs_per_source:
-                break
+        yield from source_texts(source, max_docs_per_source)
 
 
 def train_tokenizer(texts: Iterable[str], out_path: Path, vocab_size: int = DEFAULT_VOCAB_SIZE) -> Tokenizer:

@@ -61,12 +61,15 @@ def _announce_cluster(client) -> None:
     console.print(f"Dask: {client.scheduler.address} with {workers} workers; dashboard {client.dashboard_link}")
 
 
-def _run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, scheduler: str | None, workers: int | None):
-    from curation.config import load_sources
+def _run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_model: Path | None,
+                  scheduler: str | None, workers: int | None):
+    from curation.config import load_config
     from curation.run import curate, dask_client, plan_job
 
     started = time.monotonic()
-    shards, ctx = plan_job(load_sources(sources_file), ws.curation, tokenizer)
+    shards, ctx = plan_job(load_config(sources_file), ws.curation, tokenizer, quality_model)
+    if quality_model:
+        console.print(f"Scoring quality with {quality_model}")
     with dask_client(scheduler, workers, on_start=_announce_cluster) as client, stage_progress() as progress:
         summary = curate(shards, ctx, client, progress)
     _print_summary(summary)
@@ -76,12 +79,13 @@ def _run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, scheduler:
 
 def _print_summary(summary: list[dict]) -> None:
     table = Table(title="Curation funnel")
-    for column in ("source", "docs in", "malformed", "filtered", "duplicate", "kept", "tokens"):
-        table.add_column(column, justify="left" if column == "source" else "right")
+    counts = ("docs_in", "malformed", "filtered", "duplicate", "low_quality", "kept", "tokens")
+    table.add_column("source")
+    for column in counts:
+        table.add_column(column.replace("_", " "), justify="right")
     table.add_column("top removal reasons")
     for row in summary:
-        table.add_row(row["source"], *(f"{row[k]:,}" for k in ("docs_in", "malformed", "filtered", "duplicate", "kept", "tokens")),
-                      row["top_reasons"])
+        table.add_row(row["source"], *(f"{row[k]:,}" for k in counts), row["top_reasons"])
     console.print(table)
 
 
@@ -98,11 +102,21 @@ def _tokenizer_option(ws: Workspace, value: str | None) -> Path:
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on an existing Dask cluster instead of a local one")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes [default: one per core]")
 @click.option("--tokenizer", metavar="FILE", help="A tokenizer.json [default: WORKSPACE/models/tokenizer.json]")
+@click.option("--quality-model", metavar="FILE",
+              help="A `loom quality train` model [default: WORKSPACE/models/quality.bin when it exists]")
 @click.pass_obj
-def curate(ws: Workspace, sources, scheduler, workers, tokenizer):
-    """Filter, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
-    _run_curation(ws, _sources_option(ws, sources), _tokenizer_option(ws, tokenizer), scheduler, workers)
+def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model):
+    """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
+    _run_curation(ws, _sources_option(ws, sources), _tokenizer_option(ws, tokenizer),
+                  _quality_model_option(ws, quality_model), scheduler, workers)
     _print_outputs(ws)
+
+
+def _quality_model_option(ws: Workspace, value: str | None) -> Path | None:
+    if value:
+        return Path(value)
+    default = ws.curation.models / "quality.bin"
+    return default if default.exists() else None
 
 
 def _print_outputs(ws: Workspace) -> None:
@@ -142,6 +156,73 @@ def _train_tokenizer(ws: Workspace, sources_file: Path, vocab_size: int, max_doc
     console.print(f"Tokenizer: {output} ({trained.get_vocab_size()} tokens, {time.monotonic() - started:.1f}s)")
 
 
+# ---- quality ------------------------------------------------------------------------------------------
+
+
+@cli.group(cls=LoomGroup)
+def quality():
+    """Train the fastText quality classifier that scores documents."""
+
+
+def _names(value: str | None) -> list[str] | None:
+    return [name.strip() for name in value.split(",") if name.strip()] if value else None
+
+
+@quality.command("train")
+@click.option("--positive", metavar="SRC[,SRC...]", help="High-quality sources or files [default: [quality] positive]")
+@click.option("--negative", metavar="SRC[,SRC...]", help="Low-quality sources or files [default: [quality] negative]")
+@click.option("--sources", metavar="FILE", help="Sources config [default: WORKSPACE/sources.toml]")
+@click.option("--max-per-class", type=click.IntRange(min=20), default=5000, show_default=True)
+@click.option("--valid-fraction", type=click.FloatRange(0.05, 0.5), default=0.2, show_default=True)
+@click.option("--epoch", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.3, show_default=True)
+@click.option("--word-ngrams", type=click.IntRange(1, 5), default=2, show_default=True)
+@click.option("--dim", type=click.IntRange(min=2), default=64, show_default=True)
+@click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/quality.bin]")
+@click.pass_obj
+def quality_train(ws: Workspace, positive, negative, sources, output, **hyperparameters):
+    """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
+    from curation.quality import TrainingConfig
+
+    _train_quality(ws, _sources_option(ws, sources), _names(positive), _names(negative),
+                   TrainingConfig(**hyperparameters), Path(output) if output else ws.curation.models / "quality.bin")
+
+
+def _train_quality(ws: Workspace, sources_file: Path, positive, negative, config, output: Path) -> None:
+    from curation.config import load_config
+    from curation.quality import train_quality_model
+    from curation.samples import named_sources, source_texts
+
+    curation_config = load_config(sources_file)
+    positive = positive or list(curation_config.quality.positive)
+    negative = negative or list(curation_config.quality.negative)
+    if not positive or not negative:
+        raise UserError("name the training sources: --positive SRC[,SRC] and --negative SRC[,SRC], "
+                        "or `positive`/`negative` in the [quality] table of sources.toml")
+    if set(positive) & set(negative):
+        raise UserError(f"'{sorted(set(positive) & set(negative))[0]}' is both positive and negative; "
+                        "a training set needs two distinct classes")
+    texts, data = {}, {}
+    with console.status("Reading training examples"):
+        for side, names in (("positive", positive), ("negative", negative)):
+            texts[side] = []
+            data[side] = {}
+            for name, source in zip(names, named_sources(names, curation_config.sources)):
+                sample = list(source_texts(source, config.max_per_class))
+                data[side][name] = len(sample)
+                texts[side] += sample
+    with console.status("Training the fastText quality classifier"):
+        card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
+    metrics = card["validation"]
+    console.print(f"Quality model: {output} (card {output.with_suffix('.json')})")
+    console.print(f"  trained on {card['sizes']['train']} documents, validated on {card['sizes']['valid']} "
+                  f"(positive: {', '.join(positive)}; negative: {', '.join(negative)})")
+    console.print(f"  validation: precision {metrics['precision']:.3f}  recall {metrics['recall']:.3f}  "
+                  f"F1 {metrics['f1']:.3f}  ROC AUC {metrics['roc_auc']:.4f}")
+
+
 # ---- quickstart ---------------------------------------------------------------------------------------
 
 
@@ -158,7 +239,12 @@ def quickstart(ws: Workspace, workers):
         console.print(f"Wrote {ws.sources_file} (the bundled sample corpora)")
     if not ws.curation.tokenizer.exists():
         _train_tokenizer(ws, ws.sources_file, 8192, 2000, ws.curation.tokenizer)
-    _run_curation(ws, ws.sources_file, ws.curation.tokenizer, None, workers)
+    quality_model = ws.curation.models / "quality.bin"
+    if not quality_model.exists():
+        from curation.quality import TrainingConfig
+
+        _train_quality(ws, ws.sources_file, None, None, TrainingConfig(), quality_model)
+    _run_curation(ws, ws.sources_file, ws.curation.tokenizer, quality_model, None, workers)
     console.print(f"Workspace:       {ws.root}")
     _print_outputs(ws)
 

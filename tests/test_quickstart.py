@@ -11,7 +11,8 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(tmp_path):
     ws = tmp_path / "ws"
     result = run_loom("-w", ws, "quickstart", timeout=600)
     out = result.stdout
-    assert "Tokenizer:" in out and "Curation funnel" in out and f"Workspace:       {ws}" in out
+    assert "Tokenizer:" in out and "Quality model:" in out and "Curation funnel" in out
+    assert f"Workspace:       {ws}" in out
     funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
     documents = pq.read_table(ws / "manifest" / "documents.parquet").to_pylist()
     assert {row["source"] for row in funnel} == set(BUNDLED)
@@ -21,7 +22,8 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(tmp_path):
         inputs = sum(1 for row in funnel if row["source"] == source)
         assert f"│ {source:<9} │ {inputs:>7,} │" in out  # the summary's "docs in" is the funnel's count
     assert sum(1 for row in funnel if row["source"] == "web") == 192  # 32 handbook pages in 6 languages
+    assert {row["quality_bucket"] for row in documents} == {0, 1, 2, 3, 4}
 
     again = run_loom("-w", ws, "quickstart", timeout=600)
-    assert "Tokenizer:" not in again.stdout  # trained once, reused
+    assert "Tokenizer:" not in again.stdout and "Quality model:" not in again.stdout  # trained once, reused
     assert again.stdout.split("Curation funnel")[1].split("Curated in")[0] == out.split("Curation funnel")[1].split("Curated in")[0]

@@ -1,0 +1,137 @@
+"""The quality classifier: a fastText model trained on positive and negative examples, the way DCLM did, that
+gives each document `quality` = P(positive)."""
+
+import functools
+import hashlib
+import json
+import os
+import random
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from curation.errors import UserError
+
+POSITIVE, NEGATIVE = "__label__hq", "__label__lq"
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    max_per_class: int = 5000
+    valid_fraction: float = 0.2
+    seed: int = 0
+    epoch: int = 10
+    lr: float = 0.3
+    word_ngrams: int = 2
+    dim: int = 64
+    min_count: int = 2
+    max_chars: int = 20_000  # of each document, for training and for scoring
+
+
+def one_line(text: str, max_chars: int) -> str:
+    return " ".join(text[:max_chars].split())
+
+
+@functools.cache
+def _load(path: str):
+    import fasttext
+
+    fasttext.FastText.eprint = lambda *args, **kwargs: None
+    return fasttext.load_model(path)
+
+
+class QualityModel:
+    def __init__(self, path: Path):
+        path = Path(path)
+        if not path.is_file():
+            raise UserError(f"no quality model at {path}; train one with `loom quality train` or pass --quality-model FILE")
+        card = path.with_suffix(".json")
+        self.max_chars = json.loads(card.read_text())["hyperparameters"]["max_chars"] if card.exists() else TrainingConfig.max_chars
+        try:
+            self.model = _load(str(path))
+        except ValueError as err:
+            raise UserError(f"{path} is not a fastText model ({err}); retrain it with `loom quality train`") from None
+        if POSITIVE not in self.model.get_labels():
+            raise UserError(f"{path} has no {POSITIVE} label: it is not a Loom quality model")
+
+    def scores(self, texts: list[str]) -> np.ndarray:
+        """P(positive) of each text."""
+        labels, probs = self.model.predict([one_line(t, self.max_chars) for t in texts], k=2)
+        return np.array([
+            next((min(float(p), 1.0) for label, p in zip(ls, ps) if label == POSITIVE), 0.0)
+            for ls, ps in zip(labels, probs)
+        ], dtype=np.float32)
+
+
+def model_fingerprint(path: Path | None) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else ""
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Probability that a random positive outscores a random negative (ties count half)."""
+    positives, negatives = scores[labels == 1], np.sort(scores[labels == 0])
+    below = np.searchsorted(negatives, positives, side="left")
+    tied = np.searchsorted(negatives, positives, side="right") - below
+    return float((below + 0.5 * tied).sum() / (len(positives) * len(negatives)))
+
+
+def classification_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -> dict:
+    predicted = scores >= threshold
+    tp = int(np.sum(predicted & (labels == 1)))
+    fp = int(np.sum(predicted & (labels == 0)))
+    fn = int(np.sum(~predicted & (labels == 1)))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
+            "roc_auc": round(roc_auc(labels, scores), 4), "threshold": threshold}
+
+
+def balanced_split(positives: list[str], negatives: list[str], config: TrainingConfig):
+    """The same number of each class (at most `max_per_class`), shuffled with the seed, then a validation split."""
+    if not positives:
+        raise UserError("the positive set is empty: name sources or files with documents in --positive")
+    if not negatives:
+        raise UserError("the negative set is empty: training needs both classes; name them in --negative")
+    rng = random.Random(config.seed)
+    n = min(len(positives), len(negatives), config.max_per_class)
+    pos, neg = rng.sample(positives, n), rng.sample(negatives, n)
+    n_valid = max(1, round(n * config.valid_fraction))
+    if n - n_valid < 10:
+        raise UserError(f"only {n} documents per class: fastText needs at least {n_valid + 10}; add examples")
+    train = [(1, t) for t in pos[n_valid:]] + [(0, t) for t in neg[n_valid:]]
+    valid = [(1, t) for t in pos[:n_valid]] + [(0, t) for t in neg[:n_valid]]
+    rng.shuffle(train)
+    return train, valid
+
+
+def train_quality_model(positives: list[str], negatives: list[str], out: Path, config: TrainingConfig,
+                        data: dict) -> dict:
+    """Trains, evaluates on the held-out split, saves `out` and its JSON card beside it; returns the card."""
+    import fasttext
+
+    train, valid = balanced_split(positives, negatives, config)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as fh:
+        for label, text in train:
+            fh.write(f"{POSITIVE if label else NEGATIVE} {one_line(text, config.max_chars)}\n")
+    try:
+        model = fasttext.train_supervised(
+            input=fh.name, epoch=config.epoch, lr=config.lr, wordNgrams=config.word_ngrams, dim=config.dim,
+            minCount=config.min_count, seed=config.seed, thread=1, verbose=0,
+        )
+    finally:
+        os.unlink(fh.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    model.save_model(str(out))
+    card = {"model": out.name, "labels": {"positive": POSITIVE, "negative": NEGATIVE}, "data": data,
+            "sizes": {"train": len(train), "valid": len(valid), "per_class": len(train) // 2 + len(valid) // 2},
+            "hyperparameters": asdict(config)}
+    out.with_suffix(".json").write_text(json.dumps(card, indent=2))
+    _load.cache_clear()
+    scorer = QualityModel(out)
+    labels = np.array([label for label, _ in valid])
+    card["validation"] = classification_metrics(labels, scorer.scores([text for _, text in valid]))
+    out.with_suffix(".json").write_text(json.dumps(card, indent=2))
+    return card
