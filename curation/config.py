@@ -6,6 +6,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from curation.dedup import DedupConfig
 from curation.errors import UserError
 
 FILE_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")
@@ -75,6 +76,7 @@ QUALITY_KEYS = {f.name for f in fields(QualityConfig)}
 class CurationConfig:
     sources: list[SourceConfig]
     quality: QualityConfig = QualityConfig()
+    dedup: DedupConfig = DedupConfig()
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -93,9 +95,10 @@ def load_config(path: Path) -> CurationConfig:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root", "quality"}
+    unknown_top = set(raw) - {"source", "root", "quality", "dedup"}
     if unknown_top:
-        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, [quality] and [[source]]")
+        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, [quality], [dedup] "
+                        "and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -105,7 +108,32 @@ def load_config(path: Path) -> CurationConfig:
     for name in names:
         if names.count(name) > 1:
             raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
-    return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path))
+    return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path),
+                          dedup=_parse_dedup(raw.get("dedup", {}), path))
+
+
+def _parse_dedup(table, path: Path) -> DedupConfig:
+    where = f"{path}: [dedup]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where} must be a table")
+    known = {f.name: f for f in fields(DedupConfig)}
+    unknown = set(table) - set(known)
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(known))}")
+    config = DedupConfig(**table)
+    checks = [
+        (isinstance(config.enabled, bool), "`enabled` must be true or false"),
+        (config.scope in ("global", "per-source"), "`scope` must be \"global\" or \"per-source\""),
+        (all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+             for v in (config.ngram, config.bands, config.rows, config.max_cluster_size)),
+         "`ngram`, `bands`, `rows` and `max_cluster_size` must be whole numbers of at least 1"),
+        (isinstance(config.seed, int), "`seed` must be a whole number"),
+        (isinstance(config.threshold, (int, float)) and 0 < config.threshold <= 1, "`threshold` must be in (0, 1]"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise UserError(f"{where}: {message}")
+    return config
 
 
 def _parse_quality(table, path: Path) -> QualityConfig:

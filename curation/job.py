@@ -11,15 +11,18 @@ from typing import Callable, Iterator
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.atomic import done_stats, mark_done, parquet_writer, write_parquet, write_text
 from curation.config import QualityConfig, SourceConfig
+from curation.dedup import (BANDS, DedupConfig, band_keys, connected_components, doc_key, estimated_jaccard,
+                            pairs_in_buckets, signature_schema, signatures, verify_pairs)
 from curation.layout import CurationLayout
 from curation.readers import check_readable, read_shard
-from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, PREPARED, QUALITY_SELECTION
+from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, NEAR_DUPLICATE_CLUSTERS, PREPARED, QUALITY_SELECTION
 from curation.steps import Doc, document_steps
 from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
 
@@ -46,6 +49,7 @@ class JobContext:
     tokenizer: str
     quality_model: str | None = None  # no model: no scores, no buckets
     quality: QualityConfig = QualityConfig()
+    dedup: DedupConfig = DedupConfig()
     stage_inputs: tuple[tuple[str, str], ...] = ()  # (stage, fingerprint of what else it reads): models, configs
 
     def stage_input(self, stage: str) -> str:
@@ -57,6 +61,7 @@ class Stage:
     name: str
     run: Callable
     per_shard: bool  # one task per shard, or one task that sees every shard
+    on_client: bool = False  # a global stage that builds its own Dask graph from the client
 
 
 def plan_shards(sources: list[SourceConfig]) -> list[Shard]:
@@ -242,30 +247,154 @@ def exact_dedup(ctx: JobContext, shards: list[Shard], fingerprint: str) -> dict:
     return stats
 
 
-# ---- stage 4: tokenize the survivors and write the curated Parquet ----------------------------------------
+# ---- stages 4 and 5: MinHash signatures per shard, then near-duplicate clusters over all of them ----------
+
+
+def near_duplicates_path(layout: CurationLayout) -> Path:
+    return layout.work / "minhash_dedup" / "removed.parquet"
+
+
+def near_duplicate_clusters_path(layout: CurationLayout) -> Path:
+    return layout.work / "minhash_dedup" / "clusters.parquet"
+
+
+def minhash_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
+    """Signatures and LSH band keys of the documents that survived the stages before."""
+    config, layout = ctx.dedup, ctx.layout
+    salt = shard.source.name if config.scope == "per-source" else ""
+    n = 0
+    with parquet_writer(layout.stage_part("minhash", shard.source.name, shard.index), signature_schema(config)) as sig_out, \
+            parquet_writer(layout.stage_part("minhash_bands", shard.source.name, shard.index), BANDS) as band_out:
+        batches = surviving_batches(layout, shard, near_duplicates=False, batch_size=WRITE_BATCH,
+                                    columns=["record", "id", "text", "quality"]) if config.enabled else []
+        for docs in batches:
+            sigs = signatures(docs["text"].to_pylist(), config)
+            keys = np.array([doc_key(i) for i in docs["id"].to_pylist()], dtype=np.int64)
+            sig_out.write_table(pa.table({
+                "key": keys, "id": docs["id"], "source": pa.array([shard.source.name] * len(keys), pa.string()),
+                "shard": pa.array([shard.index] * len(keys), pa.int32()), "record": docs["record"],
+                "quality": docs["quality"], "sig": pa.array([row.tobytes() for row in sigs], pa.binary(4 * config.num_perm)),
+            }, schema=signature_schema(config)))
+            band_out.write_table(pa.table({
+                "band": np.tile(np.arange(config.bands, dtype=np.int16), len(keys)),
+                "bucket": band_keys(sigs, config, salt).ravel(), "key": np.repeat(keys, config.bands),
+            }, schema=BANDS))
+            n += len(keys)
+    stats = {"signatures": n}
+    mark_done(layout.stage_part("minhash", shard.source.name, shard.index, "done"), fingerprint, stats)
+    return stats
+
+
+def verified_edges(ctx: JobContext, shards: list[Shard], client):
+    """Candidate pairs from shared LSH buckets, verified on the full signatures, all on the cluster."""
+    import dask.dataframe as dd
+
+    layout = ctx.layout
+    sig_files = [str(layout.stage_part("minhash", s.source.name, s.index)) for s in shards]
+    band_files = [str(layout.stage_part("minhash_bands", s.source.name, s.index)) for s in shards]
+    partitions = max(1, len(shards))
+    pair_meta = pd.DataFrame({"a": pd.Series(dtype=np.int64), "b": pd.Series(dtype=np.int64)})
+    bands = dd.read_parquet(band_files)
+    candidates = (bands.shuffle(on=["band", "bucket"], npartitions=partitions)
+                  .map_partitions(pairs_in_buckets, meta=pair_meta)
+                  .shuffle(on=["a", "b"], npartitions=partitions)
+                  .map_partitions(pd.DataFrame.drop_duplicates, meta=pair_meta))
+    sigs = dd.read_parquet(sig_files, columns=["key", "sig"])
+    joined = (candidates.merge(sigs.rename(columns={"key": "a", "sig": "sig_a"}), on="a")
+              .merge(sigs.rename(columns={"key": "b", "sig": "sig_b"}), on="b"))
+    verified = joined.map_partitions(verify_pairs, ctx.dedup.threshold,
+                                     meta={"a": np.int64, "b": np.int64, "jaccard": np.float64})
+    edges, n_candidates = client.compute([verified, candidates.shape[0]], sync=True)
+    return edges, int(n_candidates)
+
+
+def _members(ctx: JobContext, shards: list[Shard], keys: np.ndarray) -> pa.Table:
+    """Signature rows of the given documents only, read shard by shard."""
+    wanted = pa.array(keys, pa.int64())
+    parts = []
+    for shard in shards:
+        table = pq.read_table(ctx.layout.stage_part("minhash", shard.source.name, shard.index))
+        parts.append(table.filter(pc.is_in(table["key"], wanted)))
+    return pa.concat_tables(parts).sort_by("key")
+
+
+def minhash_dedup(ctx: JobContext, shards: list[Shard], fingerprint: str, client) -> dict:
+    """Clusters of verified near duplicates; one survivor each (highest quality, then smallest id)."""
+    config = ctx.dedup
+    edges, n_candidates = verified_edges(ctx, shards, client) if config.enabled else (pd.DataFrame({"a": [], "b": []}), 0)
+    roots = connected_components(edges["a"].to_numpy(np.int64), edges["b"].to_numpy(np.int64))
+    members = _members(ctx, shards, np.array(sorted(roots), dtype=np.int64)).to_pylist()
+    by_cluster: dict[int, list[dict]] = {}
+    for member in members:
+        by_cluster.setdefault(roots[member["key"]], []).append(member)
+    rows, oversized = [], []
+    for cluster in by_cluster.values():
+        survivor = min(cluster, key=lambda m: (-(m["quality"] if m["quality"] is not None else -1.0), m["id"]))
+        survivor_sig = np.frombuffer(survivor["sig"], dtype=np.uint32)
+        too_big = len(cluster) > config.max_cluster_size
+        if too_big:
+            oversized.append({"cluster_id": survivor["id"], "size": len(cluster)})
+        for m in cluster:
+            jaccard = float(estimated_jaccard(np.frombuffer(m["sig"], dtype=np.uint32), survivor_sig))
+            is_survivor = m is survivor
+            rows.append({"cluster_id": survivor["id"], "member_id": m["id"], "source": m["source"], "shard": m["shard"],
+                         "record": m["record"], "is_survivor": is_survivor, "jaccard_to_survivor": jaccard,
+                         "removed": not is_survivor and (not too_big or jaccard >= config.threshold),
+                         "cluster_size": len(cluster), "oversized": too_big})
+    clusters = pa.Table.from_pylist(rows, schema=NEAR_DUPLICATE_CLUSTERS).sort_by([("cluster_id", "ascending"),
+                                                                                  ("member_id", "ascending")])
+    write_parquet(clusters, near_duplicate_clusters_path(ctx.layout))
+    removed = clusters.filter(clusters["removed"]).select(["source", "shard", "record", "member_id", "cluster_id",
+                                                           "jaccard_to_survivor"])
+    write_parquet(removed, near_duplicates_path(ctx.layout))
+    stats = {"candidate_pairs": n_candidates, "verified_pairs": len(edges), "clusters": len(by_cluster),
+             "removed": removed.num_rows, "oversized": oversized}
+    mark_done(ctx.layout.work / "minhash_dedup" / "_done", fingerprint, stats)
+    return stats
+
+
+# ---- stage 6: tokenize the survivors and write the curated Parquet ----------------------------------------
+
+
+def _shard_rows(path: Path, shard: Shard, columns: list[str]) -> pa.Table:
+    return pq.read_table(path, columns=columns, filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)])
+
+
+def removed_records(layout: CurationLayout, shard: Shard, near_duplicates: bool) -> pa.Array:
+    """Records of a shard that a global stage removed: for their score, as exact duplicates, and (once
+    MinHash dedup has run) as near duplicates."""
+    selection = _shard_rows(quality_selection_path(layout), shard, ["record", "low_quality"])
+    removed = [selection.filter(pc.is_valid(selection["low_quality"]))["record"],
+               _shard_rows(exact_duplicates_path(layout), shard, ["record"])["record"]]
+    if near_duplicates:
+        removed.append(_shard_rows(near_duplicates_path(layout), shard, ["record"])["record"])
+    return pa.concat_arrays([column.combine_chunks() for column in removed]).cast(pa.int64())
+
+
+def surviving_batches(layout: CurationLayout, shard: Shard, near_duplicates: bool, batch_size: int,
+                      columns: list[str] | None = None) -> Iterator[pa.Table]:
+    dropped = removed_records(layout, shard, near_duplicates)
+    prepared = pq.ParquetFile(layout.stage_part("prepare", shard.source.name, shard.index))
+    for batch in prepared.iter_batches(batch_size=batch_size, columns=columns):
+        docs = pa.Table.from_batches([batch]).filter(pc.invert(pc.is_in(batch["record"], dropped)))
+        if docs.num_rows:
+            yield docs
 
 
 def tokenize_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
     layout = ctx.layout
     tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
-    this_shard = [("source", "==", shard.source.name), ("shard", "==", shard.index)]
-    duplicates = pq.read_table(exact_duplicates_path(layout), columns=["record"], filters=this_shard)["record"]
-    selection = pq.read_table(quality_selection_path(layout), columns=["record", "quality_bucket", "low_quality"],
-                              filters=this_shard)
-    low_quality = selection.filter(pc.is_valid(selection["low_quality"]))["record"]
-    dropped = pa.concat_arrays([duplicates.combine_chunks(), low_quality.combine_chunks()])
-    prepared = pq.ParquetFile(layout.stage_part("prepare", shard.source.name, shard.index))
+    selection = _shard_rows(quality_selection_path(layout), shard, ["record", "quality_bucket"])
+    clusters = _shard_rows(near_duplicate_clusters_path(layout), shard, ["record", "cluster_id"])
     out = layout.curated_part(shard.source.name, shard.index)
     n_docs = n_tokens = 0
     with parquet_writer(out, CURATED) as writer:
-        for batch in prepared.iter_batches(batch_size=TOKENIZE_BATCH):
-            docs = pa.Table.from_batches([batch]).filter(pc.invert(pc.is_in(batch["record"], dropped)))
-            if docs.num_rows == 0:
-                continue
+        for docs in surviving_batches(layout, shard, near_duplicates=True, batch_size=TOKENIZE_BATCH):
             input_ids = encode_to_arrow(tokenizer, eos_id, docs["text"].to_pylist())
             lengths = pc.list_value_length(input_ids).cast(pa.int64())
             buckets = pc.take(selection["quality_bucket"], pc.index_in(docs["record"], selection["record"]))
-            writer.write_table(_curated_table(shard.source.name, docs, input_ids, lengths, buckets))
+            cluster = pc.take(clusters["cluster_id"], pc.index_in(docs["record"], clusters["record"]))
+            writer.write_table(_curated_table(shard.source.name, docs, input_ids, lengths, buckets, cluster))
             n_docs += docs.num_rows
             n_tokens += pc.sum(lengths).as_py()
     stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
@@ -273,12 +402,12 @@ def tokenize_shard(ctx: JobContext, shard: Shard, fingerprint: str) -> dict:
     return stats
 
 
-def _curated_table(source: str, docs: pa.Table, input_ids, lengths, buckets) -> pa.Table:
+def _curated_table(source: str, docs: pa.Table, input_ids, lengths, buckets, cluster) -> pa.Table:
     n = docs.num_rows
     columns = {
         "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
         "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"],
-        "quality_bucket": buckets, "dup_cluster": pa.nulls(n, pa.string()),
+        "quality_bucket": buckets, "dup_cluster": cluster,
         "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
     }
     return pa.table(columns, schema=CURATED)
@@ -292,6 +421,8 @@ STAGES = (
     Stage("prepare", prepare_shard, per_shard=True),
     Stage("quality_select", quality_select, per_shard=False),
     Stage("exact_dedup", exact_dedup, per_shard=False),
+    Stage("minhash", minhash_shard, per_shard=True),
+    Stage("minhash_dedup", minhash_dedup, per_shard=False, on_client=True),
     Stage("tokenize", tokenize_shard, per_shard=True),
 )
 
@@ -337,7 +468,9 @@ def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) ->
         else:
             fingerprint = _digest(stage.name, *(upstream[s.key] for s in shards))
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
-            if done_stats(stage_marker(ctx.layout, stage), fingerprint) is None:
+            if done_stats(stage_marker(ctx.layout, stage), fingerprint) is None and stage.on_client:
+                stage.run(ctx, shards, fingerprint, client)
+            elif done_stats(stage_marker(ctx.layout, stage), fingerprint) is None:
                 client.submit(stage.run, ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
             advance(1)
             upstream = {s.key: _digest(fingerprint, s.key) for s in shards}

@@ -13,7 +13,8 @@ import duckdb
 import pyarrow as pa
 
 from curation.atomic import atomic_path, write_parquet, write_text
-from curation.job import Shard, exact_duplicates_path, quality_selection_path
+from curation.job import (Shard, exact_duplicates_path, near_duplicate_clusters_path, near_duplicates_path,
+                          quality_selection_path)
 from curation.layout import CurationLayout
 
 SHARDS = pa.schema(
@@ -46,21 +47,30 @@ def write_manifest(layout: CurationLayout, shards: list[Shard], stats: dict[str,
     ranks = ", ".join(f"('{s.source.name}', {s.rank})" for s in {s.source.name: s for s in shards}.values())
     _copy(con, f"""
         SELECT f.source, f.shard, f.input, f.record, f.doc_id,
-               CASE WHEN q.low_quality IS NOT NULL THEN 'low_quality' WHEN d.record IS NOT NULL THEN 'duplicate'
-                    ELSE f.fate END AS fate,
+               CASE WHEN q.low_quality IS NOT NULL THEN 'low_quality'
+                    WHEN d.record IS NOT NULL OR n.record IS NOT NULL THEN 'duplicate' ELSE f.fate END AS fate,
                CASE WHEN q.low_quality IS NOT NULL THEN 'quality' WHEN d.record IS NOT NULL THEN 'exact_dedup'
-                    ELSE f.stage END AS stage,
+                    WHEN n.record IS NOT NULL THEN 'minhash_dedup' ELSE f.stage END AS stage,
                CASE WHEN q.low_quality IS NOT NULL THEN q.low_quality WHEN d.record IS NOT NULL THEN 'exact_duplicate'
-                    ELSE f.reason END AS reason,
+                    WHEN n.record IS NOT NULL THEN 'near_duplicate' ELSE f.reason END AS reason,
                CASE WHEN q.low_quality IS NOT NULL THEN q.detail WHEN d.record IS NOT NULL THEN 'same text as ' || d.survivor
+                    WHEN n.record IS NOT NULL THEN 'cluster ' || n.cluster_id || ', estimated Jaccard '
+                         || round(n.jaccard_to_survivor, 3) || ' to its survivor'
                     ELSE f.detail END AS detail,
+               n.cluster_id AS dup_cluster,
                f.lang
         FROM read_parquet({funnel!r}) f
         LEFT JOIN read_parquet('{exact_duplicates_path(layout)}') d USING (source, shard, record)
         LEFT JOIN read_parquet('{quality_selection_path(layout)}') q USING (source, shard, record)
+        LEFT JOIN read_parquet('{near_duplicates_path(layout)}') n USING (source, shard, record)
         JOIN (VALUES {ranks}) AS r(source, rank) USING (source)
         ORDER BY r.rank, f.shard, f.record
     """, layout.manifest / "funnel.parquet")
+    _copy(con, f"""
+        SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
+        FROM read_parquet('{near_duplicate_clusters_path(layout)}') ORDER BY cluster_id, member_id
+    """, layout.manifest / "dedup_clusters.parquet")
+    write_text(json.dumps(dedup_report(con, layout), indent=2), layout.manifest / "dedup_report.json")
     quality = json.loads((layout.work / "quality_select" / "_done").read_text())
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
@@ -74,6 +84,34 @@ def write_manifest(layout: CurationLayout, shards: list[Shard], stats: dict[str,
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
         write_text("\n".join(fingerprints) + "\n", layout.curated / source / "_SUCCESS")
+
+
+def dedup_report(con, layout: CurationLayout, largest: int = 10) -> dict:
+    """The numbers a report's dedup section shows: removed fraction per source (of the documents that reached
+    MinHash dedup), the cluster size histogram and the largest clusters."""
+    clusters = f"read_parquet('{near_duplicate_clusters_path(layout)}')"
+    signatures = f"read_parquet('{layout.work}/minhash/*/part-*.parquet')"
+    stats = json.loads((layout.work / "minhash_dedup" / "_done").read_text())
+    removed = con.sql(f"""
+        SELECT s.source, count(*) AS considered, count(c.member_id) AS removed
+        FROM {signatures} s LEFT JOIN (SELECT * FROM {clusters} WHERE removed) c ON c.member_id = s.id
+        GROUP BY 1 ORDER BY 1
+    """).fetchall() if any(layout.work.glob("minhash/*/part-*.parquet")) else []
+    sizes = con.sql(f"SELECT cluster_size, count(DISTINCT cluster_id) FROM {clusters} GROUP BY 1 ORDER BY 1").fetchall()
+    top = con.sql(f"""
+        SELECT cluster_id, any_value(cluster_size) AS size, string_agg(DISTINCT source, ',' ORDER BY source) AS sources,
+               min(jaccard_to_survivor) AS min_jaccard, bool_or(oversized) AS oversized
+        FROM {clusters} GROUP BY 1 ORDER BY size DESC, cluster_id LIMIT {largest}
+    """).fetchall()
+    return {
+        "removed_fraction": {s: {"considered": n, "removed": r, "fraction": round(r / n, 6) if n else 0.0}
+                             for s, n, r in removed},
+        "cluster_sizes": {str(size): n for size, n in sizes},
+        "largest_clusters": [{"cluster_id": c, "size": n, "sources": src.split(","), "min_jaccard": j, "oversized": o}
+                             for c, n, src, j, o in top],
+        "candidate_pairs": stats["candidate_pairs"], "verified_pairs": stats["verified_pairs"],
+        "oversized_clusters": stats["oversized"],
+    }
 
 
 def _shards_table(layout: CurationLayout, shards: list[Shard], stats: dict[str, dict]) -> pa.Table:

@@ -59,10 +59,13 @@ def plan_job(config: CurationConfig, layout: CurationLayout, tokenizer: Path,
     stage_inputs = (
         ("prepare", model_fp),
         ("quality_select", _json((model_fp, asdict(config.quality), selection))),
+        ("minhash", _json([config.dedup.enabled, config.dedup.scope, config.dedup.ngram, config.dedup.bands,
+                           config.dedup.rows, config.dedup.seed])),
+        ("minhash_dedup", _json([config.dedup.threshold, config.dedup.max_cluster_size])),
         ("tokenize", tokenizer_fingerprint(tokenizer)),
     )
     ctx = JobContext(layout=layout, tokenizer=str(Path(tokenizer).resolve()), quality_model=model,
-                     quality=config.quality, stage_inputs=stage_inputs)
+                     quality=config.quality, dedup=config.dedup, stage_inputs=stage_inputs)
     return shards, ctx
 
 

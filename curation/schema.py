@@ -67,3 +67,18 @@ EXACT_DUPLICATES = pa.schema(
         ("survivor", pa.string()),  # source/part-NNNNN#record of the copy that was kept
     ]
 )
+
+NEAR_DUPLICATE_CLUSTERS = pa.schema(
+    [
+        ("cluster_id", pa.string()),  # the survivor's id
+        ("member_id", pa.string()),
+        ("source", pa.string()),
+        ("shard", pa.int32()),
+        ("record", pa.int64()),
+        ("is_survivor", pa.bool_()),
+        ("jaccard_to_survivor", pa.float64()),  # estimated from the MinHash signatures
+        ("removed", pa.bool_()),
+        ("cluster_size", pa.int32()),
+        ("oversized", pa.bool_()),  # larger than max_cluster_size: only members close to the survivor removed
+    ]
+)

@@ -96,6 +96,15 @@ def slice_tokenizer(tmp_path_factory, slice_sources) -> Path:
 
 
 @pytest.fixture(scope="session")
+def bundled_quality_model(tmp_path_factory):
+    """A quality model trained on the bundled corpora: docs and code against the first fortunes shard."""
+    out = tmp_path_factory.mktemp("quality") / "quality.bin"
+    result = run_loom("quality", "train", "--sources", EXAMPLES / "sources.toml", "--positive", "docs,code",
+                      "--negative", EXAMPLES / "corpora" / "fortunes" / "fortunes-00000.jsonl.zst", "--output", out)
+    return out, result
+
+
+@pytest.fixture(scope="session")
 def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     """One `loom curate` of the slice on a LocalCluster with 2 worker processes."""
     workspace = tmp_path_factory.mktemp("ws")

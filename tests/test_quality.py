@@ -23,11 +23,8 @@ MIN_HELD_OUT_AUC = 0.98
 
 
 @pytest.fixture(scope="module")
-def quality_model(tmp_path_factory):
-    out = tmp_path_factory.mktemp("quality") / "quality.bin"
-    result = run_loom("quality", "train", "--sources", EXAMPLES / "sources.toml", "--positive", "docs,code",
-                      "--negative", NEGATIVE_SHARD, "--output", out)
-    return out, result
+def quality_model(bundled_quality_model):
+    return bundled_quality_model
 
 
 def test_training_reports_and_records_validation_metrics(quality_model):
