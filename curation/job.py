@@ -24,7 +24,7 @@ from curation.layout import CurationLayout
 from curation.readers import check_readable, read_shard
 from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, NEAR_DUPLICATE_CLUSTERS, PREPARED, QUALITY_SELECTION
 from curation.steps import Doc, document_steps
-from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
+from curation.tokenizer import encode_to_arrow, load_tokenizer
 
 CODE_VERSION = "1"  # bump when a stage's output changes for the same inputs, so reruns redo it
 WRITE_BATCH = 1000

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from curation.atomic import atomic_path, write_parquet, write_text
-from curation.job import (Shard, exact_duplicates_path, near_duplicate_clusters_path, near_duplicates_path,
+from curation.job import (JobContext, Shard, exact_duplicates_path, near_duplicate_clusters_path, near_duplicates_path,
                           quality_selection_path)
 from curation.layout import CurationLayout
 
@@ -31,15 +31,20 @@ SHARDS = pa.schema(
 )
 
 
-def write_manifest(layout: CurationLayout, shards: list[Shard], stats: dict[str, dict]) -> None:
+def write_manifest(ctx: JobContext, shards: list[Shard], stats: dict[str, dict]) -> None:
+    layout = ctx.layout
     layout.manifest.mkdir(parents=True, exist_ok=True)
+    sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
+    curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": ctx.stage_input("tokenize"),
+                "quality_model": ctx.quality_model, "sources": sources}
+    write_text(json.dumps(curation, indent=2), layout.manifest / "curation.json")
     write_parquet(_shards_table(layout, shards, stats), layout.manifest / "shards.parquet")
     con = duckdb.connect()
     curated = [str(layout.curated_part(s.source.name, s.index)) for s in shards]
     root = str(layout.root.resolve()) + "/"
     _copy(con, f"""
-        SELECT id, source, replace(filename, '{root}', '') AS shard, lang, lang_score, n_chars, n_tokens,
-               quality, quality_bucket, dup_cluster
+        SELECT id, source, replace(filename, '{root}', '') AS shard, file_row_number AS row, lang, lang_score,
+               n_chars, n_tokens, quality, quality_bucket, dup_cluster
         FROM read_parquet({curated!r}, filename = true, file_row_number = true)
         ORDER BY filename, file_row_number
     """, layout.manifest / "documents.parquet")

@@ -77,5 +77,5 @@ def curate(shards: list[Shard], ctx: JobContext, client, progress=None) -> list[
     """Runs the planned job on `client`'s cluster and writes the manifest; returns the per-source summary."""
     stats = run_curation(shards, ctx, client, progress)
     remove_stale_parts(ctx.layout, shards)
-    write_manifest(ctx.layout, shards, stats)
+    write_manifest(ctx, shards, stats)
     return source_summary(ctx.layout)

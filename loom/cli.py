@@ -223,6 +223,83 @@ def _train_quality(ws: Workspace, sources_file: Path, positive, negative, config
                   f"F1 {metrics['f1']:.3f}  ROC AUC {metrics['roc_auc']:.4f}")
 
 
+# ---- mixtures -----------------------------------------------------------------------------------------
+
+
+@cli.group(cls=LoomGroup)
+def mix():
+    """Named mixtures: token shares per source, tag or slice, in pre-training and mid-training phases."""
+
+
+@mix.command("list")
+@click.pass_obj
+def mix_list(ws: Workspace):
+    """Built-in and workspace mixtures, and whether each is compiled."""
+    table = Table(title="Mixtures")
+    for column in ("name", "spec", "compiled"):
+        table.add_column(column)
+    seen = set()
+    for folder in (ws.mixtures, examples_dir() / "mixtures"):
+        for spec in sorted(folder.glob("*.toml")):
+            if spec.stem in seen:
+                continue
+            seen.add(spec.stem)
+            compiled = ws.mixtures / spec.stem / "schedule.json"
+            table.add_row(spec.stem, str(spec), "yes" if compiled.exists() else "no")
+    console.print(table)
+
+
+@mix.command("build")
+@click.argument("name")
+@click.option("--total-tokens", type=click.IntRange(min=1), help="Override the spec's token budget")
+@click.option("--steps", type=click.IntRange(min=1), help="Override the budget as steps of global_batch sequences")
+@click.pass_obj
+def mix_build(ws: Workspace, name, total_tokens, steps):
+    """Compile NAME (a mixture name or a path to a spec) into WORKSPACE/mixtures/NAME/."""
+    _build_mixture(ws, name, total_tokens, steps)
+
+
+def _build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> None:
+    import dataclasses
+
+    from mixtures import compile_mixture, find_spec, load_spec
+
+    spec = load_spec(find_spec(name, ws.mixtures, examples_dir() / "mixtures"))
+    if total_tokens or steps:
+        spec = dataclasses.replace(spec, total_tokens=total_tokens, steps=steps)
+    out = ws.mixtures / spec.name
+    meta = compile_mixture(spec, ws.curation, out)
+    _print_plan(out)
+    switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
+    console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
+                  f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
+    console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/")
+
+
+def _print_plan(out: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = Table(title=f"Plan of {out.name}")
+    columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens")
+    for column in columns:
+        table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
+    for row in pq.read_table(out / "plan.parquet").to_pylist():
+        table.add_row(row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
+                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}")
+    console.print(table)
+
+
+@mix.command("show")
+@click.argument("name")
+@click.pass_obj
+def mix_show(ws: Workspace, name):
+    """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
+    out = ws.mixtures / name
+    if not (out / "plan.parquet").exists():
+        raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
+    _print_plan(out)
+
+
 # ---- quickstart ---------------------------------------------------------------------------------------
 
 
@@ -245,6 +322,7 @@ def quickstart(ws: Workspace, workers):
 
         _train_quality(ws, ws.sources_file, None, None, TrainingConfig(), quality_model)
     _run_curation(ws, ws.sources_file, ws.curation.tokenizer, quality_model, None, workers)
+    _build_mixture(ws, "sample")
     console.print(f"Workspace:       {ws.root}")
     _print_outputs(ws)
 

@@ -24,6 +24,10 @@ class Workspace:
         return self.root / "sources.toml"
 
     @property
+    def mixtures(self) -> Path:
+        return self.root / "mixtures"
+
+    @property
     def curation(self) -> CurationLayout:
         return CurationLayout(self.root)
 

@@ -23,6 +23,7 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(tmp_path):
         assert f"│ {source:<9} │ {inputs:>7,} │" in out  # the summary's "docs in" is the funnel's count
     assert sum(1 for row in funnel if row["source"] == "web") == 192  # 32 handbook pages in 6 languages
     assert {row["quality_bucket"] for row in documents} == {0, 1, 2, 3, 4}
+    assert "Mixture 'sample':" in out and (ws / "mixtures" / "sample" / "schedule.json").exists()
 
     again = run_loom("-w", ws, "quickstart", timeout=600)
     assert "Tokenizer:" not in again.stdout and "Quality model:" not in again.stdout  # trained once, reused

@@ -1,0 +1,149 @@
+"""Mixture specs: a named TOML file saying how many tokens, of what, in which phase."""
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from curation.errors import UserError
+
+DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
+SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
+             "weights", "midtrain", "phase"}
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    fraction: float
+    weights: tuple[tuple[str, float], ...]  # (key, weight): a source, a tag, or a slice such as web:lang=de
+
+
+@dataclass(frozen=True)
+class MixtureSpec:
+    name: str
+    phases: tuple[Phase, ...]
+    tokenizer: str = "models/tokenizer.json"  # relative to the workspace; must be the one the data was curated with
+    seq_len: int = 512
+    total_tokens: int | None = None
+    steps: int | None = None
+    global_batch: int = 32  # sequences per step; also the block whose composition is exact
+    seed: int = 0
+    max_epochs: float = 8.0
+
+    def resolved_steps(self) -> int:
+        return self.steps if self.steps is not None else max(1, round(self.total_tokens / (self.global_batch * self.seq_len)))
+
+
+def parse_spec(raw: dict, where: str) -> MixtureSpec:
+    unknown = set(raw) - SPEC_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(SPEC_KEYS))}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise UserError(f"{where}: `name` must be a name of letters, digits, '.', '_' or '-'")
+    ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed") if k in raw}
+    for key, value in ints.items():
+        if not isinstance(value, int) or isinstance(value, bool) or (key != "seed" and value < 1):
+            raise UserError(f"{where}: `{key}` must be a whole number{'' if key == 'seed' else ' of at least 1'}")
+    if ("total_tokens" in raw) == ("steps" in raw):
+        raise UserError(f"{where}: give exactly one of `total_tokens` or `steps` (with `global_batch`)")
+    max_epochs = raw.get("max_epochs", 8.0)
+    if not isinstance(max_epochs, (int, float)) or max_epochs <= 0:
+        raise UserError(f"{where}: `max_epochs` must be a positive number")
+    tokenizer = raw.get("tokenizer", "models/tokenizer.json")
+    if not isinstance(tokenizer, str):
+        raise UserError(f"{where}: `tokenizer` must be a path to a tokenizer.json")
+    return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs), **ints)
+
+
+def _phases(raw: dict, where: str) -> tuple[Phase, ...]:
+    if "phase" in raw:
+        if "weights" in raw or "midtrain" in raw:
+            raise UserError(f"{where}: give [[phase]] entries or [weights]/[midtrain], not both")
+        entries = raw["phase"]
+        if not isinstance(entries, list) or not entries:
+            raise UserError(f"{where}: [[phase]] must be a list of tables")
+        phases = [_phase(e, f"{where}: phase #{i + 1}") for i, e in enumerate(entries)]
+    else:
+        if "weights" not in raw:
+            raise UserError(f"{where}: no [weights]; give the token shares per source, tag or slice")
+        phases = [Phase(name, fraction, _weights(raw.get(table, raw["weights"]), f"{where}: [{table}]"))
+                  for name, fraction, table in DEFAULT_PHASES]
+    names = [p.name for p in phases]
+    if len(set(names)) != len(names):
+        raise UserError(f"{where}: phase names must be unique")
+    total = sum(p.fraction for p in phases)
+    if not math.isclose(total, 1.0, abs_tol=1e-9):
+        raise UserError(f"{where}: phase fractions sum to {total:g}, not 1; make them add up")
+    return tuple(phases)
+
+
+def _phase(entry, where: str) -> Phase:
+    if not isinstance(entry, dict) or set(entry) - {"name", "fraction", "weights"}:
+        raise UserError(f"{where}: a phase has `name`, `fraction` and `weights` only")
+    name, fraction = entry.get("name"), entry.get("fraction")
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise UserError(f"{where}: `name` must be a name of letters, digits, '.', '_' or '-'")
+    if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise UserError(f"{where} ('{name}'): `fraction` must be in (0, 1]")
+    return Phase(name, float(fraction), _weights(entry.get("weights"), f"{where} ('{name}') weights"))
+
+
+def _weights(table, where: str) -> tuple[tuple[str, float], ...]:
+    if not isinstance(table, dict) or not table:
+        raise UserError(f"{where}: must be a table of key = weight")
+    for key, weight in table.items():
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool):
+            raise UserError(f"{where}: the weight of '{key}' must be a number")
+        if weight < 0:
+            raise UserError(f"{where}: the weight of '{key}' is negative ({weight}); weights are shares, >= 0")
+    if not any(weight > 0 for weight in table.values()):
+        raise UserError(f"{where}: every weight is zero; give at least one key a positive share")
+    return tuple((key, float(weight)) for key, weight in table.items())
+
+
+def load_spec(path: Path) -> MixtureSpec:
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
+    return parse_spec(raw, str(path))
+
+
+def find_spec(name_or_path: str, workspace_mixtures: Path, builtin: Path) -> Path:
+    """A path to a spec file, or a name: the workspace's mixtures/NAME.toml first, then the built-in one."""
+    as_path = Path(name_or_path)
+    if as_path.suffix == ".toml":
+        if not as_path.is_file():
+            raise UserError(f"no mixture spec at {as_path}")
+        return as_path
+    for folder in (workspace_mixtures, builtin):
+        candidate = folder / f"{name_or_path}.toml"
+        if candidate.is_file():
+            return candidate
+    known = sorted({p.stem for folder in (workspace_mixtures, builtin) for p in folder.glob("*.toml")})
+    raise UserError(f"no mixture named '{name_or_path}'; known: {', '.join(known) or 'none'} "
+                    f"(or give a path to a .toml spec)")
+
+
+def to_toml(spec: MixtureSpec, extra: dict, note: str) -> str:
+    """The spec as resolved, every default filled in, as TOML; the budget as steps."""
+    lines = [f"# as resolved by `loom mix build`: every default filled in; {note}", ""]
+    values = {f.name: getattr(spec, f.name) for f in fields(spec) if f.name not in ("phases", "total_tokens")}
+    values.update(extra)
+    for key, value in values.items():
+        if value is not None:
+            lines.append(f"{key} = {_toml_value(value)}")
+    for phase in spec.phases:
+        lines += ["", "[[phase]]", f"name = {_toml_value(phase.name)}", f"fraction = {phase.fraction!r}",
+                  "weights = { " + ", ".join(f"{_toml_value(k)} = {w!r}" for k, w in phase.weights) + " }"]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
