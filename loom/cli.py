@@ -300,6 +300,105 @@ def mix_show(ws: Workspace, name):
     _print_plan(out)
 
 
+# ---- sql ----------------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
+              show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the result here instead of printing it")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Rows a table shows")
+@click.option("--views", "show_views", is_flag=True, help="Print the CREATE VIEW statements and exit")
+@click.option("--db", metavar="FILE", help="Materialize every view into this DuckDB database file and exit")
+@click.pass_obj
+def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
+    """Run a read-only SQL QUERY (or one from stdin) over the workspace's views, in DuckDB."""
+    from reports.views import available_views, connect, is_read_only
+
+    if show_views:
+        click.echo("\n".join(statement for _, statement in available_views(ws.root)))
+        return
+    con, views = connect(ws.root)
+    if not views:
+        raise UserError(f"{ws.root} has nothing to query yet; run `loom curate` (or `loom quickstart`) first")
+    if db:
+        _materialize(con, views, Path(db))
+        return
+    if query is None:
+        query = sys.stdin.read()
+    if not query.strip():
+        raise UserError("no query: give one as an argument or on standard input")
+    try:
+        if not is_read_only(con, query):
+            raise UserError("loom sql only reads: use SELECT (or EXPLAIN); --db FILE gives you a database to change")
+        relation = con.sql(query)
+        if relation is None:
+            return
+        _write_result(con, relation, fmt, output, limit)
+    except duckdb_error() as err:
+        message = " ".join(str(err).split())
+        raise UserError(f"{message} (views: {', '.join(views)})") from None
+
+
+def duckdb_error():
+    import duckdb
+
+    return duckdb.Error
+
+
+def _materialize(con, views: list[str], path: Path) -> None:
+    path.unlink(missing_ok=True)
+    con.execute(f"ATTACH '{path}' AS target")
+    for name in views:
+        con.execute(f"CREATE TABLE target.{name} AS SELECT * FROM {name}")
+    con.execute("DETACH target")
+    console.print(f"Wrote {len(views)} tables to {path}: {', '.join(views)}")
+
+
+def _write_result(con, relation, fmt: str, output: str | None, limit: int) -> None:
+    if fmt == "parquet" and not output:
+        raise UserError("--format parquet needs --output FILE")
+    if output:
+        options = {"csv": "FORMAT csv, HEADER", "json": "FORMAT json, ARRAY true", "parquet": "FORMAT parquet",
+                   "table": "FORMAT csv, HEADER"}[fmt]
+        relation.to_view("loom_result")
+        con.execute(f"COPY (SELECT * FROM loom_result) TO '{output}' ({options})")
+        console.print(f"Wrote {output}")
+        return
+    if fmt in ("csv", "json"):
+        import csv
+        import json
+
+        rows = relation.fetchall()
+        if fmt == "csv":
+            writer = csv.writer(sys.stdout, lineterminator="\n")
+            writer.writerow(relation.columns)
+            writer.writerows(rows)
+        else:
+            click.echo(json.dumps([dict(zip(relation.columns, row)) for row in rows], default=str, indent=1))
+        return
+    rows = relation.limit(limit + 1).fetchall()
+    click.echo(_aligned(relation.columns, rows[:limit]))
+    if len(rows) > limit:
+        click.echo(f"(first {limit} rows shown; more exist: --limit N, or --format csv for all)")
+
+
+def _aligned(columns: list[str], rows: list[tuple]) -> str:
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return f"{value:.6g}"
+        text = "NULL" if value is None else str(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    numeric = [any(isinstance(row[i], (int, float)) for row in rows)
+               and all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(columns))]
+    line = lambda values: "  ".join(v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric)).rstrip()  # noqa: E731
+    return "\n".join([line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
 # ---- quickstart ---------------------------------------------------------------------------------------
 
 

@@ -111,3 +111,11 @@ def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     result = run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
                       "--workers", 2)
     return workspace, result
+
+
+@pytest.fixture(scope="session")
+def quickstart_ws(tmp_path_factory):
+    """`loom quickstart` into a fresh workspace, as a new user runs it."""
+    ws = tmp_path_factory.mktemp("quickstart") / "ws"
+    result = run_loom("-w", ws, "quickstart", timeout=900)
+    return ws, result

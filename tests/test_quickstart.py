@@ -7,9 +7,8 @@ from conftest import run_loom
 BUNDLED = ("web", "docs", "code", "fortunes", "reference")
 
 
-def test_quickstart_curates_the_bundled_corpora_and_reports_them(tmp_path):
-    ws = tmp_path / "ws"
-    result = run_loom("-w", ws, "quickstart", timeout=600)
+def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
+    ws, result = quickstart_ws
     out = result.stdout
     assert "Tokenizer:" in out and "Quality model:" in out and "Curation funnel" in out
     assert f"Workspace:       {ws}" in out
