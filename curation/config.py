@@ -6,7 +6,6 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from curation.dedup import DedupConfig
 from curation.errors import UserError
 
 FILE_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")
@@ -70,6 +69,25 @@ class QualityConfig:
 
 
 QUALITY_KEYS = {f.name for f in fields(QualityConfig)}
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """The `[dedup]` table of sources.toml."""
+
+    enabled: bool = True
+    scope: str = "global"  # or "per-source": documents only meet documents of their own source
+    ngram: int = 5
+    bands: int = 14
+    rows: int = 8
+    seed: int = 1
+    threshold: float = 0.8  # estimated Jaccard a candidate pair needs to count
+    max_cluster_size: int = 1000  # larger clusters are flagged and only members close to the survivor removed
+
+    @property
+    def num_perm(self) -> int:
+        return self.bands * self.rows
+
 
 
 @dataclass(frozen=True)

@@ -10,33 +10,16 @@ for the others.
 """
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import xxhash
 
+from curation.config import DedupConfig
+
 WORD = re.compile(r"\w+")
 ALL_PAIRS_UP_TO = 20  # buckets with more members give star pairs from their smallest key instead of all pairs
-
-
-@dataclass(frozen=True)
-class DedupConfig:
-    """The `[dedup]` table of sources.toml."""
-
-    enabled: bool = True
-    scope: str = "global"  # or "per-source": documents only meet documents of their own source
-    ngram: int = 5
-    bands: int = 14
-    rows: int = 8
-    seed: int = 1
-    threshold: float = 0.8  # estimated Jaccard a candidate pair needs to count
-    max_cluster_size: int = 1000  # larger clusters are flagged and only members close to the survivor removed
-
-    @property
-    def num_perm(self) -> int:
-        return self.bands * self.rows
 
 
 def shingles(text: str, n: int) -> set[bytes]:

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.atomic import done_stats, mark_done, parquet_writer, write_parquet, write_text
-from curation.config import QualityConfig, SourceConfig
-from curation.dedup import (BANDS, DedupConfig, band_keys, connected_components, doc_key, estimated_jaccard,
+from curation.config import DedupConfig, QualityConfig, SourceConfig
+from curation.dedup import (BANDS, band_keys, connected_components, doc_key, estimated_jaccard,
                             pairs_in_buckets, signature_schema, signatures, verify_pairs)
 from curation.layout import CurationLayout
 from curation.readers import check_readable, read_shard

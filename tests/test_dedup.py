@@ -12,7 +12,8 @@ import pytest
 
 from conftest import EXAMPLES, run_loom
 from curation.config import load_sources
-from curation.dedup import DedupConfig, band_keys, shingles
+from curation.config import DedupConfig
+from curation.dedup import band_keys, shingles
 from curation.samples import source_texts
 from curation.steps import document_id, normalize_text
 
