@@ -273,7 +273,10 @@ def _build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> N
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
                   f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
+    from reports.build import mixture_report
+
     console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/")
+    console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
 
 
 def _print_plan(out: Path) -> None:
@@ -298,6 +301,50 @@ def mix_show(ws: Workspace, name):
     if not (out / "plan.parquet").exists():
         raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
     _print_plan(out)
+
+
+# ---- reports ------------------------------------------------------------------------------------------
+
+
+@cli.group(cls=LoomGroup)
+def report():
+    """Self-contained HTML pages: a mixture's composition, the curation funnel."""
+
+
+@report.command("mixture")
+@click.argument("name")
+@click.pass_obj
+def report_mixture(ws: Workspace, name):
+    """Write WORKSPACE/mixtures/NAME/report.html (`loom mix build` writes it too)."""
+    from reports.build import mixture_report
+
+    console.print(f"Report: {mixture_report(ws.root, name)}")
+
+
+@report.command("curation")
+@click.pass_obj
+def report_curation(ws: Workspace):
+    """Write WORKSPACE/manifest/report.html: funnel, distributions and spot checks of every source."""
+    from reports.build import curation_report
+
+    console.print(f"Report: {curation_report(ws.root)}")
+
+
+@report.command("open")
+@click.argument("name", required=False)
+@click.pass_obj
+def report_open(ws: Workspace, name):
+    """Print the path of mixture NAME's report (or the curation report), and open it where a browser is."""
+    import os
+    import webbrowser
+
+    path = ws.mixtures / name / "report.html" if name else ws.curation.manifest / "report.html"
+    if not path.is_file():
+        fix = f"loom report mixture {name}" if name else "loom report curation"
+        raise UserError(f"no report at {path}; write it with `{fix}`")
+    click.echo(str(path))
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin":
+        webbrowser.open(path.as_uri())
 
 
 # ---- sql ----------------------------------------------------------------------------------------------
@@ -422,6 +469,9 @@ def quickstart(ws: Workspace, workers):
         _train_quality(ws, ws.sources_file, None, None, TrainingConfig(), quality_model)
     _run_curation(ws, ws.sources_file, ws.curation.tokenizer, quality_model, None, workers)
     _build_mixture(ws, "sample")
+    from reports.build import curation_report
+
+    console.print(f"Curation report: {curation_report(ws.root)}")
     console.print(f"Workspace:       {ws.root}")
     _print_outputs(ws)
 

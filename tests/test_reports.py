@@ -1,0 +1,156 @@
+"""HTML reports, opened in a real headless Chromium: charts present, numbers equal to the plan's, untrusted
+document text inert, nothing fetched from the network."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import run_loom
+
+CHROMIUM = shutil.which("chromium")
+PAYLOADS = [
+    "<script>document.title = 'pwned-by-script'</script>",
+    '<img src="x" onerror="document.title = \'pwned-by-onerror\'">',
+    "</pre><script>document.title = 'pwned-by-breakout'</script><pre>",
+]
+if CHROMIUM is None and os.environ.get("CI"):
+    pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium", pytrace=False)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+
+
+def chromium(url: str, tmp: Path, *args) -> subprocess.CompletedProcess:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--enable-logging=stderr", "--v=0", f"--user-data-dir={tmp / 'profile'}"]
+    return subprocess.run([CHROMIUM, *flags, *args, url], capture_output=True, text=True, timeout=120)
+
+
+class Dom(HTMLParser):
+    """Titles, tables (cell data-values by table id), charts and their rects, images and scripts of a page."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.title, self.tables, self.charts, self.tags = "", {}, {}, []
+        self._in_title, self._table, self._row, self._chart = False, None, None, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if tag == "title" and self._chart is None:
+            self._in_title = True
+        elif tag == "table" and attrs.get("id"):
+            self._table = self.tables.setdefault(attrs["id"], [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self._table.append(self._row)
+        elif tag == "td" and self._row is not None:
+            self._row.append(attrs.get("data-value"))
+        elif tag == "svg" and "chart" in attrs.get("class", ""):
+            self._chart = attrs["id"]
+            self.charts[self._chart] = 0
+        elif tag == "rect" and self._chart:
+            self.charts[self._chart] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self._in_title = False
+        elif tag == "table":
+            self._table = None
+        elif tag == "svg":
+            self._chart = None
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+
+
+def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
+    result = chromium(path.as_uri(), tmp, "--dump-dom")
+    assert result.returncode == 0, result.stderr
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
+    return Dom(result.stdout), "\n".join(console)
+
+
+@pytest.fixture(scope="module")
+def five_source_mixture(quickstart_ws):
+    ws, _ = quickstart_ws
+    (ws / "mixtures").mkdir(exist_ok=True)
+    (ws / "mixtures" / "five.toml").write_text(
+        'name = "five"\nseq_len = 128\nglobal_batch = 32\ntotal_tokens = 1_000_000\n[weights]\nweb = 0.25\n'
+        'docs = 0.3\ncode = 0.3\nreference = 0.1\nfortunes = 0.05\n[midtrain]\ndocs = 0.5\n'
+        '"code:quality_bucket>=3" = 0.3\nreference = 0.2\n')
+    run_loom("-w", ws, "mix", "build", "five")
+    return ws, ws / "mixtures" / "five" / "report.html"
+
+
+def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source_mixture, tmp_path):
+    ws, report = five_source_mixture
+    dom, console = open_page(report, tmp_path)
+    assert console == "", console
+    assert dom.title == "Loom mixture five"
+    plan = pq.read_table(ws / "mixtures" / "five" / "plan.parquet").to_pylist()
+    for phase in ("pretrain", "midtrain"):
+        rows = [r for r in dom.tables[f"plan-{phase}"] if r]
+        expected = [r for r in plan if r["phase"] == phase]
+        assert [int(r[4]) for r in rows] == [r["tokens"] for r in expected]  # the tokens column
+        assert [float(r[2]) for r in rows] == pytest.approx([r["target_share"] for r in expected])
+    assert dom.charts["composition-chart"] == len(plan)  # one segment per phase and component
+    assert dom.charts["funnel-chart"] >= 5 and dom.charts["languages"] > 1
+    assert {f"length-{s}" for s in ("web", "docs", "code", "fortunes", "reference")} <= dom.charts.keys()
+    meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
+    headline = report.read_text()
+    assert f"<b>{meta['tokens']:,}</b>" in headline
+    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
+    assert raw == [sum(1 for f in funnel if f["source"] == s) for s in sorted({f["source"] for f in funnel})]
+
+
+def test_the_mixture_report_is_small_and_needs_no_network(five_source_mixture, tmp_path):
+    _, report = five_source_mixture
+    text = report.read_text()
+    assert report.stat().st_size < 5 * 1024 * 1024
+    assert not re.findall(r"""(?:src|href)\s*=\s*["']?[^"'>\s]*http""", text, flags=re.IGNORECASE)
+    assert "<script" not in text and "<link" not in text
+    shot = tmp_path / "mixture.png"
+    result = chromium(report.as_uri(), tmp_path, "--hide-scrollbars", "--window-size=1200,2400", f"--screenshot={shot}")
+    assert result.returncode == 0 and shot.stat().st_size > 20_000
+
+
+def test_untrusted_document_text_renders_as_text(quickstart_ws, tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(quickstart_ws[0], ws)
+    evil = tmp_path / "evil.jsonl"
+    def filler(i: int) -> str:  # distinct per document, or dedup would keep one of them
+        return " ".join(f"word{i}x{k}" for k in range(300))
+
+    evil.write_text("".join(json.dumps({"text": f"{p} {filler(i)}"}) + "\n" for i, p in enumerate(PAYLOADS)))
+    sources = ws / "sources.toml"
+    sources.write_text(sources.read_text() + f'\n[[source]]\nname = "evil"\nformat = "jsonl"\npaths = ["{evil}"]\n'
+                                             'filters = []\n')
+    run_loom("-w", ws, "curate")
+    run_loom("-w", ws, "report", "curation")
+    report = ws / "manifest" / "report.html"
+    dom, console = open_page(report, tmp_path)
+    assert console == "", console
+    assert dom.title == "Loom curation report"
+    assert not [attrs for tag, attrs in dom.tags if tag in ("script", "img")]
+    text = report.read_text()
+    assert text.count("&lt;script&gt;document.title") >= 2 and "onerror=&quot;document.title" in text
+    shot = tmp_path / "curation.png"
+    chromium(report.as_uri(), tmp_path, "--hide-scrollbars", "--window-size=1200,2400", f"--screenshot={shot}")
+    assert shot.stat().st_size > 20_000
+
+
+def test_report_open_prints_the_path_and_a_missing_report_is_one_line(five_source_mixture, tmp_path):
+    ws, report = five_source_mixture
+    assert run_loom("-w", ws, "report", "open", "five").stdout.strip() == str(report)
+    missing = run_loom("-w", tmp_path, "report", "open", "nosuch", check=False)
+    assert missing.returncode == 2 and "no report at" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
