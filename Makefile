@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.loom-installed
 WORKSPACE ?= loom-work
 
-.PHONY: quickstart test test-slow install clean
+.PHONY: quickstart test test-slow bench install clean
 
 quickstart: $(STAMP)
 	$(BIN)/loom --workspace $(WORKSPACE) quickstart
@@ -15,6 +15,9 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
+
+bench: $(STAMP)
+	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
 
 install: $(STAMP)
 
