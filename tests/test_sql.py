@@ -119,3 +119,13 @@ def test_queries_from_stdin_a_database_file_and_errors(tables, tmp_path):
     assert pq.read_table(out).num_rows == len({d["source"] for d in t["documents"]})
     cut = run_loom("-w", ws, "sql", "--limit", "3", "SELECT * FROM doc_stats").stdout
     assert len(cut.strip().splitlines()) == 2 + 3 + 1 and "more exist" in cut
+
+
+def test_run_views_appear_when_a_workspace_has_runs(tmp_path):
+    for run, losses in (("a", [4.0, 3.5, 3.1]), ("b", [5.0, 4.2])):
+        (tmp_path / "runs" / run).mkdir(parents=True)
+        (tmp_path / "runs" / run / "metrics.jsonl").write_text(
+            "".join(json.dumps({"step": i, "loss": loss, "lr": 1e-3}) + "\n" for i, loss in enumerate(losses)))
+    rows = sql_csv(tmp_path, "SELECT run, records, last_step, last_loss FROM runs ORDER BY run")
+    assert rows == [["a", "3", "2", "3.1"], ["b", "2", "1", "4.2"]]
+    assert run_loom("-w", tmp_path, "sql", "--views").stdout.count("CREATE OR REPLACE VIEW") == 2
