@@ -466,12 +466,13 @@ def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) ->
                 advance(1)
             upstream = fingerprints
         else:
-            fingerprint = _digest(stage.name, *(upstream[s.key] for s in shards))
+            fingerprint = _digest(stage.name, extra, *(upstream[s.key] for s in shards))
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
-            if done_stats(stage_marker(ctx.layout, stage), fingerprint) is None and stage.on_client:
-                stage.run(ctx, shards, fingerprint, client)
-            elif done_stats(stage_marker(ctx.layout, stage), fingerprint) is None:
-                client.submit(stage.run, ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
+            if done_stats(stage_marker(ctx.layout, stage), fingerprint) is None:
+                if stage.on_client:
+                    stage.run(ctx, shards, fingerprint, client)
+                else:
+                    client.submit(stage.run, ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
             advance(1)
             upstream = {s.key: _digest(fingerprint, s.key) for s in shards}
     tokenize = STAGES[-1]

@@ -196,3 +196,6 @@ def test_a_cluster_over_the_size_limit_is_flagged_and_reported(tmp_path, slice_t
     assert all(r["removed"] == (not r["is_survivor"] and r["jaccard_to_survivor"] >= 0.95) for r in rows)
     report = json.loads((ws / "manifest" / "dedup_report.json").read_text())
     assert len(report["oversized_clusters"]) == len({r["cluster_id"] for r in rows})
+    toml.write_text(toml.read_text().replace("max_cluster_size = 1", "max_cluster_size = 1000"))
+    rerun = curate(tmp_path, slice_tokenizer, "--workers", 2)  # a changed [dedup] setting redoes the clusters
+    assert not any(r["oversized"] for r in clusters_of(rerun))
