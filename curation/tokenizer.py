@@ -67,7 +67,7 @@ def load_tokenizer(path: str) -> tuple[Tokenizer, int]:
 def encode_to_arrow(tokenizer: Tokenizer, eos_id: int, texts: list[str]) -> pa.ListArray:
     """Token ids of each text with EOS appended, as list<uint32>, built without a Python list per token."""
     encodings = tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-    lengths = np.fromiter((len(e.ids) + 1 for e in encodings), dtype=np.int64, count=len(encodings))
+    lengths = np.fromiter((len(e) + 1 for e in encodings), dtype=np.int64, count=len(encodings))
     offsets = np.zeros(len(encodings) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     flat = np.empty(int(offsets[-1]), dtype=np.uint32)
