@@ -1,0 +1,445 @@
+"""MinHash near-duplicate dedup: Loom's global MinHash stages against datatrove's 4-stage MinHash pipeline.
+
+    python bench/dedup.py [--docs 200000] [--workers 2] [--shards 8] [--workdir DIR] [--seed 1234]
+
+1. Builds a corpus from the bundled real corpora (examples/corpora, read the way curation reads them): every
+   real document, then "mosaics" of 1-3 windows of 30-200 words cut from random places of random real
+   documents, until (1 - DUP_FRACTION) of --docs are written; the rest are planted near-duplicates of those
+   originals with word-level edits (deletions, substitutions, insertions) at a rate drawn from RATES, at least
+   one edit each. No two documents have the same normalized text (Loom removes exact copies before MinHash;
+   datatrove would not). Shuffled, written as --shards jsonl.gz files of {"id", "text"} lines.
+2. Loom: a sources.toml with one jsonl.gz source, `filters = []`, no quality model, the default [dedup]
+   (5-grams, 14 bands x 8 rows, seed 1, threshold 0.8), run through `curation.run.curate` on a LocalCluster of
+   --workers single-threaded processes. Each stage is timed through `curate`'s progress callback, which the job
+   calls as each stage starts: a stage's time is the gap to the next stage's start. Loom's figure is the
+   `minhash` (signatures + band keys per shard) plus `minhash_dedup` (shuffle, pairs, verification, clusters)
+   time; reading, language ID, exact dedup and tokenizing are timed and shown but not counted.
+3. datatrove: MinhashDedupSignature -> MinhashDedupBuckets -> MinhashDedupCluster -> MinhashDedupFilter with
+   the same MinhashConfig, each stage a LocalPipelineExecutor (tasks: shards, 14 (one per band), 1, shards;
+   --workers processes), reading the same jsonl.gz with JsonlReader and writing kept docs with JsonlWriter.
+   Each stage is timed wall-clock around `executor.run()`.
+4. Compares the removed sets by jsonl id, the sets of documents each tool put in a cluster, recall of the
+   planted pairs by edit rate, and the true 5-gram Jaccard of the pairs datatrove's buckets emitted.
+
+The last line is the ratio: Loom docs/s over datatrove docs/s, and the agreement of the removed sets.
+"""
+
+import os
+import sys
+
+import argparse
+import bisect
+import gzip
+import itertools
+import json
+import random
+import re
+import shutil
+import tempfile
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 0.6)  # word edit rates of planted near-duplicates
+DUP_FRACTION = 0.4  # of the documents are planted near-duplicates of the others
+MIN_PLANT_WORDS = 50  # near-duplicates are planted on originals at least this long
+WINDOW_WORDS = (20, 120)  # length range of each window of a mosaic
+TOKEN = re.compile(r"\S+\s*")  # a word with the whitespace after it, so that edits keep the layout
+THRESHOLD = 0.8
+
+
+# ---- 1. the corpus -----------------------------------------------------------------------------------------
+
+
+def real_texts() -> list[str]:
+    from curation.config import load_sources
+    from curation.samples import source_texts
+
+    texts = []
+    for source in load_sources(REPO / "examples" / "sources.toml"):
+        texts.extend(t for t in source_texts(source) if t.strip())
+    return texts
+
+
+def edit(tokens: list[str], rate: float, rng: random.Random, nrng: np.random.Generator, vocab: list[str]) -> str:
+    """Deletes, substitutes or inserts a word at Binomial(n, rate) places (at least one)."""
+    tokens = list(tokens)
+    n = len(tokens)
+    k = min(n, max(1, int(nrng.binomial(n, rate))))
+    for pos in sorted(rng.sample(range(n), k), reverse=True):
+        op = rng.randrange(3)
+        word = vocab[rng.randrange(len(vocab))]
+        if op == 0:
+            del tokens[pos]
+        elif op == 1:
+            tokens[pos] = word + tokens[pos][len(tokens[pos].rstrip()):]
+        else:
+            tokens.insert(pos, word + " ")
+    return "".join(tokens)
+
+
+def build_corpus(n_docs: int, seed: int):
+    """Returns (texts, planted): unique normalized texts, and (original index, copy index, rate) triples."""
+    from curation.steps import document_id, normalize_text
+
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    bases = [TOKEN.findall(t) for t in real_texts()]
+    vocab = sorted({w.strip() for b in bases for w in b})
+    cumulative = list(itertools.accumulate(len(b) for b in bases))
+    texts: list[str] = []
+    seen: set[str] = set()
+
+    def add(text: str) -> int | None:
+        text = normalize_text(text)
+        key = document_id(text)
+        if not text or key in seen:
+            return None
+        seen.add(key)
+        texts.append(text)
+        return len(texts) - 1
+
+    n_originals = n_docs - int(n_docs * DUP_FRACTION)
+    for tokens in bases[:n_originals]:
+        add("".join(tokens))
+    while len(texts) < n_originals:
+        windows = []
+        for _ in range(rng.choice((1, 2, 2, 3, 3))):
+            base = bases[bisect.bisect_right(cumulative, rng.randrange(cumulative[-1]))]  # by length
+            length = rng.randint(*WINDOW_WORDS)
+            start = rng.randrange(max(1, len(base) - length + 1))
+            windows.append("".join(base[start:start + length]).strip())
+        add("\n\n".join(windows))
+    plantable = [i for i, t in enumerate(texts) if len(TOKEN.findall(t)) >= MIN_PLANT_WORDS]
+    planted = []
+    while len(texts) < n_docs:
+        original, rate = plantable[rng.randrange(len(plantable))], RATES[rng.randrange(len(RATES))]
+        copy = add(edit(TOKEN.findall(texts[original]), rate, rng, nrng, vocab))
+        if copy is not None:
+            planted.append((original, copy, rate))
+    return texts, planted
+
+
+def write_shards(texts: list[str], n_shards: int, seed: int, out: Path):
+    """Shuffled into `n_shards` jsonl.gz files. Returns ids (doc index -> jsonl id) and, per shard, the doc
+    index of each line."""
+    order = list(range(len(texts)))
+    random.Random(seed + 1).shuffle(order)
+    ids = [f"doc-{i:07d}" for i in range(len(texts))]
+    lines = [order[s::n_shards] for s in range(n_shards)]
+    out.mkdir(parents=True, exist_ok=True)
+    for s, members in enumerate(lines):
+        with gzip.open(out / f"part-{s:05d}.jsonl.gz", "wt", encoding="utf-8", compresslevel=1) as f:
+            for i in members:
+                f.write(json.dumps({"id": ids[i], "text": texts[i]}, ensure_ascii=False) + "\n")
+    return ids, lines
+
+
+# ---- 2. Loom ---------------------------------------------------------------------------------------------
+
+
+class StopBeforeTokenize(Exception):
+    """Raised from the progress callback as the tokenize stage starts: the MinHash outputs are complete."""
+
+
+def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], full_job: bool) -> dict:
+    from curation.config import load_config
+    from curation.layout import CurationLayout
+    from curation.run import curate, dask_client, plan_job
+    from curation.tokenizer import train_tokenizer
+
+    ws = workdir / "loom"
+    shutil.rmtree(ws, ignore_errors=True)
+    ws.mkdir(parents=True)
+    (ws / "sources.toml").write_text(f"""
+[[source]]
+name = "bench"
+format = "jsonl.gz"
+paths = ["{shards_dir}/*.jsonl.gz"]
+id_field = "id"
+filters = []
+
+[dedup]
+ngram = 5
+bands = 14
+rows = 8
+seed = 1
+threshold = {THRESHOLD}
+""", encoding="utf-8")
+    config = load_config(ws / "sources.toml")
+    layout = CurationLayout(ws)
+    train_tokenizer(texts[:3000], layout.tokenizer, vocab_size=1000)
+    shards, ctx = plan_job(config, layout, layout.tokenizer)
+    starts: dict[str, float] = {}
+
+    def progress(stage: str, total: int):
+        starts[stage] = time.perf_counter()
+        if stage == "tokenize" and not full_job:
+            raise StopBeforeTokenize
+        return lambda n=1: None
+
+    with dask_client(workers=workers) as client:
+        begin = time.perf_counter()
+        try:
+            curate(shards, ctx, client, progress)
+        except StopBeforeTokenize:
+            del starts["tokenize"]
+        end = time.perf_counter()
+    names = list(starts)
+    stamps = [starts[n] for n in names] + [end]
+    stages = {name: stamps[i + 1] - stamps[i] for i, name in enumerate(names)}
+    signed = sum(json.loads(p.read_text())["signatures"] for p in (layout.work / "minhash").glob("*/part-*.done"))
+    return {"stages": stages, "total": end - begin, "workspace": ws, "signed": signed,
+            "minhash_stats": json.loads((layout.work / "minhash_dedup" / "_done").read_text())}
+
+
+def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: bool):
+    """Removed doc indices and doc index -> cluster: from the manifest (the funnel's near_duplicate rows and
+    dedup_clusters) after a full job, else from the minhash_dedup stage's own outputs, which the manifest
+    copies."""
+    import pyarrow.parquet as pq
+    from curation.job import near_duplicate_clusters_path, near_duplicates_path
+    from curation.layout import CurationLayout
+    from curation.steps import document_id
+
+    if not full_job:
+        layout = CurationLayout(ws)
+        removed = {lines[r["shard"]][r["record"]]
+                   for r in pq.read_table(near_duplicates_path(layout), columns=["shard", "record"]).to_pylist()}
+        clusters = {}
+        for r in pq.read_table(near_duplicate_clusters_path(layout),
+                               columns=["shard", "record", "member_id", "cluster_id"]).to_pylist():
+            doc = lines[r["shard"]][r["record"]]
+            assert r["member_id"] == document_id(texts[doc]), "cluster member does not match the input line"
+            clusters[doc] = r["cluster_id"]
+        return removed, clusters, None
+    funnel = pq.read_table(ws / "manifest" / "funnel.parquet",
+                           columns=["shard", "record", "doc_id", "fate", "reason"]).to_pylist()
+    assert len(funnel) == len(texts), f"funnel has {len(funnel)} rows for {len(texts)} documents"
+    fates = Counter((r["fate"], r["reason"]) for r in funnel)
+    removed = set()
+    for r in funnel:
+        doc = lines[r["shard"]][r["record"]]
+        assert r["doc_id"] == document_id(texts[doc]), "funnel record does not match the input line"
+        if r["reason"] == "near_duplicate":
+            removed.add(doc)
+    by_content_id = {document_id(t): i for i, t in enumerate(texts)}
+    clusters = {by_content_id[m["member_id"]]: m["cluster_id"]
+                for m in pq.read_table(ws / "manifest" / "dedup_clusters.parquet",
+                                       columns=["cluster_id", "member_id"]).to_pylist()}
+    return removed, clusters, fates
+
+
+# ---- 3. datatrove ----------------------------------------------------------------------------------------
+
+
+@contextmanager
+def stderr_to(path: Path):
+    """datatrove's workers log every task to stderr; send it (and theirs, inherited) to a file."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "a") as f:
+        os.dup2(f.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def run_datatrove(workdir: Path, shards_dir: Path, workers: int, n_shards: int) -> dict:
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
+                                                  MinhashDedupFilter, MinhashDedupSignature)
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+    base = workdir / "datatrove"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    config = MinhashConfig(n_grams=5, num_buckets=14, hashes_per_bucket=8, seed=1)
+
+    def reader():
+        return JsonlReader(str(shards_dir), glob_pattern="*.jsonl.gz", text_key="text", id_key="id")
+
+    plan = [
+        ("signature", [reader(), MinhashDedupSignature(output_folder=str(base / "signatures"), config=config,
+                                                       language="en")], n_shards, workers),
+        ("buckets", [MinhashDedupBuckets(input_folder=str(base / "signatures"), output_folder=str(base / "buckets"),
+                                         config=config)], config.num_buckets, workers),
+        ("cluster", [MinhashDedupCluster(input_folder=str(base / "buckets"), output_folder=str(base / "remove_ids"),
+                                         config=config, save_cluster_id=True)], 1, 1),
+        ("filter", [reader(), MinhashDedupFilter(input_folder=str(base / "remove_ids")),
+                    JsonlWriter(str(base / "deduped"))], n_shards, workers),
+    ]
+    stages = {}
+    with stderr_to(base / "datatrove.log"):
+        for name, pipeline, tasks, n_workers in plan:
+            executor = LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=min(n_workers, tasks),
+                                             logging_dir=str(base / "logs" / name))
+            start = time.perf_counter()
+            executor.run()
+            stages[name] = time.perf_counter() - start
+    return {"stages": stages, "total": sum(stages.values()), "folder": base}
+
+
+def _uints(path: Path, per_row: int) -> np.ndarray:
+    if not path.exists():
+        return np.empty((0, per_row), dtype=np.uint32)
+    return np.frombuffer(path.read_bytes(), dtype="<u4").reshape(-1, per_row)
+
+
+def datatrove_results(base: Path, lines: list[list[int]]):
+    """Removed doc indices (.remove files), doc index -> cluster (.clusters), the bucket pairs (.dups) and
+    the number of documents written by the filter. File id = rank = shard, doc id = line of that shard."""
+    removed, clusters = set(), {}
+    for shard, members in enumerate(lines):
+        removed.update(members[i] for i in _uints(base / "remove_ids" / f"{shard:06d}.remove", 1)[:, 0])
+        for doc, cluster in _uints(base / "remove_ids" / f"{shard:06d}.clusters", 2):
+            clusters[members[doc]] = int(cluster)
+    pairs = set()
+    for dups in sorted((base / "buckets").glob("*.dups")):
+        for f1, d1, f2, d2 in _uints(dups, 4):
+            a, b = lines[f1][d1], lines[f2][d2]
+            pairs.add((min(a, b), max(a, b)))
+    written = 0
+    for part in sorted((base / "deduped").glob("*.jsonl.gz")):
+        with gzip.open(part, "rt", encoding="utf-8") as f:
+            written += sum(1 for _ in f)
+    return removed, clusters, pairs, written
+
+
+# ---- 4. comparison ---------------------------------------------------------------------------------------
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def true_jaccard(x: str, y: str) -> float:
+    from curation.dedup import shingles
+
+    a, b = shingles(x, 5), shingles(y, 5)
+    return len(a & b) / len(a | b)
+
+
+def machine_load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=200_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--full-job", action="store_true",
+                        help="let Loom's job tokenize and write its manifest too (untimed), and read the results "
+                             "from the manifest")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loom-bench-dedup-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"workdir {workdir}; load average before: {machine_load()}", flush=True)
+    try:
+        start = time.perf_counter()
+        texts, planted = build_corpus(args.docs, args.seed)
+        shards_dir = workdir / "corpus"
+        shutil.rmtree(shards_dir, ignore_errors=True)
+        ids, lines = write_shards(texts, args.shards, args.seed, shards_dir)
+        n = len(texts)
+        words = sum(len(t.split()) for t in texts)
+        print(f"corpus: {n:,} documents ({len(planted):,} planted near-duplicates), {words / n:.0f} words and "
+              f"{sum(map(len, texts)) / n:.0f} chars per document on average, {args.shards} shards; "
+              f"built in {time.perf_counter() - start:.1f}s", flush=True)
+
+        loom = run_loom(workdir, shards_dir, args.workers, texts, args.full_job)
+        print("loom stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in loom["stages"].items()), flush=True)
+        dt = run_datatrove(workdir, shards_dir, args.workers, args.shards)
+        print("datatrove stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in dt["stages"].items()), flush=True)
+
+        l_removed, l_clusters, l_fates = loom_results(loom["workspace"], texts, lines, args.full_job)
+        d_removed, d_clusters, d_pairs, d_written = datatrove_results(dt["folder"], lines)
+        assert d_written == n - len(d_removed), f"datatrove wrote {d_written}, expected {n - len(d_removed)}"
+        assert loom["signed"] == n, f"Loom signed {loom['signed']} of {n} documents: some were removed before MinHash"
+        if l_fates is not None:
+            other = {k: v for k, v in l_fates.items() if k != ("kept", None) and k[1] != "near_duplicate"}
+            assert not other, f"Loom's funnel has other removals: {other}"
+
+        loom_time = loom["stages"]["minhash"] + loom["stages"]["minhash_dedup"]
+        dt_time = dt["total"]
+        dt_find = dt["stages"]["signature"] + dt["stages"]["buckets"] + dt["stages"]["cluster"]
+        loom_rate, dt_rate, dt_find_rate = n / loom_time, n / dt_time, n / dt_find
+        removed_j = jaccard({ids[i] for i in l_removed}, {ids[i] for i in d_removed})  # by jsonl id
+        clustered_j = jaccard(set(l_clusters), set(d_clusters))
+        stats = loom["minhash_stats"]
+
+        print()
+        print(f"{'':38} {'Loom':>12} {'datatrove':>12}")
+        print(f"{'documents':38} {n:>12,} {n:>12,}")
+        print(f"{'MinHash time (s)':38} {loom_time:>12.1f} {dt_time:>12.1f}")
+        print(f"{'  signatures (s)':38} {loom['stages']['minhash']:>12.1f} {dt['stages']['signature']:>12.1f}")
+        print(f"{'  buckets/pairs/verify/clusters (s)':38} {loom['stages']['minhash_dedup']:>12.1f} "
+              f"{dt['stages']['buckets'] + dt['stages']['cluster']:>12.1f}")
+        print(f"{'  filter + write kept docs (s)':38} {'(untimed)':>12} {dt['stages']['filter']:>12.1f}")
+        print(f"{'documents/s':38} {loom_rate:>12,.0f} {dt_rate:>12,.0f}")
+        print(f"{'documents/s without datatrove filter':38} {loom_rate:>12,.0f} {dt_find_rate:>12,.0f}")
+        print(f"{'removed as near-duplicates':38} {len(l_removed):>12,} {len(d_removed):>12,}")
+        print(f"{'documents in a cluster':38} {len(l_clusters):>12,} {len(d_clusters):>12,}")
+        print(f"{'clusters':38} {len(set(l_clusters.values())):>12,} {len(set(d_clusters.values())):>12,}")
+        print(f"{'candidate / verified pairs':38} {stats['candidate_pairs']:>6,}/{stats['verified_pairs']:<,} "
+              f"{len(d_pairs):>12,}")
+        l_found = [o in l_clusters and l_clusters.get(c) == l_clusters[o] for o, c, _ in planted]
+        d_found = [o in d_clusters and d_clusters.get(c) == d_clusters[o] for o, c, _ in planted]
+        true_j = np.array([true_jaccard(texts[o], texts[c]) for o, c, _ in planted])
+        rates = np.array([r for _, _, r in planted])
+        l_found, d_found = np.array(l_found, dtype=bool), np.array(d_found, dtype=bool)
+        print("planted pairs found (both in one cluster), by edit rate [count, median true 5-gram Jaccard]:")
+        for rate in RATES:
+            sel = rates == rate
+            if sel.any():
+                print(f"  {f'rate {rate} [{sel.sum():,}, J {np.median(true_j[sel]):.2f}]':36} {l_found[sel].mean():>12.3f} "
+                      f"{d_found[sel].mean():>12.3f}")
+        print("planted pairs found, by true 5-gram Jaccard (Loom's shingles) [count]:")
+        for lo, hi in ((0.9, 1.01), (0.8, 0.9), (0.7, 0.8), (0.5, 0.7), (0.0, 0.5)):
+            sel = (true_j >= lo) & (true_j < hi)
+            if sel.any():
+                label = f"J in [{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'} [{sel.sum():,}]"
+                print(f"  {label:36} {l_found[sel].mean():>12.3f} {d_found[sel].mean():>12.3f}")
+        print("agreement:")
+        print(f"  removed-set Jaccard {removed_j:.3f} (both {len(l_removed & d_removed):,}, Loom only "
+              f"{len(l_removed - d_removed):,}, datatrove only {len(d_removed - l_removed):,})")
+        print(f"  clustered-set Jaccard {clustered_j:.3f} (both {len(set(l_clusters) & set(d_clusters)):,}, Loom only "
+              f"{len(set(l_clusters) - set(d_clusters)):,}, datatrove only {len(set(d_clusters) - set(l_clusters)):,})")
+        d_only = d_removed - l_removed
+        print(f"  removed by datatrove only: {sum(d in l_clusters for d in d_only):,} in a Loom cluster (other "
+              f"survivor chosen), {sum(d not in l_clusters for d in d_only):,} in none")
+        l_only = l_removed - d_removed
+        print(f"  removed by Loom only: {sum(d in d_clusters for d in l_only):,} in a datatrove cluster (other "
+              f"survivor chosen), {sum(d not in d_clusters for d in l_only):,} in none")
+        sample = random.Random(0).sample(sorted(d_pairs), min(3000, len(d_pairs)))
+        js = np.array([true_jaccard(texts[a], texts[b]) for a, b in sample])
+        edges = [0, 0.5, 0.7, 0.8, 1.01]
+        hist = np.histogram(js, bins=edges)[0] / max(1, len(js))
+        print(f"  datatrove bucket pairs by true 5-gram Jaccard (sample of {len(js)}): "
+              + ", ".join(f"[{lo:.1f},{min(hi, 1):.1f}{')' if hi < 1 else ']'} {h:.1%}"
+                          for lo, hi, h in zip(edges, edges[1:], hist)))
+        print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
+        print(f"ratio loom/datatrove docs/s: {loom_rate / dt_rate:.2f}x ({loom_rate / dt_find_rate:.2f}x against "
+              f"datatrove's first 3 stages); removed-set Jaccard {removed_j:.2f}; clustered-set Jaccard "
+              f"{clustered_j:.2f}")
+    finally:
+        if args.workdir is None and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
