@@ -28,42 +28,16 @@ Last line: Loom's tokens/s over (a)'s and over (b)'s.
 """
 
 import argparse
-import sys
 import os
-import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bundled_texts import base_texts, corpus
+
 
 BATCH = 512  # curation.job.TOKENIZE_BATCH
-
-
-def base_texts() -> list[str]:
-    from curation.config import load_sources
-    from curation.samples import source_texts
-
-    sources = load_sources(REPO / "examples" / "sources.toml")
-    return [t for source in sources for t in source_texts(source)]
-
-
-def vary(text: str, k: int) -> str:
-    """The text from its (5k)th word on, or the whole text if it is shorter."""
-    if k == 0:
-        return text
-    parts = text.split(" ", 5 * k)
-    return parts[-1] if len(parts) > 5 * k and parts[-1] else text
-
-
-def corpus(texts: list[str], copies: int) -> list[str]:
-    out = list(texts)
-    for k in range(1, copies):
-        copy = [vary(t, k) for t in texts]
-        random.Random(k).shuffle(copy)
-        out.extend(copy)
-    return out
 
 
 def batches(texts, size=BATCH):
@@ -77,7 +51,6 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--vocab-size", type=int, default=8192)
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO))
     from curation.tokenizer import encode_to_arrow, load_tokenizer, train_tokenizer
 
     base = base_texts()

@@ -361,6 +361,8 @@ def report_open(ws: Workspace, name):
 @click.pass_obj
 def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
     """Run a read-only SQL QUERY (or one from stdin) over the workspace's views, in DuckDB."""
+    import duckdb
+
     from reports.views import available_views, connect, is_read_only
 
     if show_views:
@@ -383,15 +385,9 @@ def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
         if relation is None:
             return
         _write_result(con, relation, fmt, output, limit)
-    except duckdb_error() as err:
+    except duckdb.Error as err:
         message = " ".join(str(err).split())
         raise UserError(f"{message} (views: {', '.join(views)})") from None
-
-
-def duckdb_error():
-    import duckdb
-
-    return duckdb.Error
 
 
 def _materialize(con, views: list[str], path: Path) -> None:
