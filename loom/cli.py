@@ -1,5 +1,6 @@
 """The `loom` command."""
 
+import dataclasses
 import sys
 import time
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ from rich.table import Table
 
 from curation.errors import UserError
 from loom.workspace import Workspace, examples_dir
+from trainer.options import config_from_options, config_to_args, train_options
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 
@@ -260,8 +262,6 @@ def mix_build(ws: Workspace, name, total_tokens, steps):
 
 
 def _build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> None:
-    import dataclasses
-
     from mixtures import compile_mixture, find_spec, load_spec
 
     spec = load_spec(find_spec(name, ws.mixtures, examples_dir() / "mixtures"))
@@ -328,6 +328,16 @@ def report_curation(ws: Workspace):
     from reports.build import curation_report
 
     console.print(f"Report: {curation_report(ws.root)}")
+
+
+@report.command("run")
+@click.argument("run")
+@click.pass_obj
+def report_run(ws: Workspace, run):
+    """Write WORKSPACE/runs/RUN/report.html (training rewrites it as it goes)."""
+    from reports.run import run_report
+
+    console.print(f"Report: {run_report(ws.root / 'runs' / run)}")
 
 
 @report.command("open")
@@ -442,14 +452,51 @@ def _aligned(columns: list[str], rows: list[tuple]) -> str:
     return "\n".join([line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
+# ---- train --------------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ranks to start on this machine (through torchrun); 1 trains in this process")
+@train_options
+@click.pass_obj
+def train(ws: Workspace, nproc, **options):
+    """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
+    _train(config_from_options(ws.root, options), nproc)
+
+
+def _train(config, nproc: int) -> None:
+    import os
+    import subprocess
+
+    from reports.run import run_report
+    from trainer import Run, train as train_run
+
+    if nproc == 1:
+        train_run(config, report=run_report, log=console.print)
+    else:
+        Run(config)  # bad input is refused here, once, before any rank starts
+        threads = max(1, (os.cpu_count() or 1) // nproc)
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                   "-m", "trainer", *config_to_args(config)]
+        result = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))})
+        if result.returncode:
+            raise UserError(f"training failed in one of its {nproc} processes (exit {result.returncode}); "
+                            "see their output above")
+    console.print(f"Run report: {config.run_dir / 'report.html'}")
+    console.print(f"Metrics:    {config.run_dir / 'metrics.jsonl'} (or `loom sql \"SELECT step, loss FROM metrics\"`)")
+
+
 # ---- quickstart ---------------------------------------------------------------------------------------
+
+QUICKSTART_STEPS = 60  # about a minute of the tiny model on two CPU cores
 
 
 @cli.command()
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes [default: one per core]")
 @click.pass_obj
 def quickstart(ws: Workspace, workers):
-    """Curate the bundled sample corpora into the workspace and show what came out."""
+    """Curate the bundled sample corpora, build the `sample` mixture, train a tiny model on it for a short run."""
     examples = examples_dir()
     ws.root.mkdir(parents=True, exist_ok=True)
     if not ws.sources_file.exists():
@@ -465,6 +512,11 @@ def quickstart(ws: Workspace, workers):
         _train_quality(ws, ws.sources_file, None, None, TrainingConfig(), quality_model)
     _run_curation(ws, ws.sources_file, ws.curation.tokenizer, quality_model, None, workers)
     _build_mixture(ws, "sample")
+    from trainer.checkpoint import latest
+    from trainer.config import TrainConfig
+
+    run = TrainConfig(ws.root, "sample", run_name="quickstart", max_steps=QUICKSTART_STEPS, eval_every=20)
+    _train(dataclasses.replace(run, resume=latest(run.run_dir) is not None), nproc=1)
     from reports.build import curation_report
 
     console.print(f"Curation report: {curation_report(ws.root)}")

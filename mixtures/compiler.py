@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+from tokenizers import Tokenizer
 
 from curation.atomic import write_parquet, write_text
 from curation.errors import UserError
@@ -106,7 +107,11 @@ def compile_mixture(spec: MixtureSpec, layout: CurationLayout, out: Path) -> dic
         if docs == 0:
             raise UserError(f"mixture '{spec.name}': weight key '{c.key}' matches no documents; check it against "
                             "`loom mix show` or the manifest")
-        stats[c.key] = {"documents": docs, "tokens": int(tokens), "available_sequences": int(tokens) // (spec.seq_len + 1)}
+        sequences = int(tokens) // (spec.seq_len + 1)
+        held_out = min(spec.validation_sequences, sequences // 10)
+        # the last sequences of the component's stream are held out: training permutes only the ones before them
+        stats[c.key] = {"documents": docs, "tokens": int(tokens), "available_sequences": sequences - held_out,
+                        "validation_sequences": held_out}
         if stats[c.key]["available_sequences"] == 0:
             raise UserError(f"mixture '{spec.name}': '{c.key}' has {tokens} tokens, less than one sequence of "
                             f"{spec.seq_len + 1}; lower seq_len or drop it")
@@ -147,6 +152,7 @@ def compile_mixture(spec: MixtureSpec, layout: CurationLayout, out: Path) -> dic
     meta = {
         "name": spec.name, "seed": spec.seed, "seq_len": spec.seq_len, "global_batch": spec.global_batch,
         "steps": steps, "tokens": steps * spec.global_batch * spec.seq_len,
+        "vocab_size": Tokenizer.from_file(str(tokenizer)).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
         "components": meta_components,
         "manifest_fingerprint": manifest_fingerprint(layout), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],

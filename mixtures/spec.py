@@ -10,7 +10,7 @@ from curation.errors import UserError
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
-             "weights", "midtrain", "phase"}
+             "validation_sequences", "weights", "midtrain", "phase"}
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -32,6 +32,7 @@ class MixtureSpec:
     global_batch: int = 32  # sequences per step; also the block whose composition is exact
     seed: int = 0
     max_epochs: float = 8.0
+    validation_sequences: int = 8  # held out of training per component (at most a tenth of it), for validation loss
 
     def resolved_steps(self) -> int:
         return self.steps if self.steps is not None else max(1, round(self.total_tokens / (self.global_batch * self.seq_len)))
@@ -44,10 +45,12 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     name = raw.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UserError(f"{where}: `name` must be a name of letters, digits, '.', '_' or '-'")
-    ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed") if k in raw}
+    ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed", "validation_sequences")
+            if k in raw}
     for key, value in ints.items():
-        if not isinstance(value, int) or isinstance(value, bool) or (key != "seed" and value < 1):
-            raise UserError(f"{where}: `{key}` must be a whole number{'' if key == 'seed' else ' of at least 1'}")
+        at_least = 0 if key in ("seed", "validation_sequences") else 1
+        if not isinstance(value, int) or isinstance(value, bool) or value < at_least:
+            raise UserError(f"{where}: `{key}` must be a whole number of at least {at_least}")
     if ("total_tokens" in raw) == ("steps" in raw):
         raise UserError(f"{where}: give exactly one of `total_tokens` or `steps` (with `global_batch`)")
     max_epochs = raw.get("max_epochs", 8.0)

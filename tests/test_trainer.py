@@ -1,0 +1,238 @@
+"""The trainer on CPU: real gloo process groups (2 ranks, one thread each), real DCP checkpoints, real runs of
+`loom train` on a mixture of the curated slice."""
+
+import json
+import shutil
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+from conftest import run_loom
+from curation.layout import CurationLayout
+from mixtures import load_schedule
+from trainer.config import LRSchedule, TrainConfig, lr_schedule
+from trainer.data import RankLoader, SequenceReader
+from trainer.distributed import Ranks, local, wrap
+from trainer.model import Transformer, model_config
+from trainer.norms import GroupNorms
+
+SPEC = """seq_len = 32
+global_batch = 8
+steps = 12
+[weights]
+web = 0.3
+docs = 0.3
+code = 0.2
+fortunes = 0.2
+[midtrain]
+docs = 0.6
+code = 0.4
+"""
+SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--checkpoint-every", 6, "--eval-every", 4,
+         "--report-every", 4, "--warmup-steps", 2]
+
+
+@pytest.fixture(scope="module")
+def train_ws(tmp_path_factory, curated_slice, slice_tokenizer):
+    ws = tmp_path_factory.mktemp("trainws") / "ws"
+    shutil.copytree(curated_slice[0], ws)
+    (ws / "models").mkdir(exist_ok=True)
+    shutil.copy(slice_tokenizer, ws / "models" / "tokenizer.json")
+    (ws / "mixtures").mkdir(exist_ok=True)
+    (ws / "mixtures" / "tinymix.toml").write_text('name = "tinymix"\n' + SPEC)
+    run_loom("-w", ws, "mix", "build", "tinymix")
+    return ws
+
+
+def metrics(ws, run: str) -> list[dict]:
+    return [json.loads(line) for line in (ws / "runs" / run / "metrics.jsonl").read_text().splitlines()]
+
+
+def train(ws, run: str, *args, check=True):
+    return run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", run, *SMALL, *args, check=check)
+
+
+@pytest.fixture(scope="module")
+def runs(train_ws):
+    """One run straight, the same on 2 ranks, and the same stopped at step 6 then resumed."""
+    train(train_ws, "one")
+    train(train_ws, "two", "--nproc", 2)
+    train(train_ws, "resumed", "--max-steps", 6)
+    first_half = metrics(train_ws, "resumed")
+    train(train_ws, "resumed", "--resume")
+    return train_ws, first_half
+
+
+# ---- gradients under DDP and FSDP2 against one process ------------------------------------------------
+
+
+def _gradient_check(rank: int, world_size: int, store: str):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    try:
+        ranks = Ranks(rank, world_size, rank, torch.device("cpu"))
+        ids = torch.randint(0, 300, (8, 17), generator=torch.Generator().manual_seed(5))
+        mine = ids.chunk(world_size)[rank]
+        for size in ("tiny", "tiny-moe"):
+            config = model_config(size, 300, d_model=32)
+
+            def fresh():
+                torch.manual_seed(0)
+                return Transformer(config, 16)
+
+            def loss(model, batch):
+                logits = model(batch[:, :-1])
+                return F.cross_entropy(logits.reshape(-1, 300), batch[:, 1:].reshape(-1))
+
+            reference = fresh()
+            loss(reference, ids).backward()
+            expected = {n: p.grad for n, p in reference.named_parameters()}
+            for fsdp in (False, True):
+                model = fresh()
+                wrapped = wrap(model, ranks, fsdp)
+                loss(wrapped, mine).backward()
+                for name, p in model.named_parameters():
+                    grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+                    assert torch.allclose(grad, expected[name], rtol=1e-4, atol=1e-6), \
+                        (size, "fsdp" if fsdp else "ddp", name, (grad - expected[name]).abs().max().item())
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_and_fsdp2_gradients_equal_one_process_on_the_whole_batch(tmp_path):
+    mp.spawn(_gradient_check, args=(2, str(tmp_path / "store")), nprocs=2, join=True)
+
+
+# ---- whole runs ---------------------------------------------------------------------------------------
+
+
+def test_two_ranks_give_the_losses_of_one(runs):
+    ws, _ = runs
+    one, two = metrics(ws, "one"), metrics(ws, "two")
+    assert [r["step"] for r in one] == [r["step"] for r in two] == list(range(12))
+    # not bitwise: the mean over two ranks' gradients sums in another order than one process's mean
+    for a, b in zip(one, two):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+        assert a["tokens_by_source"] == b["tokens_by_source"]
+    assert one[-1]["val_loss"] == pytest.approx(two[-1]["val_loss"], rel=1e-5)
+    assert one[-1]["loss"] < one[0]["loss"] - 0.2  # it learns
+
+
+def test_stopping_and_resuming_gives_the_same_run_bitwise(runs):
+    ws, first_half = runs
+    straight, resumed = metrics(ws, "one"), metrics(ws, "resumed")
+    assert [r["step"] for r in first_half] == list(range(6))
+    assert [r["step"] for r in resumed] == list(range(12))  # no step twice in the metrics file
+    for key in ("loss", "lr", "grad_norm", "loss_by_source", "update_norm_by_group", "tokens_seen"):
+        assert [r[key] for r in resumed] == [r[key] for r in straight], key
+    assert resumed[-1]["val_loss_by_source"] == straight[-1]["val_loss_by_source"]
+    run = json.loads((ws / "runs" / "resumed" / "run.json").read_text())
+    assert run["status"] == "finished"
+
+
+def test_the_phase_switch_and_the_lr_decay_start_at_the_mixtures_step(runs):
+    ws, _ = runs
+    meta = json.loads((ws / "mixtures" / "tinymix" / "schedule.json").read_text())
+    switch = meta["phases"][1]["start_step"]
+    assert switch == round(0.8 * 12)
+    records = metrics(ws, "one")
+    assert [r["phase"] for r in records] == ["pretrain"] * switch + ["midtrain"] * (12 - switch)
+    lrs = [r["lr"] for r in records]
+    assert lrs[1] == lrs[switch - 1] == 3e-3  # warmup over, flat until the switch
+    assert all(a > b for a, b in zip(lrs[switch - 1:], lrs[switch:]))  # decaying from the switch on
+    assert lrs[-1] == pytest.approx(3e-4)
+    midtrain = [r for r in records if r["phase"] == "midtrain"]
+    assert all(set(r["tokens_by_source"]) == {"docs", "code"} for r in midtrain)
+    assert all(r["share_by_component"]["web"] == 0 and r["target_share_by_component"]["docs"] == 0.6 for r in midtrain)
+
+
+def test_per_source_losses_average_back_to_the_loss(runs):
+    ws, _ = runs
+    records = metrics(ws, "one")
+    for r in records:
+        tokens = r["tokens_by_source"]
+        assert sum(tokens.values()) == 8 * 32
+        weighted = sum(r["loss_by_source"][s] * n for s, n in tokens.items()) / sum(tokens.values())
+        assert weighted == pytest.approx(r["loss"], rel=1e-9)
+    validated = [r for r in records if "val_loss" in r]
+    assert [r["step"] for r in validated] == [3, 7, 11]
+    assert set(validated[-1]["val_loss_by_source"]) == {"web", "docs", "code", "fortunes"}
+
+
+def test_every_step_reports_norms_throughput_and_mfu(runs):
+    ws, _ = runs
+    record = metrics(ws, "two")[5]
+    groups = {"embed", "norm", "layers.0.attn", "layers.0.ffn", "layers.1.attn", "layers.1.ffn"}
+    assert groups <= set(record["param_norm_by_group"]) and groups <= set(record["update_norm_by_group"])
+    assert record["grad_norm"] == pytest.approx(sum(v**2 for v in record["grad_norm_by_group"].values()) ** 0.5)
+    assert record["tokens_per_second"] > 0 and 0 < record["mfu"] < 1 and 0 <= record["data_wait_fraction"] < 1
+
+
+def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
+    ws, _ = runs
+    again = train(ws, "one", check=False)
+    assert again.returncode == 2 and "already exists" in again.stderr and "--resume" in again.stderr
+    run_loom("-w", ws, "mix", "build", "tinymix", "--steps", 14)
+    changed = train(ws, "one", "--resume", check=False)
+    assert changed.returncode == 2 and "schedule fingerprint" in changed.stderr
+    assert "Traceback" not in changed.stderr
+    missing = run_loom("-w", ws, "train", "--mixture", "nosuch", check=False)
+    assert missing.returncode == 2 and "loom mix build nosuch" in missing.stderr
+
+
+# ---- pieces -------------------------------------------------------------------------------------------
+
+
+def test_ranks_read_disjoint_halves_of_the_one_rank_batch(train_ws):
+    schedule = load_schedule(train_ws / "mixtures" / "tinymix", CurationLayout(train_ws))
+    sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
+    reader = SequenceReader(schedule, train_ws / "mixtures" / "tinymix", train_ws, sources)
+    whole = list(RankLoader(schedule, reader, 0, 1, 3, 5))
+    halves = [list(RankLoader(schedule, reader, r, 2, 3, 5)) for r in (0, 1)]
+    for step, batch in enumerate(whole):
+        assert torch.equal(torch.cat([halves[0][step].inputs, halves[1][step].inputs]), batch.inputs)
+        assert torch.equal(batch.inputs[:, 1:], batch.targets[:, :-1])
+        assert batch.inputs.shape == (8, 32)
+        for row, (key, _) in enumerate(schedule.batch(batch.step)):
+            component_sources = {sources.index(s) for s in schedule.meta["components"][schedule.components.index(key)]["sources"]}
+            assert set(batch.sources[row].tolist()) <= component_sources
+
+
+def test_wsd_schedule_decays_from_the_given_step():
+    lr = lr_schedule(TrainConfig(workspace=".", mixture="m", lr=1.0, warmup_steps=4, min_lr_ratio=0.1), 100, 80)
+    assert lr == LRSchedule(1.0, 100, 4, 80, 0.1)
+    assert [lr(s) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert lr(79) == 1.0 and lr(80) < 1.0 and lr(99) == pytest.approx(0.1)
+
+
+def test_router_bias_moves_without_gradients_and_shows_in_the_group_norms():
+    torch.manual_seed(0)
+    model = Transformer(model_config("tiny-moe", 300, d_model=32), 16)
+    moe = model.moe_layers()[0]
+    assert "router_bias" not in dict(moe.named_parameters()) and not moe.router_bias.requires_grad
+    norms = GroupNorms(model, sharded=False)
+    assert "layers.0.ffn.router_bias" in norms.groups
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ids = torch.randint(0, 300, (4, 17))
+    before = norms.snapshot()
+    F.cross_entropy(model(ids[:, :-1]).reshape(-1, 300), ids[:, 1:].reshape(-1)).backward()
+    optimizer.step()
+    assert torch.equal(moe.router_bias, torch.zeros_like(moe.router_bias))  # the optimizer cannot move it
+    load = moe.load.clone()
+    assert load.sum() == 4 * 16 * 2  # every token went to top_k = 2 experts
+    moe.update_router_bias(load)
+    assert torch.equal(moe.router_bias, 1e-3 * torch.sign(load.mean() - load))
+    updates = norms.named(norms.updates(before))
+    assert updates["layers.0.ffn.router_bias"] == pytest.approx(float(local(moe.router_bias).norm()))
+    assert updates["layers.0.ffn"] > 0 and updates["embed"] > 0
+
+
+def test_a_moe_run_logs_router_bias_norms_and_expert_load(train_ws):
+    train(train_ws, "moe", "--model", "tiny-moe", "--max-steps", 4)
+    records = metrics(train_ws, "moe")
+    assert all(r["update_norm_by_group"]["layers.1.ffn.router_bias"] > 0 for r in records)
+    assert records[-1]["param_norm_by_group"]["layers.1.ffn.router_bias"] > 0
+    assert all(r["expert_load_max_over_mean"] >= 1 for r in records)

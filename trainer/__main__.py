@@ -1,0 +1,37 @@
+"""`torchrun --nproc-per-node N -m trainer --workspace WS --mixture NAME ...`: one rank of a training run."""
+
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from curation.errors import UserError
+from trainer.options import config_from_options, train_options
+from trainer.loop import train
+
+# The trainer does not import the reports package (imports flow loom -> {reports, trainer}); this entry point
+# looks it up by name, so a run started by torchrun still writes its live report when Loom is installed.
+REPORT_HOOK = ("reports.run", "run_report")
+
+
+def report_hook():
+    try:
+        return getattr(importlib.import_module(REPORT_HOOK[0]), REPORT_HOOK[1])
+    except ImportError:
+        return None
+
+
+@click.command()
+@click.option("--workspace", "-w", required=True, metavar="DIR", help="The Loom workspace")
+@train_options
+def main(workspace, **options):
+    try:
+        train(config_from_options(Path(workspace).resolve(), options), report=report_hook())
+    except UserError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""What a training run is: the mixture, the model size and the optimizer's schedule, as a frozen dataclass."""
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridden per run
+    "tiny": dict(d_model=64, n_layers=2, n_heads=2),
+    "small": dict(d_model=256, n_layers=4, n_heads=4),
+    "medium": dict(d_model=512, n_layers=8, n_heads=8),
+    "base": dict(d_model=768, n_layers=12, n_heads=12),
+    "tiny-moe": dict(d_model=64, n_layers=2, n_heads=2, n_experts=4, top_k=2),
+    "small-moe": dict(d_model=256, n_layers=4, n_heads=4, n_experts=8, top_k=2),
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    workspace: Path
+    mixture: str
+    run_name: str | None = None  # runs/<run_name>/; default: <mixture>-<model>
+    model: str = "tiny"
+    d_model: int | None = None  # overrides of the named size
+    n_layers: int | None = None
+    n_heads: int | None = None
+    n_experts: int | None = None
+    top_k: int | None = None
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1  # the LR decays linearly to lr * min_lr_ratio at the last step
+    warmup_steps: int | None = None  # default: 5% of the steps, at most 100
+    decay_start: int | None = None  # default: the step the mixture's last phase (mid-training) begins
+    weight_decay: float = 0.1
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    max_steps: int | None = None  # stop early (a short run); the LR schedule still spans the whole mixture
+    checkpoint_every: int = 100
+    eval_every: int = 50
+    report_every: int = 10
+    resume: bool = False
+    fsdp: bool = False
+    seed: int = 0
+    device: str = "auto"  # auto: cuda when there is one, else cpu
+    peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, or measured on CPU
+    spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
+
+    @property
+    def name(self) -> str:
+        return self.run_name or f"{self.mixture}-{self.model}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.workspace) / "runs" / self.name
+
+    @property
+    def mixture_dir(self) -> Path:
+        return Path(self.workspace) / "mixtures" / self.mixture
+
+    def to_json(self) -> str:
+        return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrainConfig":
+        raw = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: Path(v) if k == "workspace" else v for k, v in raw.items() if k in known})
+
+
+@dataclass(frozen=True)
+class LRSchedule:
+    """Warmup-stable-decay: linear warmup, flat, then linear decay from `decay_start` to the last step."""
+    peak: float
+    steps: int
+    warmup: int
+    decay_start: int
+    floor_ratio: float
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup:
+            return self.peak * (step + 1) / self.warmup
+        if step < self.decay_start:
+            return self.peak
+        remaining = max(1, self.steps - self.decay_start)
+        progress = min(1.0, (step - self.decay_start + 1) / remaining)
+        return self.peak * (1 - (1 - self.floor_ratio) * progress)
+
+
+def lr_schedule(config: TrainConfig, steps: int, midtrain_start: int) -> LRSchedule:
+    warmup = config.warmup_steps if config.warmup_steps is not None else max(1, min(100, steps // 20))
+    decay_start = config.decay_start if config.decay_start is not None else midtrain_start
+    return LRSchedule(config.lr, steps, max(1, warmup), max(decay_start, warmup), config.min_lr_ratio)

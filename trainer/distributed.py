@@ -1,0 +1,80 @@
+"""The process group and the model wrapped for it: DDP by default, FSDP2 (`fully_shard`) on request. gloo on
+CPU, NCCL on GPU; one process without torchrun needs no group at all."""
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+@dataclass(frozen=True)
+class Ranks:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return dist.is_available() and dist.is_initialized()
+
+
+def pick_device(preference: str) -> torch.device:
+    if preference == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if preference.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda, but torch sees no GPU; use --device cpu")
+    return torch.device(preference)
+
+
+def setup(preference: str) -> Ranks:
+    """Joins the group torchrun describes in the environment (RANK, WORLD_SIZE, MASTER_ADDR ...), if any."""
+    device = pick_device(preference)
+    if "WORLD_SIZE" not in os.environ:
+        return Ranks(0, 1, 0, device)
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if device.type == "cuda":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None)
+    return Ranks(dist.get_rank(), dist.get_world_size(), local_rank, device)
+
+
+def teardown() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def wrap(model: nn.Module, ranks: Ranks, fsdp: bool) -> nn.Module:
+    """The model as the step sees it. Under FSDP2 each block is its own shard unit, then the root (embedding,
+    final norm and head). Buffers are not broadcast: every rank updates them identically (see MoE)."""
+    if not ranks.distributed:
+        return model
+    if fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in model.layers:
+            fully_shard(layer)
+        return fully_shard(model)
+    from torch.nn.parallel import DistributedDataParallel
+
+    device_ids = [ranks.device.index] if ranks.device.type == "cuda" else None
+    return DistributedDataParallel(model, device_ids=device_ids, forward_sync_buffers=False)
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    """This rank's part of a parameter: its shard under FSDP2 (a DTensor), the whole tensor otherwise."""
+    return tensor.to_local() if hasattr(tensor, "to_local") else tensor

@@ -1,0 +1,333 @@
+"""The training loop: a compiled mixture in, a metrics line per step and checkpoints out.
+
+Every rank reads its slice of each global batch from the schedule, so the data of step s is the same whatever
+the number of ranks and whether the run was resumed. Losses are means over the rank's tokens; as every rank has
+the same number of tokens, the mean of the ranks' gradients (DDP, FSDP2) is the gradient of the global mean."""
+
+import json
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+import torch.nn.functional as F
+
+from curation.errors import UserError
+from curation.layout import CurationLayout
+from mixtures import Schedule, load_schedule
+from trainer import checkpoint
+from trainer.config import LRSchedule, TrainConfig, lr_schedule
+from trainer.data import Batch, RankLoader, SequenceReader, validation_batches
+from trainer.distributed import Ranks, all_reduce_sum, setup, teardown, wrap
+from trainer.model import Transformer, count_parameters, flops_per_token, model_config
+from trainer.norms import GroupNorms, clip_gradients
+from trainer.throughput import peak_flops
+
+ReportHook = Callable[[Path], object]
+
+
+class Run:
+    """Everything a run needs before its first step, checked before any compute is spent."""
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        folder = config.mixture_dir
+        if not (folder / "schedule.json").is_file():
+            raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
+                            f"run `loom mix build {config.mixture}` first")
+        self.schedule: Schedule = load_schedule(folder, CurationLayout(Path(config.workspace)))
+        meta = self.schedule.meta
+        self.sources = sorted({s for c in meta["components"] for s in c["sources"]})
+        self.model_config = model_config(config.model, meta["vocab_size"], d_model=config.d_model,
+                                         n_layers=config.n_layers, n_heads=config.n_heads,
+                                         n_experts=config.n_experts, top_k=config.top_k)
+        self.midtrain_start = self.schedule.phases[-1].start_step
+        self.lr = lr_schedule(config, self.schedule.steps, self.midtrain_start)
+        self.end_step = min(self.schedule.steps, config.max_steps or self.schedule.steps)
+        self.fingerprint = checkpoint.schedule_fingerprint(meta)
+        self.target_shares = target_shares(folder, self.schedule)
+        self.resume_from = self._check_run_folder()
+
+    def _check_run_folder(self) -> Path | None:
+        run_dir = self.config.run_dir
+        found = checkpoint.latest(run_dir)
+        if not self.config.resume:
+            if found or (run_dir / "metrics.jsonl").exists():
+                raise UserError(f"run '{self.config.name}' already exists in {run_dir.parent}; pass --resume "
+                                "to continue it, or --run-name NAME for a new one")
+            return None
+        if found is None:
+            raise UserError(f"run '{self.config.name}' has no complete checkpoint in {run_dir / 'checkpoints'}; "
+                            "start it without --resume")
+        state = checkpoint.read_state(found)
+        if state["schedule_fingerprint"] != self.fingerprint:
+            raise UserError(f"run '{self.config.name}' was trained on another build of mixture "
+                            f"'{self.config.mixture}' (schedule fingerprint {state['schedule_fingerprint']}, now "
+                            f"{self.fingerprint}); start a new --run-name instead of resuming")
+        if state["model_config"] != self.model_config.__dict__:
+            raise UserError(f"run '{self.config.name}' was trained with another model ({state['model_config']}); "
+                            "resume it with the same --model and sizes")
+        return found
+
+    def describe(self) -> dict:
+        counts = count_parameters(self.model_config)
+        return {
+            "run": self.config.name, "mixture": self.config.mixture, "steps": self.schedule.steps,
+            "end_step": self.end_step, "seq_len": self.schedule.meta["seq_len"],
+            "global_batch": self.schedule.global_batch, "model": self.model_config.__dict__,
+            "parameters": counts["total"], "active_parameters": counts["active_matmul"],
+            "phases": self.schedule.meta["phases"], "midtrain_start": self.midtrain_start,
+            "decay_start": self.lr.decay_start, "warmup_steps": self.lr.warmup, "sources": self.sources,
+            "components": self.schedule.components, "target_shares": self.target_shares,
+            "schedule_fingerprint": self.fingerprint, "config": json.loads(self.config.to_json()),
+        }
+
+
+def target_shares(folder: Path, schedule: Schedule) -> dict[str, list[float]]:
+    """Each phase's intended share of every component (from the compiler's plan), in schedule order."""
+    plan = pq.read_table(folder / "plan.parquet").to_pylist()
+    shares = {p.name: [0.0] * len(schedule.components) for p in schedule.phases}
+    for row in plan:
+        shares[row["phase"]][schedule.components.index(row["component"])] = row["target_share"]
+    return shares
+
+
+class StepMetrics:
+    """Sums that every rank adds to and one all-reduce combines: token losses per source, token counts per
+    source, sequences per component."""
+
+    def __init__(self, n_sources: int, n_components: int, device):
+        self.n_sources, self.n_components = n_sources, n_components
+        self.values = torch.zeros(2 * n_sources + n_components, dtype=torch.float64, device=device)
+
+    def add(self, token_losses: torch.Tensor, batch: Batch) -> None:
+        sources = batch.sources.reshape(-1)
+        self.values[: self.n_sources].index_add_(0, sources, token_losses.detach().reshape(-1).double())
+        self.values[self.n_sources : 2 * self.n_sources].index_add_(0, sources, torch.ones_like(sources, dtype=torch.float64))
+        self.values[2 * self.n_sources :].index_add_(0, batch.components, torch.ones_like(batch.components, dtype=torch.float64))
+
+    def reduce(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        values = all_reduce_sum(self.values).cpu().numpy()
+        n = self.n_sources
+        return values[:n], values[n : 2 * n], values[2 * n :]
+
+
+def per_source(names: list[str], loss_sums: np.ndarray, counts: np.ndarray) -> dict[str, float]:
+    return {name: float(s / c) for name, s, c in zip(names, loss_sums, counts) if c > 0}
+
+
+def forward_losses(model, batch: Batch, device, autocast: bool) -> torch.Tensor:
+    inputs, targets = batch.inputs.to(device, non_blocking=True), batch.targets.to(device, non_blocking=True)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+        logits = model(inputs)
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+
+
+def make_optimizer(model, config: TrainConfig) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=config.lr, betas=(0.9, config.beta2), eps=1e-8)
+
+
+class SpikeDetector:
+    """A grad norm above `factor` times the median of the last `window` steps is a spike; it is attributed
+    to the group whose update moved most against its own recent median."""
+
+    def __init__(self, factor: float, window: int = 50):
+        self.factor = factor
+        self.grad_norms: deque = deque(maxlen=window)
+        self.updates: dict[str, deque] = {}
+
+    def check(self, grad_norm: float, update_norms: dict[str, float]) -> str | None:
+        ratios = {}
+        for group, value in update_norms.items():
+            history = self.updates.setdefault(group, deque(maxlen=self.grad_norms.maxlen))
+            if history:
+                ratios[group] = value / (float(np.median(history)) + 1e-12)
+            history.append(value)
+        spike = len(self.grad_norms) >= 10 and grad_norm > self.factor * float(np.median(self.grad_norms))
+        self.grad_norms.append(grad_norm)
+        if not spike:
+            return None
+        return max(ratios, key=ratios.get) if ratios else "unknown"
+
+
+def train(config: TrainConfig, report: ReportHook | None = None, log=print) -> Path:
+    """Runs (or resumes) a training run; joins torchrun's process group when started by torchrun."""
+    ranks = setup(config.device)
+    try:
+        if ranks.device.type == "cpu" and ranks.world_size > 1:
+            torch.set_num_threads(1)
+        return _train(Run(config), ranks, report, log)
+    finally:
+        teardown()
+
+
+def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
+    config, schedule = run.config, run.schedule
+    if schedule.global_batch % ranks.world_size:
+        raise UserError(f"global_batch {schedule.global_batch} of mixture '{config.mixture}' does not split over "
+                        f"{ranks.world_size} ranks; pick --nproc dividing it")
+    run_dir = config.run_dir
+    torch.manual_seed(config.seed)
+    model = Transformer(run.model_config, schedule.meta["seq_len"]).to(ranks.device)
+    norms = GroupNorms(model, sharded=config.fsdp and ranks.distributed)
+    moe_layers = model.moe_layers()
+    wrapped = wrap(model, ranks, config.fsdp)
+    optimizer = make_optimizer(wrapped, config)
+    start_step, tokens_seen = 0, 0
+    if run.resume_from is not None:
+        state = checkpoint.load(wrapped, optimizer, run.resume_from)
+        start_step, tokens_seen = state["step"], state["tokens_seen"]
+    if ranks.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "run.json").write_text(json.dumps({**run.describe(), "status": "running", "world_size": ranks.world_size,
+                                                      "device": str(ranks.device), "started_at": time.time()}, indent=2))
+        keep_metrics_before(run_dir / "metrics.jsonl", start_step)
+    meta = schedule.meta
+    reader = SequenceReader(schedule, config.mixture_dir, Path(config.workspace), run.sources)
+    per_rank = schedule.global_batch // ranks.world_size
+    validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
+    loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)
+    autocast = ranks.device.type == "cuda"
+    flops_token = flops_per_token(run.model_config, meta["seq_len"])
+    peak, peak_source = peak_flops(ranks.device, config.peak_tflops)
+    spikes = SpikeDetector(config.spike_factor)
+    tokens_per_step = schedule.global_batch * meta["seq_len"]
+    if ranks.is_main:
+        log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
+            f"{start_step}..{run.end_step} of {schedule.steps}, {ranks.world_size} rank(s) on {ranks.device}, "
+            f"mid-training from step {run.midtrain_start}")
+    metrics_file = open(run_dir / "metrics.jsonl", "a") if ranks.is_main else None
+    step_began = time.perf_counter()
+    waited_before = loader.wait_seconds
+    try:
+        for batch in loader:
+            step = batch.step
+            lr = run.lr(step)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            wrapped.train()
+            sums = StepMetrics(len(run.sources), len(schedule.components), ranks.device)
+            token_losses = forward_losses(wrapped, batch, ranks.device, autocast)
+            token_losses.mean().backward()
+            sums.add(token_losses, batch)
+            grad_squares = norms.gradients()
+            grad_norm = float(grad_squares.sum()) ** 0.5
+            clip_gradients(wrapped, grad_norm, config.grad_clip)
+            before = norms.snapshot()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            expert_load = update_router_biases(moe_layers)
+            loss_sums, counts, sequences = sums.reduce()
+            updates = norms.named(norms.updates(before))
+            tokens_seen += tokens_per_step
+            record = {
+                "step": step, "phase": schedule.phases[schedule.phase_of(step)].name, "lr": lr,
+                "loss": float(loss_sums.sum() / counts.sum()),
+                "loss_by_source": per_source(run.sources, loss_sums, counts),
+                "tokens_by_source": {s: int(c) for s, c in zip(run.sources, counts) if c},
+                "share_by_component": dict(zip(schedule.components, (sequences / sequences.sum()).tolist())),
+                "target_share_by_component": dict(zip(schedule.components, run.target_shares[
+                    schedule.phases[schedule.phase_of(step)].name])),
+                "grad_norm": grad_norm, "grad_norm_by_group": norms.named(grad_squares),
+                "param_norm_by_group": norms.named(norms.weights()), "update_norm_by_group": updates,
+                "tokens_seen": tokens_seen,
+            }
+            if expert_load is not None:
+                record["expert_load_max_over_mean"] = expert_load
+            spike = spikes.check(grad_norm, updates)
+            if spike:
+                record["spike"] = spike
+            if ranks.device.type == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - step_began
+            waited = loader.wait_seconds - waited_before
+            if (step + 1) % config.eval_every == 0 or step + 1 == run.end_step:
+                record["val_loss_by_source"], record["val_loss"] = evaluate(wrapped, model, validation, run, ranks, autocast)
+            record.update({"step_seconds": seconds, "tokens_per_second": tokens_per_step / seconds,
+                           "data_wait_fraction": waited / seconds,
+                           "mfu": flops_token * tokens_per_step / seconds / (peak * ranks.world_size),
+                           "peak_flops": peak, "peak_source": peak_source})
+            if ranks.is_main:
+                metrics_file.write(json.dumps(record) + "\n")
+                metrics_file.flush()
+            done = step + 1
+            if done % config.checkpoint_every == 0 or done == run.end_step:
+                checkpoint.save(wrapped, optimizer, checkpoint.checkpoint_dir(run_dir, done),
+                                {"step": done, "tokens_seen": tokens_seen, "schedule_fingerprint": run.fingerprint,
+                                 "model_config": run.model_config.__dict__}, ranks.is_main)
+            if ranks.is_main and (done % config.report_every == 0 or done == run.end_step):
+                log(f"step {done:>6}/{run.end_step}  loss {record['loss']:.4f}  lr {lr:.2e}  "
+                    f"grad {grad_norm:.3f}  {record['tokens_per_second']:,.0f} tok/s  mfu {record['mfu']:.1%}")
+                if done < run.end_step:
+                    write_report(report, run_dir, log)
+            step_began, waited_before = time.perf_counter(), loader.wait_seconds  # eval, checkpoints, reports: not step time
+    except BaseException:
+        if ranks.is_main:
+            finish(run_dir, "failed")
+            write_report(report, run_dir, log)
+        raise
+    finally:
+        if metrics_file:
+            metrics_file.close()
+    if ranks.is_main:
+        finish(run_dir, "finished" if run.end_step == schedule.steps else "stopped")
+        write_report(report, run_dir, log)
+    return run_dir
+
+
+def update_router_biases(moe_layers) -> float | None:
+    """Moves each MoE layer's router_bias by its load summed over ranks; returns the worst max/mean load."""
+    if not moe_layers:
+        return None
+    loads = all_reduce_sum(torch.stack([layer.load for layer in moe_layers]))
+    for layer, load in zip(moe_layers, loads):
+        layer.update_router_bias(load)
+    return float((loads.max(dim=1).values / loads.mean(dim=1).clamp(min=1e-9)).max())
+
+
+@torch.no_grad()
+def evaluate(wrapped, model, batches: list[Batch], run: Run, ranks: Ranks, autocast: bool):
+    """Loss per source over the held-out sequences (every rank its share, then summed)."""
+    if not batches and not ranks.distributed:
+        return {}, None
+    forward = wrapped if run.config.fsdp else model  # DDP's forward would sync buffers; FSDP2's gathers shards
+    forward.eval()
+    sums = StepMetrics(len(run.sources), len(run.schedule.components), ranks.device)
+    for batch in batches:
+        sums.add(forward_losses(forward, batch, ranks.device, autocast), batch)
+    for layer in model.moe_layers():
+        layer.load.zero_()
+    loss_sums, counts, _ = sums.reduce()
+    return per_source(run.sources, loss_sums, counts), float(loss_sums.sum() / counts.sum()) if counts.sum() else None
+
+
+def keep_metrics_before(path: Path, step: int) -> None:
+    """On resume, drop the lines of steps after the checkpoint: they are trained again."""
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] < step]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+def finish(run_dir: Path, status: str) -> None:
+    path = run_dir / "run.json"
+    if path.exists():
+        info = json.loads(path.read_text())
+        path.write_text(json.dumps({**info, "status": status, "ended_at": time.time()}, indent=2))
+
+
+def write_report(report: ReportHook | None, run_dir: Path, log) -> None:
+    """A failing report must not stop a long run: it says so and training goes on."""
+    if report is None:
+        return
+    try:
+        report(run_dir)
+    except Exception as err:  # noqa: BLE001 - any report bug is reported, not fatal
+        log(f"warning: could not write the run report ({type(err).__name__}: {err})")

@@ -1,0 +1,197 @@
+"""A decoder-only transformer: RoPE, RMSNorm, SwiGLU, causal SDPA, and an optional mixture-of-experts
+feed-forward with auxiliary-loss-free balancing (a `router_bias` buffer moved by the load, not by gradients)."""
+
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainer.config import SIZES
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    d_model: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int | None = None  # SwiGLU hidden width; default 8/3 d_model rounded up to a multiple of 64
+    tie_embeddings: bool = True
+    n_experts: int = 0  # 0: a dense feed-forward in every layer
+    top_k: int = 2
+    router_bias_rate: float = 1e-3  # how far the bias moves per step, towards balanced load
+    rope_theta: float = 10000.0
+    init_std: float = 0.02
+
+    @property
+    def ffn_width(self) -> int:
+        return self.d_ff or 64 * -(-8 * self.d_model // (3 * 64))
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def model_config(size: str, vocab_size: int, **overrides) -> ModelConfig:
+    """A named size, with any field overridden (None means keep the size's value)."""
+    if size not in SIZES:
+        raise ValueError(f"unknown model size '{size}'; sizes: {', '.join(SIZES)}")
+    config = replace(ModelConfig(vocab_size=vocab_size, **SIZES[size]),
+                     **{k: v for k, v in overrides.items() if v is not None})
+    if config.d_model % config.n_heads or config.head_dim % 2:
+        raise ValueError(f"d_model {config.d_model} must split into {config.n_heads} heads of even width")
+    if config.n_experts and not 1 <= config.top_k <= config.n_experts:
+        raise ValueError(f"top_k {config.top_k} must be between 1 and n_experts {config.n_experts}")
+    return config
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps).type_as(x)
+
+
+def rope_tables(seq_len: int, head_dim: int, theta: float, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(seq_len, device=device, dtype=torch.float32), inv_freq)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x, cos, sin):
+    """x: (batch, heads, seq, head_dim); rotates each (even, odd) pair of channels by its position's angle."""
+    even, odd = x[..., 0::2], x[..., 1::2]
+    cos, sin = cos[: x.shape[-2]].to(x.dtype), sin[: x.shape[-2]].to(x.dtype)
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        self.out = nn.Linear(config.d_model, config.d_model, bias=False)
+
+    def forward(self, x, cos, sin):
+        batch, seq, _ = x.shape
+        q, k, v = self.qkv(x).view(batch, seq, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(batch, seq, -1))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model: int, width: int):
+        super().__init__()
+        self.gate_up = nn.Linear(d_model, 2 * width, bias=False)
+        self.down = nn.Linear(width, d_model, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(F.silu(gate) * up)
+
+
+class MoE(nn.Module):
+    """Top-k routed SwiGLU experts. Selection uses sigmoid affinity + `router_bias`; the output is weighted by
+    the affinities alone, so the bias steers load without entering the gradient (DeepSeek-V3)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.top_k, self.rate = config.top_k, config.router_bias_rate
+        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
+        self.experts = nn.ModuleList(SwiGLU(config.d_model, config.ffn_width) for _ in range(config.n_experts))
+        self.register_buffer("router_bias", torch.zeros(config.n_experts))
+        self.register_buffer("load", torch.zeros(config.n_experts), persistent=False)  # tokens per expert since the last update
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        affinity = torch.sigmoid(self.router(flat).float())
+        chosen = torch.topk(affinity + self.router_bias, self.top_k, dim=-1).indices
+        weights = affinity.gather(-1, chosen)
+        weights = (weights / weights.sum(-1, keepdim=True)).type_as(flat)
+        with torch.no_grad():
+            self.load += torch.bincount(chosen.flatten(), minlength=len(self.experts)).to(self.load.dtype)
+        out = torch.zeros_like(flat)
+        for e, expert in enumerate(self.experts):
+            token, slot = torch.nonzero(chosen == e, as_tuple=True)
+            if len(token):
+                out.index_add_(0, token, expert(flat[token]) * weights[token, slot, None])
+        return out.view_as(x)
+
+    @torch.no_grad()
+    def update_router_bias(self, load: torch.Tensor) -> None:
+        """Under-loaded experts become more likely to be chosen, over-loaded ones less; `load` is the count of
+        tokens each expert received this step, summed over ranks so every rank moves the bias identically."""
+        self.router_bias += self.rate * torch.sign(load.mean() - load)
+        self.load.zero_()
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attn_norm, self.ffn_norm = RMSNorm(config.d_model), RMSNorm(config.d_model)
+        self.attn = Attention(config)
+        self.ffn = MoE(config) if config.n_experts else SwiGLU(config.d_model, config.ffn_width)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.attn_norm(x), cos, sin)
+        return x + self.ffn(self.ffn_norm(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig, max_seq_len: int):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_embeddings:
+            self.head.weight = self.embed.weight
+        cos, sin = rope_tables(max_seq_len, config.head_dim, config.rope_theta)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+        self.apply(self._init)
+        for name, p in self.named_parameters():  # GPT-2: residual projections scaled by depth
+            if name.endswith(("out.weight", "down.weight")):
+                nn.init.normal_(p, std=config.init_std / (2 * config.n_layers) ** 0.5)
+
+    def _init(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=self.config.init_std)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x, self.rope_cos, self.rope_sin)
+        return self.head(self.norm(x))
+
+    def moe_layers(self) -> list[MoE]:
+        return [layer.ffn for layer in self.layers if isinstance(layer.ffn, MoE)]
+
+
+def count_parameters(config: ModelConfig) -> dict[str, int]:
+    """Parameters in all, and those each token passes through in matmuls (active: top_k of the experts,
+    the head, not the embedding lookup), for the 6N FLOPs estimate."""
+    d, width = config.d_model, config.ffn_width
+    attention = 4 * d * d
+    expert = 3 * d * width
+    experts = config.n_experts or 1
+    active_experts = config.top_k if config.n_experts else 1
+    router = d * config.n_experts
+    norms = 2 * d
+    per_layer = attention + experts * expert + router + norms
+    embed = config.vocab_size * d
+    head = 0 if config.tie_embeddings else config.vocab_size * d
+    total = embed + head + config.n_layers * per_layer + d
+    active = config.n_layers * (attention + active_experts * expert + router) + config.vocab_size * d
+    return {"total": total, "active_matmul": active}
+
+
+def flops_per_token(config: ModelConfig, seq_len: int) -> float:
+    """Training FLOPs per token: 6N for the matmuls plus 12 * layers * d_model * seq_len for attention (PaLM)."""
+    return 6 * count_parameters(config)["active_matmul"] + 12 * config.n_layers * config.d_model * seq_len

@@ -1,0 +1,73 @@
+"""The command-line options of a training run, made from TrainConfig's fields, shared by `loom train` and
+`python -m trainer` (the torchrun entry point), and the way back from a config to those options."""
+
+import types
+import typing
+from dataclasses import MISSING, fields
+
+import click
+
+from trainer.config import SIZES, TrainConfig
+
+HELP = {
+    "mixture": "A compiled mixture of the workspace (`loom mix build NAME`)",
+    "run_name": "Its folder is WORKSPACE/runs/RUN_NAME [default: MIXTURE-MODEL]",
+    "model": "Named model size", "d_model": "Override the size's width", "n_layers": "Override its depth",
+    "n_heads": "Override its heads", "n_experts": "Mixture-of-experts feed-forward with N experts (0: dense)",
+    "top_k": "Experts per token", "lr": "Peak learning rate", "min_lr_ratio": "Final LR as a fraction of the peak",
+    "warmup_steps": "Linear warmup steps [default: 5% of the steps, at most 100]",
+    "decay_start": "Step the LR decay begins [default: the mixture's mid-training switch]",
+    "weight_decay": "AdamW weight decay", "beta2": "AdamW beta2", "grad_clip": "Clip the gradient norm (0: off)",
+    "max_steps": "Stop after this many steps (a short run); the LR schedule still spans the mixture",
+    "checkpoint_every": "Checkpoint every N steps (and at the end)",
+    "eval_every": "Validation loss on held-out sequences every N steps",
+    "report_every": "Log a line and rewrite the run report every N steps",
+    "resume": "Continue the run from its latest checkpoint", "fsdp": "Shard with FSDP2 instead of DDP",
+    "seed": "Model initialization seed", "device": "cpu, cuda or auto",
+    "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: known GPU peak, or measured on CPU]",
+    "spike_factor": "Flag a grad norm above this times its running median",
+}
+COMMAND_FIELDS = [f for f in fields(TrainConfig) if f.name != "workspace"]
+
+
+def _base_type(annotation):
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def train_options(command):
+    """Decorates a click command with one option per TrainConfig field."""
+    for field in reversed(COMMAND_FIELDS):
+        kind = _base_type(field.type)
+        default = None if field.default is MISSING else field.default
+        if kind is bool:
+            option = click.option(_flag(field.name), is_flag=True, help=HELP[field.name])
+        elif field.name == "model":
+            option = click.option("--model", type=click.Choice(list(SIZES)), default=default, show_default=True,
+                                  help=HELP["model"])
+        else:
+            param_type = {int: click.IntRange(min=0), float: click.FloatRange(min=0), str: str}[kind]
+            option = click.option(_flag(field.name), type=param_type, default=default, required=field.name == "mixture",
+                                  show_default=default is not None, help=HELP[field.name])
+        command = option(command)
+    return command
+
+
+def config_from_options(workspace, options: dict) -> TrainConfig:
+    return TrainConfig(workspace=workspace, **{f.name: options[f.name] for f in COMMAND_FIELDS})
+
+
+def config_to_args(config: TrainConfig) -> list[str]:
+    """The options that give `config` again (for the processes torchrun starts)."""
+    args = ["--workspace", str(config.workspace)]
+    for field in COMMAND_FIELDS:
+        value = getattr(config, field.name)
+        if value is None or value is False:
+            continue
+        args += [_flag(field.name)] if value is True else [_flag(field.name), str(value)]
+    return args
