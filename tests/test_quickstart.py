@@ -1,5 +1,7 @@
 """`loom quickstart` on the whole bundled corpora, as a new user runs it."""
 
+import json
+
 import pyarrow.parquet as pq
 
 from conftest import run_loom
@@ -24,6 +26,13 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
     assert {row["quality_bucket"] for row in documents} == {0, 1, 2, 3, 4}
     assert "Mixture 'sample':" in out and (ws / "mixtures" / "sample" / "schedule.json").exists()
 
+    run = ws / "runs" / "quickstart"
+    assert f"Run report: {run / 'report.html'}" in out
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(60)) and records[-1]["loss"] < records[0]["loss"] - 1.0
+    assert json.loads((run / "run.json").read_text())["status"] == "stopped"  # a short run of the 244 steps
+
     again = run_loom("-w", ws, "quickstart", timeout=600)
+    assert "steps 60..60" in again.stdout  # resumed at its end: nothing trained twice
     assert "Tokenizer:" not in again.stdout and "Quality model:" not in again.stdout  # trained once, reused
     assert again.stdout.split("Curation funnel")[1].split("Curated in")[0] == out.split("Curation funnel")[1].split("Curated in")[0]

@@ -57,9 +57,10 @@ def train(ws, run: str, *args, check=True):
 
 @pytest.fixture(scope="module")
 def runs(train_ws):
-    """One run straight, the same on 2 ranks, and the same stopped at step 6 then resumed."""
+    """One run straight, the same on 2 ranks (DDP, and FSDP2 for 6 steps), and stopped at step 6 then resumed."""
     train(train_ws, "one")
     train(train_ws, "two", "--nproc", 2)
+    train(train_ws, "fsdp", "--nproc", 2, "--fsdp", "--max-steps", 6)
     train(train_ws, "resumed", "--max-steps", 6)
     first_half = metrics(train_ws, "resumed")
     train(train_ws, "resumed", "--resume")
@@ -90,10 +91,14 @@ def _gradient_check(rank: int, world_size: int, store: str):
             reference = fresh()
             loss(reference, ids).backward()
             expected = {n: p.grad for n, p in reference.named_parameters()}
+            reference_norms = GroupNorms(reference, sharded=False)
+            expected_norms = reference_norms.named(reference_norms.gradients())
             for fsdp in (False, True):
                 model = fresh()
                 wrapped = wrap(model, ranks, fsdp)
                 loss(wrapped, mine).backward()
+                norms = GroupNorms(model, sharded=fsdp)  # the group norms the metrics report, from shards
+                assert norms.named(norms.gradients()) == pytest.approx(expected_norms, rel=1e-4)
                 for name, p in model.named_parameters():
                     grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
                     assert torch.allclose(grad, expected[name], rtol=1e-4, atol=1e-6), \
@@ -118,6 +123,10 @@ def test_two_ranks_give_the_losses_of_one(runs):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
         assert a["tokens_by_source"] == b["tokens_by_source"]
     assert one[-1]["val_loss"] == pytest.approx(two[-1]["val_loss"], rel=1e-5)
+    for a, b in zip(one, metrics(ws, "fsdp"), strict=False):  # FSDP2: sharded weights, the same run
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)
+        assert a["update_norm_by_group"] == pytest.approx(b["update_norm_by_group"], rel=1e-3)
     assert one[-1]["loss"] < one[0]["loss"] - 0.2  # it learns
 
 

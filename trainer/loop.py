@@ -176,9 +176,9 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     run_dir = config.run_dir
     torch.manual_seed(config.seed)
     model = Transformer(run.model_config, schedule.meta["seq_len"]).to(ranks.device)
-    norms = GroupNorms(model, sharded=config.fsdp and ranks.distributed)
     moe_layers = model.moe_layers()
     wrapped = wrap(model, ranks, config.fsdp)
+    norms = GroupNorms(model, sharded=config.fsdp and ranks.distributed)  # after wrapping: FSDP2 swaps parameters
     optimizer = make_optimizer(wrapped, config)
     start_step, tokens_seen = 0, 0
     if run.resume_from is not None:
