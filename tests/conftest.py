@@ -1,7 +1,6 @@
 """Shared fixtures: a small slice of the bundled corpora, a tokenizer trained on it, and one curated run."""
 
 import gzip
-import json
 import os
 import shutil
 import subprocess
@@ -111,6 +110,14 @@ def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     result = run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
                       "--workers", 2)
     return workspace, result
+
+
+def copy_curated(curated_slice, slice_tokenizer, destination: Path) -> Path:
+    """A workspace of its own with the curated slice and its tokenizer in place, for tests that change it."""
+    shutil.copytree(curated_slice[0], destination)
+    (destination / "models").mkdir(exist_ok=True)
+    shutil.copy(slice_tokenizer, destination / "models" / "tokenizer.json")
+    return destination
 
 
 @pytest.fixture(scope="session")

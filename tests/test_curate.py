@@ -2,7 +2,6 @@
 
 import gzip
 import io
-import json
 from collections import Counter
 
 import pyarrow.parquet as pq

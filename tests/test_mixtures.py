@@ -2,7 +2,6 @@
 
 import json
 import shutil
-from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
@@ -11,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import run_loom
+from conftest import copy_curated, run_loom
 from curation.errors import UserError
 from curation.layout import CurationLayout
 from mixtures import SequenceIndex, load_schedule, load_spec
@@ -107,11 +106,7 @@ def test_a_small_component_is_reshuffled_each_epoch_and_stops_at_its_epoch_count
 @pytest.fixture(scope="module")
 def mix_ws(tmp_path_factory, curated_slice, slice_tokenizer):
     """A copy of the curated slice's workspace with its tokenizer in place."""
-    ws = tmp_path_factory.mktemp("mixws") / "ws"
-    shutil.copytree(curated_slice[0], ws)
-    (ws / "models").mkdir(exist_ok=True)
-    shutil.copy(slice_tokenizer, ws / "models" / "tokenizer.json")
-    return ws
+    return copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("mixws") / "ws")
 
 
 def write_spec(ws, name, body):

@@ -2,7 +2,6 @@
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq

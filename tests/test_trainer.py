@@ -2,7 +2,6 @@
 `loom train` on a mixture of the curated slice."""
 
 import json
-import shutil
 
 import pytest
 import torch
@@ -10,7 +9,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from conftest import run_loom
+from conftest import copy_curated, run_loom
 from curation.layout import CurationLayout
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule
@@ -37,10 +36,7 @@ SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--checkpoint-every",
 
 @pytest.fixture(scope="module")
 def train_ws(tmp_path_factory, curated_slice, slice_tokenizer):
-    ws = tmp_path_factory.mktemp("trainws") / "ws"
-    shutil.copytree(curated_slice[0], ws)
-    (ws / "models").mkdir(exist_ok=True)
-    shutil.copy(slice_tokenizer, ws / "models" / "tokenizer.json")
+    ws = copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("trainws") / "ws")
     (ws / "mixtures").mkdir(exist_ok=True)
     (ws / "mixtures" / "tinymix.toml").write_text('name = "tinymix"\n' + SPEC)
     run_loom("-w", ws, "mix", "build", "tinymix")

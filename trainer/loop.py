@@ -19,7 +19,7 @@ from curation.errors import UserError
 from curation.layout import CurationLayout
 from mixtures import Schedule, load_schedule
 from trainer import checkpoint
-from trainer.config import LRSchedule, TrainConfig, lr_schedule
+from trainer.config import TrainConfig, lr_schedule
 from trainer.data import Batch, RankLoader, SequenceReader, validation_batches
 from trainer.distributed import Ranks, all_reduce_sum, setup, teardown, wrap
 from trainer.model import Transformer, count_parameters, flops_per_token, model_config
