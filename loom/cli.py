@@ -475,7 +475,7 @@ def _train(config, nproc: int) -> None:
     if nproc == 1:
         train_run(config, report=run_report, log=console.print)
     else:
-        Run(config)  # bad input is refused here, once, before any rank starts
+        Run(config).check_world_size(nproc)  # bad input is refused here, once, before any rank starts
         threads = max(1, (os.cpu_count() or 1) // nproc)
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                    "-m", "trainer", *config_to_args(config)]

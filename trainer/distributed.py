@@ -8,6 +8,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from curation.errors import UserError
+
 
 @dataclass(frozen=True)
 class Ranks:
@@ -29,7 +31,7 @@ def pick_device(preference: str) -> torch.device:
     if preference == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if preference.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda, but torch sees no GPU; use --device cpu")
+        raise UserError("--device cuda, but torch sees no GPU; use --device cpu (or auto)")
     return torch.device(preference)
 
 

@@ -41,9 +41,12 @@ class Run:
         self.schedule: Schedule = load_schedule(folder, CurationLayout(Path(config.workspace)))
         meta = self.schedule.meta
         self.sources = sorted({s for c in meta["components"] for s in c["sources"]})
-        self.model_config = model_config(config.model, meta["vocab_size"], d_model=config.d_model,
-                                         n_layers=config.n_layers, n_heads=config.n_heads,
-                                         n_experts=config.n_experts, top_k=config.top_k)
+        try:
+            self.model_config = model_config(config.model, meta["vocab_size"], d_model=config.d_model,
+                                             n_layers=config.n_layers, n_heads=config.n_heads,
+                                             n_experts=config.n_experts, top_k=config.top_k)
+        except ValueError as err:
+            raise UserError(f"{err}; change --model or the size options") from None
         self.midtrain_start = self.schedule.phases[-1].start_step
         self.lr = lr_schedule(config, self.schedule.steps, self.midtrain_start)
         self.end_step = min(self.schedule.steps, config.max_steps or self.schedule.steps)
@@ -71,6 +74,11 @@ class Run:
             raise UserError(f"run '{self.config.name}' was trained with another model ({state['model_config']}); "
                             "resume it with the same --model and sizes")
         return found
+
+    def check_world_size(self, world_size: int) -> None:
+        if self.schedule.global_batch % world_size:
+            raise UserError(f"global_batch {self.schedule.global_batch} of mixture '{self.config.mixture}' does not "
+                            f"split over {world_size} ranks; pick a number of ranks that divides it")
 
     def describe(self) -> dict:
         counts = count_parameters(self.model_config)
@@ -170,9 +178,7 @@ def train(config: TrainConfig, report: ReportHook | None = None, log=print) -> P
 
 def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     config, schedule = run.config, run.schedule
-    if schedule.global_batch % ranks.world_size:
-        raise UserError(f"global_batch {schedule.global_batch} of mixture '{config.mixture}' does not split over "
-                        f"{ranks.world_size} ranks; pick --nproc dividing it")
+    run.check_world_size(ranks.world_size)
     run_dir = config.run_dir
     torch.manual_seed(config.seed)
     model = Transformer(run.model_config, schedule.meta["seq_len"]).to(ranks.device)

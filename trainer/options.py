@@ -27,6 +27,8 @@ HELP = {
     "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: known GPU peak, or measured on CPU]",
     "spike_factor": "Flag a grad norm above this times its running median",
 }
+MAY_BE_ZERO = {"seed", "warmup_steps", "decay_start", "n_experts"}
+POSITIVE = {"lr", "peak_tflops", "spike_factor"}
 COMMAND_FIELDS = [f for f in fields(TrainConfig) if f.name != "workspace"]
 
 
@@ -51,7 +53,8 @@ def train_options(command):
             option = click.option("--model", type=click.Choice(list(SIZES)), default=default, show_default=True,
                                   help=HELP["model"])
         else:
-            param_type = {int: click.IntRange(min=0), float: click.FloatRange(min=0), str: str}[kind]
+            param_type = {int: click.IntRange(min=0 if field.name in MAY_BE_ZERO else 1),
+                          float: click.FloatRange(min=0, min_open=field.name in POSITIVE), str: str}[kind]
             option = click.option(_flag(field.name), type=param_type, default=default, required=field.name == "mixture",
                                   show_default=default is not None, help=HELP[field.name])
         command = option(command)
