@@ -13,6 +13,9 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from curation.atomic import write_text
+from trainer.distributed import in_group
+
 STATE_FILE = "trainer_state.json"
 KEEP = 2
 
@@ -35,7 +38,7 @@ def read_state(path: Path) -> dict:
 
 
 def _barrier() -> None:
-    if dist.is_available() and dist.is_initialized():
+    if in_group():
         dist.barrier()
 
 
@@ -50,9 +53,7 @@ def save(model, optimizer, path: Path, state: dict, is_main: bool) -> None:
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(path))
     _barrier()
     if is_main:
-        tmp = path / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(path / STATE_FILE)
+        write_text(json.dumps(state, indent=2), path / STATE_FILE)
         for old in sorted(p for p in path.parent.glob("step-*") if p != path)[:-(KEEP - 1) or None]:
             shutil.rmtree(old, ignore_errors=True)
     _barrier()

@@ -11,6 +11,11 @@ from torch import nn
 from curation.errors import UserError
 
 
+def in_group() -> bool:
+    """Whether this process has joined a process group (torchrun, or a test's init_process_group)."""
+    return dist.is_available() and dist.is_initialized()
+
+
 @dataclass(frozen=True)
 class Ranks:
     rank: int
@@ -24,7 +29,7 @@ class Ranks:
 
     @property
     def distributed(self) -> bool:
-        return dist.is_available() and dist.is_initialized()
+        return in_group()
 
 
 def pick_device(preference: str) -> torch.device:
@@ -44,13 +49,13 @@ def setup(preference: str) -> Ranks:
     if device.type == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
-    if not dist.is_initialized():
+    if not in_group():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None)
     return Ranks(dist.get_rank(), dist.get_world_size(), local_rank, device)
 
 
 def teardown() -> None:
-    if dist.is_available() and dist.is_initialized():
+    if in_group():
         dist.destroy_process_group()
 
 
@@ -72,7 +77,7 @@ def wrap(model: nn.Module, ranks: Ranks, fsdp: bool) -> nn.Module:
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    if dist.is_available() and dist.is_initialized():
+    if in_group():
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     return tensor
 

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import torch
 import torch.nn.functional as F
 
+from curation.atomic import write_text
 from curation.errors import UserError
 from curation.layout import CurationLayout
 from mixtures import Schedule, load_schedule
@@ -192,8 +193,8 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         start_step, tokens_seen = state["step"], state["tokens_seen"]
     if ranks.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "run.json").write_text(json.dumps({**run.describe(), "status": "running", "world_size": ranks.world_size,
-                                                      "device": str(ranks.device), "started_at": time.time()}, indent=2))
+        write_text(json.dumps({**run.describe(), "status": "running", "world_size": ranks.world_size,
+                               "device": str(ranks.device), "started_at": time.time()}, indent=2), run_dir / "run.json")
         keep_metrics_before(run_dir / "metrics.jsonl", start_step)
     meta = schedule.meta
     reader = SequenceReader(schedule, config.mixture_dir, Path(config.workspace), run.sources)
@@ -215,6 +216,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     try:
         for batch in loader:
             step = batch.step
+            phase = schedule.phases[schedule.phase_of(step)].name
             lr = run.lr(step)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -234,13 +236,12 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
             updates = norms.named(norms.updates(before))
             tokens_seen += tokens_per_step
             record = {
-                "step": step, "phase": schedule.phases[schedule.phase_of(step)].name, "lr": lr,
+                "step": step, "phase": phase, "lr": lr,
                 "loss": float(loss_sums.sum() / counts.sum()),
                 "loss_by_source": per_source(run.sources, loss_sums, counts),
                 "tokens_by_source": {s: int(c) for s, c in zip(run.sources, counts) if c},
                 "share_by_component": dict(zip(schedule.components, (sequences / sequences.sum()).tolist())),
-                "target_share_by_component": dict(zip(schedule.components, run.target_shares[
-                    schedule.phases[schedule.phase_of(step)].name])),
+                "target_share_by_component": dict(zip(schedule.components, run.target_shares[phase])),
                 "grad_norm": grad_norm, "grad_norm_by_group": norms.named(grad_squares),
                 "param_norm_by_group": norms.named(norms.weights()), "update_norm_by_group": updates,
                 "tokens_seen": tokens_seen,
@@ -326,7 +327,7 @@ def finish(run_dir: Path, status: str) -> None:
     path = run_dir / "run.json"
     if path.exists():
         info = json.loads(path.read_text())
-        path.write_text(json.dumps({**info, "status": status, "ended_at": time.time()}, indent=2))
+        write_text(json.dumps({**info, "status": status, "ended_at": time.time()}, indent=2), path)
 
 
 def write_report(report: ReportHook | None, run_dir: Path, log) -> None:
