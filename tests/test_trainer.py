@@ -14,7 +14,7 @@ from curation.layout import CurationLayout
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule
 from trainer.data import RankLoader, SequenceReader
-from trainer.distributed import Ranks, local, wrap
+from trainer.distributed import Ranks, exit_rank, local, teardown, wrap
 from trainer.model import Transformer, model_config
 from trainer.norms import GroupNorms
 
@@ -70,37 +70,41 @@ def _gradient_check(rank: int, world_size: int, store: str):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     try:
-        ranks = Ranks(rank, world_size, rank, torch.device("cpu"))
-        ids = torch.randint(0, 300, (8, 17), generator=torch.Generator().manual_seed(5))
-        mine = ids.chunk(world_size)[rank]
-        for size in ("tiny", "tiny-moe"):
-            config = model_config(size, 300, d_model=32)
-
-            def fresh():
-                torch.manual_seed(0)
-                return Transformer(config, 16)
-
-            def loss(model, batch):
-                logits = model(batch[:, :-1])
-                return F.cross_entropy(logits.reshape(-1, 300), batch[:, 1:].reshape(-1))
-
-            reference = fresh()
-            loss(reference, ids).backward()
-            expected = {n: p.grad for n, p in reference.named_parameters()}
-            reference_norms = GroupNorms(reference, sharded=False)
-            expected_norms = reference_norms.named(reference_norms.gradients())
-            for fsdp in (False, True):
-                model = fresh()
-                wrapped = wrap(model, ranks, fsdp)
-                loss(wrapped, mine).backward()
-                norms = GroupNorms(model, sharded=fsdp)  # the group norms the metrics report, from shards
-                assert norms.named(norms.gradients()) == pytest.approx(expected_norms, rel=1e-4)
-                for name, p in model.named_parameters():
-                    grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
-                    assert torch.allclose(grad, expected[name], rtol=1e-4, atol=1e-6), \
-                        (size, "fsdp" if fsdp else "ddp", name, (grad - expected[name]).abs().max().item())
+        _compare_gradients(Ranks(rank, world_size, rank, torch.device("cpu")))
     finally:
-        dist.destroy_process_group()
+        teardown()
+    exit_rank(0)  # the checks passed; see exit_rank for why not a normal exit
+
+
+def _compare_gradients(ranks: Ranks):
+    ids = torch.randint(0, 300, (8, 17), generator=torch.Generator().manual_seed(5))
+    mine = ids.chunk(ranks.world_size)[ranks.rank]
+    for size in ("tiny", "tiny-moe"):
+        config = model_config(size, 300, d_model=32)
+
+        def fresh():
+            torch.manual_seed(0)
+            return Transformer(config, 16)
+
+        def loss(model, batch):
+            logits = model(batch[:, :-1])
+            return F.cross_entropy(logits.reshape(-1, 300), batch[:, 1:].reshape(-1))
+
+        reference = fresh()
+        loss(reference, ids).backward()
+        expected = {n: p.grad for n, p in reference.named_parameters()}
+        reference_norms = GroupNorms(reference, sharded=False)
+        expected_norms = reference_norms.named(reference_norms.gradients())
+        for fsdp in (False, True):
+            model = fresh()
+            wrapped = wrap(model, ranks, fsdp)
+            loss(wrapped, mine).backward()
+            norms = GroupNorms(model, sharded=fsdp)  # the group norms the metrics report, from shards
+            assert norms.named(norms.gradients()) == pytest.approx(expected_norms, rel=1e-4)
+            for name, p in model.named_parameters():
+                grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+                assert torch.allclose(grad, expected[name], rtol=1e-4, atol=1e-6), \
+                    (size, "fsdp" if fsdp else "ddp", name, (grad - expected[name]).abs().max().item())
 
 
 def test_ddp_and_fsdp2_gradients_equal_one_process_on_the_whole_batch(tmp_path):

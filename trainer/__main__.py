@@ -1,12 +1,12 @@
 """`torchrun --nproc-per-node N -m trainer --workspace WS --mixture NAME ...`: one rank of a training run."""
 
 import importlib
-import sys
 from pathlib import Path
 
 import click
 
 from curation.errors import UserError
+from trainer.distributed import exit_rank
 from trainer.options import config_from_options, train_options
 from trainer.loop import train
 
@@ -30,7 +30,8 @@ def main(workspace, **options):
         train(config_from_options(Path(workspace).resolve(), options), report=report_hook())
     except UserError as err:
         click.echo(f"error: {err}", err=True)
-        sys.exit(2)
+        exit_rank(2)
+    exit_rank(0)
 
 
 if __name__ == "__main__":
