@@ -46,6 +46,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from loom_job import StageClock, loom_workspace, machine_load  # noqa: E402
+
 RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 0.6)  # word edit rates of planted near-duplicates
 DUP_FRACTION = 0.4  # of the documents are planted near-duplicates of the others
 MIN_PLANT_WORDS = 50  # near-duplicates are planted on originals at least this long
@@ -84,8 +86,9 @@ def edit(tokens: list[str], rate: float, rng: random.Random, nrng: np.random.Gen
     return "".join(tokens)
 
 
-def build_corpus(n_docs: int, seed: int):
-    """Returns (texts, planted): unique normalized texts, and (original index, copy index, rate) triples."""
+def build_corpus(n_docs: int, seed: int, real_first: bool = True):
+    """Returns (texts, planted): unique normalized texts, and (original index, copy index, rate) triples.
+    Without `real_first` every original is a mosaic, so that corpora of any size have the same make-up."""
     from curation.steps import document_id, normalize_text
 
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
@@ -105,7 +108,7 @@ def build_corpus(n_docs: int, seed: int):
         return len(texts) - 1
 
     n_originals = n_docs - int(n_docs * DUP_FRACTION)
-    for tokens in bases[:n_originals]:
+    for tokens in bases[:n_originals] if real_first else []:
         add("".join(tokens))
     while len(texts) < n_originals:
         windows = []
@@ -153,46 +156,28 @@ def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], fu
     from curation.run import curate, dask_client, plan_job
     from curation.tokenizer import train_tokenizer
 
+    tokenizer = workdir / "tokenizer-1000.json"
+    train_tokenizer(texts[:3000], tokenizer, vocab_size=1000)
     ws = workdir / "loom"
     shutil.rmtree(ws, ignore_errors=True)
-    ws.mkdir(parents=True)
-    (ws / "sources.toml").write_text(f"""
-[[source]]
-name = "bench"
-format = "jsonl.gz"
-paths = ["{shards_dir}/*.jsonl.gz"]
-id_field = "id"
-filters = []
-
-[dedup]
-ngram = 5
-bands = 14
-rows = 8
-seed = 1
-threshold = {THRESHOLD}
-""", encoding="utf-8")
-    config = load_config(ws / "sources.toml")
+    loom_workspace(ws, shards_dir, "filters = []", f"ngram = 5\nbands = 14\nrows = 8\nseed = 1\nthreshold = {THRESHOLD}",
+                   tokenizer)
     layout = CurationLayout(ws)
-    train_tokenizer(texts[:3000], layout.tokenizer, vocab_size=1000)
-    shards, ctx = plan_job(config, layout, layout.tokenizer)
-    starts: dict[str, float] = {}
+    shards, ctx = plan_job(load_config(ws / "sources.toml"), layout, layout.tokenizer)
 
-    def progress(stage: str, total: int):
-        starts[stage] = time.perf_counter()
+    def stop_before_tokenize(stage: str):
         if stage == "tokenize" and not full_job:
             raise StopBeforeTokenize
-        return lambda n=1: None
 
+    clock = StageClock(stop_before_tokenize)
     with dask_client(workers=workers) as client:
         begin = time.perf_counter()
         try:
-            curate(shards, ctx, client, progress)
+            curate(shards, ctx, client, clock)
         except StopBeforeTokenize:
-            del starts["tokenize"]
+            pass
         end = time.perf_counter()
-    names = list(starts)
-    stamps = [starts[n] for n in names] + [end]
-    stages = {name: stamps[i + 1] - stamps[i] for i, name in enumerate(names)}
+    stages = clock.stages(end)
     signed = sum(json.loads(p.read_text())["signatures"] for p in (layout.work / "minhash").glob("*/part-*.done"))
     return {"stages": stages, "total": end - begin, "workspace": ws, "signed": signed,
             "minhash_stats": json.loads((layout.work / "minhash_dedup" / "_done").read_text())}
@@ -327,10 +312,6 @@ def true_jaccard(x: str, y: str) -> float:
 
     a, b = shingles(x, 5), shingles(y, 5)
     return len(a & b) / len(a | b)
-
-
-def machine_load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:

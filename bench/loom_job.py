@@ -1,0 +1,114 @@
+"""Loom's whole curate job as the end-to-end benchmarks (curation.py, scale.py) run it: a web-like corpus
+written as jsonl.gz shards, a workspace with its own sources.toml and tokenizer, the job on a LocalCluster,
+each stage timed through `curate`'s progress callback."""
+
+import gzip
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # before bench/, whose curation.py would shadow the curation package
+
+EXACT_FRACTION = 0.1  # of the documents are exact copies of others, for the exact-dedup stage to find
+
+
+def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str]:
+    """dedup.py's corpus (every bundled document unless not `real_first`, then mosaics of real passages; 40%
+    of the documents planted near duplicates), with EXACT_FRACTION of them exact copies of others, shuffled."""
+    from dedup import build_corpus
+
+    n_copies = int(n_docs * EXACT_FRACTION)
+    texts, _ = build_corpus(n_docs - n_copies, seed, real_first)
+    rng = random.Random(seed)
+    texts = texts + [texts[rng.randrange(len(texts))] for _ in range(n_copies)]
+    rng.shuffle(texts)
+    return texts
+
+
+def write_jsonl_shards(texts: list[str], n_shards: int, out: Path) -> list[Path]:
+    """Document i goes to shard i % n_shards as {"id": "doc-<i>", "text": ...}."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"part-{s:05d}.jsonl.gz" for s in range(n_shards)]
+    for s, path in enumerate(paths):
+        with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as f:
+            for i in range(s, len(texts), n_shards):
+                f.write(json.dumps({"id": f"doc-{i:08d}", "text": texts[i]}, ensure_ascii=False) + "\n")
+    return paths
+
+
+def loom_workspace(ws: Path, shards_dir: Path, source_options: str, dedup: str, tokenizer: Path) -> Path:
+    """A workspace whose sources.toml has one jsonl.gz source over `shards_dir`."""
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "sources.toml").write_text(f"""
+[[source]]
+name = "bench"
+format = "jsonl.gz"
+paths = ["{shards_dir}/*.jsonl.gz"]
+id_field = "id"
+{source_options}
+
+[dedup]
+{dedup}
+""", encoding="utf-8")
+    from curation.layout import CurationLayout
+
+    target = CurationLayout(ws).tokenizer
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(tokenizer.read_bytes())
+    return ws
+
+
+def bench_tokenizer(texts: list[str], out: Path) -> Path:
+    """Byte-level BPE, vocab 8,192, trained on the first 3,000 documents: the same file for every tool."""
+    from curation.tokenizer import train_tokenizer
+
+    train_tokenizer(texts[:3000], out)
+    return out
+
+
+class StageClock:
+    """`curate`'s progress callback, which the job calls as each stage starts: a stage's time is the gap to
+    the next stage's start. `on_stage(name)` runs first, so that it can read what the stage before left."""
+
+    def __init__(self, on_stage=None):
+        self.on_stage = on_stage
+        self.starts: dict[str, float] = {}
+
+    def __call__(self, stage: str, total: int):
+        if self.on_stage:
+            self.on_stage(stage)
+        self.starts[stage] = time.perf_counter()
+        return lambda n=1: None
+
+    def stages(self, end: float) -> dict[str, float]:
+        names = list(self.starts)
+        stamps = [self.starts[n] for n in names] + [end]
+        return {name: stamps[i + 1] - stamps[i] for i, name in enumerate(names)}
+
+
+def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
+    """The job as `loom curate` runs it, cluster start included: total seconds, cluster start-up, stages,
+    and the source's funnel summary (docs_in, filtered, duplicate, kept, tokens ...)."""
+    from curation.config import load_config
+    from curation.layout import CurationLayout
+    from curation.run import curate, dask_client, plan_job
+
+    layout = CurationLayout(ws)
+    begin = time.perf_counter()
+    shards, ctx = plan_job(load_config(ws / "sources.toml"), layout, layout.tokenizer)
+    with dask_client(workers=workers, on_start=on_start) as client:
+        started = time.perf_counter()
+        clock = StageClock(on_stage and (lambda stage: on_stage(client, stage)))
+        (summary,) = curate(shards, ctx, client, clock)
+        end = time.perf_counter()
+        if on_stage:
+            on_stage(client, "end")
+    return {"total": end - begin, "cluster_start": started - begin, "stages": clock.stages(end), "summary": summary}
+
+
+def machine_load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
