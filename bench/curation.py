@@ -24,14 +24,14 @@ The last line is the ratio of Loom's docs/s to datatrove's.
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # before bench/: this file's name would shadow the curation package
 
-from loom_job import bench_tokenizer, loom_workspace, machine_load, run_loom, web_like_corpus, write_jsonl_shards  # noqa: E402
+from loom_job import (add_run_arguments, bench_tokenizer, bench_workdir, loom_workspace, machine_load,  # noqa: E402
+                      run_loom, web_like_corpus, write_jsonl_shards)
 
 FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
 EOS = "<|endoftext|>"
@@ -40,7 +40,6 @@ LANGUAGE_THRESHOLD = 0.65  # datatrove's LanguageFilter default
 
 def run_loom_curation(workdir: Path, shards_dir: Path, tokenizer: Path, workers: int) -> dict:
     ws = workdir / "loom"
-    shutil.rmtree(ws, ignore_errors=True)
     options = f'min_lang_score = {LANGUAGE_THRESHOLD}\nfilter_languages = ["*"]\nfilters = {list(FILTERS)!r}'.replace("'", '"')
     loom_workspace(ws, shards_dir, options, "enabled = false", tokenizer)
     return run_loom(ws, workers)
@@ -112,22 +111,13 @@ def run_datatrove(workdir: Path, shards_dir: Path, tokenizer: Path, workers: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=100_000)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    add_run_arguments(parser, docs=100_000, shards=8)
     args = parser.parse_args()
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loom-bench-curation-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    print(f"workdir {workdir}; load average before: {machine_load()}", flush=True)
-    try:
+    with bench_workdir(args, "curation") as workdir:
         start = time.perf_counter()
         texts = web_like_corpus(args.docs, args.seed)
         shards_dir = workdir / "corpus"
-        shutil.rmtree(shards_dir, ignore_errors=True)
         write_jsonl_shards(texts, args.shards, shards_dir)
         tokenizer = bench_tokenizer(texts, workdir / "tokenizer.json")
         n, megabytes = len(texts), sum(len(t.encode("utf-8")) for t in texts) / 1e6
@@ -156,9 +146,6 @@ def main() -> None:
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
         print(f"ratio loom/datatrove docs/s: {dt['total'] / loom['total']:.2f}x "
               f"({args.workers} workers, {n:,} documents, {megabytes:.0f} MB)")
-    finally:
-        if args.workdir is None and not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

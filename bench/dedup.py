@@ -35,7 +35,6 @@ import json
 import random
 import re
 import shutil
-import tempfile
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -46,7 +45,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from loom_job import StageClock, loom_workspace, machine_load  # noqa: E402
+from loom_job import StageClock, add_run_arguments, bench_workdir, loom_workspace, machine_load  # noqa: E402
 
 RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 0.6)  # word edit rates of planted near-duplicates
 DUP_FRACTION = 0.4  # of the documents are planted near-duplicates of the others
@@ -159,7 +158,6 @@ def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], fu
     tokenizer = workdir / "tokenizer-1000.json"
     train_tokenizer(texts[:3000], tokenizer, vocab_size=1000)
     ws = workdir / "loom"
-    shutil.rmtree(ws, ignore_errors=True)
     loom_workspace(ws, shards_dir, "filters = []", f"ngram = 5\nbands = 14\nrows = 8\nseed = 1\nthreshold = {THRESHOLD}",
                    tokenizer)
     layout = CurationLayout(ws)
@@ -316,21 +314,13 @@ def true_jaccard(x: str, y: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=200_000)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    add_run_arguments(parser, docs=200_000, shards=8)
     parser.add_argument("--full-job", action="store_true",
                         help="let Loom's job tokenize and write its manifest too (untimed), and read the results "
                              "from the manifest")
     args = parser.parse_args()
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loom-bench-dedup-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    print(f"workdir {workdir}; load average before: {machine_load()}", flush=True)
-    try:
+    with bench_workdir(args, "dedup") as workdir:
         start = time.perf_counter()
         texts, planted = build_corpus(args.docs, args.seed)
         shards_dir = workdir / "corpus"
@@ -417,9 +407,6 @@ def main() -> None:
         print(f"ratio loom/datatrove docs/s: {loom_rate / dt_rate:.2f}x ({loom_rate / dt_find_rate:.2f}x against "
               f"datatrove's first 3 stages); removed-set Jaccard {removed_j:.2f}; clustered-set Jaccard "
               f"{clustered_j:.2f}")
-    finally:
-        if args.workdir is None and not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

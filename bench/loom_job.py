@@ -2,12 +2,16 @@
 written as jsonl.gz shards, a workspace with its own sources.toml and tokenizer, the job on a LocalCluster,
 each stage timed through `curate`'s progress callback."""
 
+import argparse
 import gzip
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,8 +34,9 @@ def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str
 
 
 def write_jsonl_shards(texts: list[str], n_shards: int, out: Path) -> list[Path]:
-    """Document i goes to shard i % n_shards as {"id": "doc-<i>", "text": ...}."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Document i goes to shard i % n_shards as {"id": "doc-<i>", "text": ...}, in a fresh folder `out`."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
     paths = [out / f"part-{s:05d}.jsonl.gz" for s in range(n_shards)]
     for s, path in enumerate(paths):
         with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as f:
@@ -41,8 +46,9 @@ def write_jsonl_shards(texts: list[str], n_shards: int, out: Path) -> list[Path]
 
 
 def loom_workspace(ws: Path, shards_dir: Path, source_options: str, dedup: str, tokenizer: Path) -> Path:
-    """A workspace whose sources.toml has one jsonl.gz source over `shards_dir`."""
-    ws.mkdir(parents=True, exist_ok=True)
+    """A fresh workspace whose sources.toml has one jsonl.gz source over `shards_dir`."""
+    shutil.rmtree(ws, ignore_errors=True)
+    ws.mkdir(parents=True)
     (ws / "sources.toml").write_text(f"""
 [[source]]
 name = "bench"
@@ -112,3 +118,26 @@ def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
 
 def machine_load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, docs: int, shards: int, per: str = "") -> None:
+    """The options every end-to-end benchmark takes; `per` says what --docs and --shards count ("at 1x")."""
+    parser.add_argument("--docs", type=int, default=docs, help=f"documents{per}")
+    parser.add_argument("--shards", type=int, default=shards, help=f"shards{per}")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+
+
+@contextmanager
+def bench_workdir(args: argparse.Namespace, name: str):
+    """--workdir, or a temporary folder removed afterwards unless --keep."""
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"loom-bench-{name}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"workdir {workdir}; load average before: {machine_load()}", flush=True)
+    try:
+        yield workdir
+    finally:
+        if args.workdir is None and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -20,14 +20,14 @@ ratio per doubling and where the curve bends.
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # before bench/: bench/curation.py would shadow the curation package
 
-from loom_job import bench_tokenizer, loom_workspace, machine_load, run_loom, web_like_corpus, write_jsonl_shards  # noqa: E402
+from loom_job import (add_run_arguments, bench_tokenizer, bench_workdir, loom_workspace, machine_load,  # noqa: E402
+                      run_loom, web_like_corpus, write_jsonl_shards)
 
 MAP_STAGES = ("prepare", "minhash", "tokenize")
 TIME_TARGET = 2.1  # at most this much more time per doubling
@@ -80,10 +80,8 @@ def run_size(workdir: Path, k: int, args, tokenizer: Path) -> dict:
     n_docs, n_shards = k * args.docs, k * args.shards
     texts = web_like_corpus(n_docs, args.seed + k, real_first=False)
     shards_dir = workdir / f"corpus-{k}x"
-    shutil.rmtree(shards_dir, ignore_errors=True)
     write_jsonl_shards(texts, n_shards, shards_dir)
     ws = workdir / f"loom-{k}x"
-    shutil.rmtree(ws, ignore_errors=True)
     loom_workspace(ws, shards_dir, "", "", tokenizer)
     memory = StageMemory()
     result = run_loom(ws, args.workers, on_stage=memory)
@@ -138,21 +136,13 @@ def report(results: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=6000, help="documents at 1x")
-    parser.add_argument("--shards", type=int, default=2, help="shards at 1x")
+    add_run_arguments(parser, docs=6000, shards=2, per=" at 1x")
     parser.add_argument("--sizes", default="1,2,4,8")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     sizes = [int(k) for k in args.sizes.split(",")]
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loom-bench-scale-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    print(f"workdir {workdir}; load average before: {machine_load()}", flush=True)
     start = time.perf_counter()
-    try:
+    with bench_workdir(args, "scale") as workdir:
         tokenizer = bench_tokenizer(web_like_corpus(3000, args.seed, real_first=False), workdir / "tokenizer.json")
         results = []
         for k in sizes:
@@ -162,9 +152,6 @@ def main() -> None:
             results.append(result)
         report(results)
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
-    finally:
-        if args.workdir is None and not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
