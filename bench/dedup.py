@@ -151,7 +151,7 @@ class StopBeforeTokenize(Exception):
 
 def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], full_job: bool) -> dict:
     from curation.config import load_config
-    from curation.layout import CurationLayout
+    from loom.workspace import Workspace
     from curation.run import curate, dask_client, plan_job
     from curation.tokenizer import train_tokenizer
 
@@ -160,7 +160,7 @@ def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], fu
     ws = workdir / "loom"
     loom_workspace(ws, shards_dir, "filters = []", f"ngram = 5\nbands = 14\nrows = 8\nseed = 1\nthreshold = {THRESHOLD}",
                    tokenizer)
-    layout = CurationLayout(ws)
+    layout = Workspace(ws)
     shards, ctx = plan_job(load_config(ws / "sources.toml"), layout, layout.tokenizer)
 
     def stop_before_tokenize(stage: str):
@@ -187,11 +187,11 @@ def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: b
     copies."""
     import pyarrow.parquet as pq
     from curation.job import near_duplicate_clusters_path, near_duplicates_path
-    from curation.layout import CurationLayout
+    from loom.workspace import Workspace
     from curation.steps import document_id
 
     if not full_job:
-        layout = CurationLayout(ws)
+        layout = Workspace(ws)
         removed = {lines[r["shard"]][r["record"]]
                    for r in pq.read_table(near_duplicates_path(layout), columns=["shard", "record"]).to_pylist()}
         clusters = {}

@@ -60,9 +60,9 @@ id_field = "id"
 [dedup]
 {dedup}
 """, encoding="utf-8")
-    from curation.layout import CurationLayout
+    from loom.workspace import Workspace
 
-    target = CurationLayout(ws).tokenizer
+    target = Workspace(ws).tokenizer
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(tokenizer.read_bytes())
     return ws
@@ -100,10 +100,10 @@ def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
     """The job as `loom curate` runs it, cluster start included: total seconds, cluster start-up, stages,
     and the source's funnel summary (docs_in, filtered, duplicate, kept, tokens ...)."""
     from curation.config import load_config
-    from curation.layout import CurationLayout
+    from loom.workspace import Workspace
     from curation.run import curate, dask_client, plan_job
 
-    layout = CurationLayout(ws)
+    layout = Workspace(ws)
     begin = time.perf_counter()
     shards, ctx = plan_job(load_config(ws / "sources.toml"), layout, layout.tokenizer)
     with dask_client(workers=workers, on_start=on_start) as client:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation.layout import CurationLayout
+from loom.workspace import Workspace
 from curation.tokenizer import tokenizer_fingerprint, train_tokenizer
 from mixtures import compile_mixture
 from mixtures.schedule import Schedule
@@ -27,8 +27,8 @@ from mixtures.spec import parse_spec
 SOURCES = {"web": ["web"], "docs": ["docs"], "code": ["code"], "books": ["books"]}
 
 
-def synthetic_workspace(root: Path, n_docs: int) -> CurationLayout:
-    layout = CurationLayout(root)
+def synthetic_workspace(root: Path, n_docs: int) -> Workspace:
+    layout = Workspace(root)
     layout.manifest.mkdir(parents=True)
     rng = np.random.default_rng(0)
     names = list(SOURCES)

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from curation.errors import UserError
+from loom.errors import UserError
 
 FILE_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")
 DIR_FORMATS = ("text-dir", "html-dir")

@@ -2,7 +2,6 @@
 done with a fingerprint of what it was made from, so a rerun skips finished shards and redoes the rest."""
 
 import functools
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from itertools import islice
@@ -16,11 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curation.atomic import done_stats, mark_done, parquet_writer, write_parquet, write_text
+from loom.io import done_stats, text_digest, mark_done, parquet_writer, write_parquet, write_text
 from curation.config import DedupConfig, QualityConfig, SourceConfig
 from curation.dedup import (BANDS, band_keys, connected_components, doc_key, estimated_jaccard,
                             pairs_in_buckets, signature_schema, signatures, verify_pairs)
-from curation.layout import CurationLayout
+from loom.workspace import Workspace
 from curation.readers import check_readable, read_shard
 from curation.schema import CURATED, EXACT_DUPLICATES, FUNNEL, NEAR_DUPLICATE_CLUSTERS, PREPARED, QUALITY_SELECTION
 from curation.steps import Doc, document_steps
@@ -45,7 +44,7 @@ class Shard:
 
 @dataclass(frozen=True)
 class JobContext:
-    layout: CurationLayout
+    layout: Workspace
     tokenizer: str
     quality_model: str | None = None  # no model: no scores, no buckets
     quality: QualityConfig = QualityConfig()
@@ -170,7 +169,7 @@ def prepared_columns(ctx: JobContext, shards: list[Shard], columns: list[str]) -
 # ---- stage 2: quality buckets and per-source selection by score, over all shards ------------------------
 
 
-def quality_selection_path(layout: CurationLayout) -> Path:
+def quality_selection_path(layout: Workspace) -> Path:
     return layout.work / "quality_select" / "selection.parquet"
 
 
@@ -220,7 +219,7 @@ def quality_select(ctx: JobContext, shards: list[Shard], fingerprint: str) -> di
 # ---- stage 3: exact dedup over all shards -----------------------------------------------------------------
 
 
-def exact_duplicates_path(layout: CurationLayout) -> Path:
+def exact_duplicates_path(layout: Workspace) -> Path:
     return layout.work / "exact_dedup" / "duplicates.parquet"
 
 
@@ -250,11 +249,11 @@ def exact_dedup(ctx: JobContext, shards: list[Shard], fingerprint: str) -> dict:
 # ---- stages 4 and 5: MinHash signatures per shard, then near-duplicate clusters over all of them ----------
 
 
-def near_duplicates_path(layout: CurationLayout) -> Path:
+def near_duplicates_path(layout: Workspace) -> Path:
     return layout.work / "minhash_dedup" / "removed.parquet"
 
 
-def near_duplicate_clusters_path(layout: CurationLayout) -> Path:
+def near_duplicate_clusters_path(layout: Workspace) -> Path:
     return layout.work / "minhash_dedup" / "clusters.parquet"
 
 
@@ -360,7 +359,7 @@ def _shard_rows(path: Path, shard: Shard, columns: list[str]) -> pa.Table:
     return pq.read_table(path, columns=columns, filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)])
 
 
-def removed_records(layout: CurationLayout, shard: Shard, near_duplicates: bool) -> pa.Array:
+def removed_records(layout: Workspace, shard: Shard, near_duplicates: bool) -> pa.Array:
     """Records of a shard that a global stage removed: for their score, as exact duplicates, and (once
     MinHash dedup has run) as near duplicates."""
     selection = _shard_rows(quality_selection_path(layout), shard, ["record", "low_quality"])
@@ -371,7 +370,7 @@ def removed_records(layout: CurationLayout, shard: Shard, near_duplicates: bool)
     return pa.concat_arrays([column.combine_chunks() for column in removed]).cast(pa.int64())
 
 
-def surviving_batches(layout: CurationLayout, shard: Shard, near_duplicates: bool, batch_size: int,
+def surviving_batches(layout: Workspace, shard: Shard, near_duplicates: bool, batch_size: int,
                       columns: list[str] | None = None) -> Iterator[pa.Table]:
     dropped = removed_records(layout, shard, near_duplicates)
     prepared = pq.ParquetFile(layout.stage_part("prepare", shard.source.name, shard.index))
@@ -427,20 +426,16 @@ STAGES = (
 )
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
-
-
 def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config and the input's files, sizes and times."""
     path = Path(shard.input)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     listing = [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
     config = {k: v for k, v in asdict(shard.source).items() if k != "base_dir"}
-    return _digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing)
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing)
 
 
-def stage_marker(layout: CurationLayout, stage: Stage, shard: Shard | None = None) -> Path:
+def stage_marker(layout: Workspace, stage: Stage, shard: Shard | None = None) -> Path:
     if shard is None:
         return layout.work / stage.name / "_done"
     return layout.stage_part(stage.name, shard.source.name, shard.index, "done")
@@ -455,7 +450,7 @@ def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) ->
     for stage in STAGES:
         extra = ctx.stage_input(stage.name)
         if stage.per_shard:
-            fingerprints = {s.key: _digest(stage.name, upstream[s.key], extra) for s in shards}
+            fingerprints = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
             todo = [s for s in shards if done_stats(stage_marker(ctx.layout, stage, s), fingerprints[s.key]) is None]
             advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
             advance(len(shards) - len(todo))
@@ -466,7 +461,7 @@ def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) ->
                 advance(1)
             upstream = fingerprints
         else:
-            fingerprint = _digest(stage.name, extra, *(upstream[s.key] for s in shards))
+            fingerprint = text_digest(stage.name, extra, *(upstream[s.key] for s in shards))
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
             if done_stats(stage_marker(ctx.layout, stage), fingerprint) is None:
                 if stage.on_client:
@@ -474,6 +469,6 @@ def run_curation(shards: list[Shard], ctx: JobContext, client, progress=None) ->
                 else:
                     client.submit(stage.run, ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
             advance(1)
-            upstream = {s.key: _digest(fingerprint, s.key) for s in shards}
+            upstream = {s.key: text_digest(fingerprint, s.key) for s in shards}
     tokenize = STAGES[-1]
     return {s.key: done_stats(stage_marker(ctx.layout, tokenize, s), upstream[s.key]) for s in shards}

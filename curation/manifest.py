@@ -12,10 +12,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from curation.atomic import atomic_path, write_parquet, write_text
+from loom.io import atomic_path, write_parquet, write_text
 from curation.job import (JobContext, Shard, exact_duplicates_path, near_duplicate_clusters_path, near_duplicates_path,
                           quality_selection_path)
-from curation.layout import CurationLayout
+from loom.workspace import Workspace
 
 SHARDS = pa.schema(
     [
@@ -91,7 +91,7 @@ def write_manifest(ctx: JobContext, shards: list[Shard], stats: dict[str, dict])
         write_text("\n".join(fingerprints) + "\n", layout.curated / source / "_SUCCESS")
 
 
-def dedup_report(con, layout: CurationLayout, largest: int = 10) -> dict:
+def dedup_report(con, layout: Workspace, largest: int = 10) -> dict:
     """The numbers a report's dedup section shows: removed fraction per source (of the documents that reached
     MinHash dedup), the cluster size histogram and the largest clusters."""
     clusters = f"read_parquet('{near_duplicate_clusters_path(layout)}')"
@@ -119,7 +119,7 @@ def dedup_report(con, layout: CurationLayout, largest: int = 10) -> dict:
     }
 
 
-def _shards_table(layout: CurationLayout, shards: list[Shard], stats: dict[str, dict]) -> pa.Table:
+def _shards_table(layout: Workspace, shards: list[Shard], stats: dict[str, dict]) -> pa.Table:
     rows = []
     for shard in shards:
         s = stats[shard.key]
@@ -137,7 +137,7 @@ def _copy(con, query: str, path: Path) -> None:
         con.execute(f"COPY ({query}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
 
 
-def remove_stale_parts(layout: CurationLayout, shards: list[Shard]) -> list[Path]:
+def remove_stale_parts(layout: Workspace, shards: list[Shard]) -> list[Path]:
     """Curated parts left by an earlier run of a declared source whose inputs have since shrunk."""
     current = {layout.curated_part(s.source.name, s.index) for s in shards}
     stale = [p for name in {s.source.name for s in shards}
@@ -147,7 +147,7 @@ def remove_stale_parts(layout: CurationLayout, shards: list[Shard]) -> list[Path
     return stale
 
 
-def source_summary(layout: CurationLayout) -> list[dict]:
+def source_summary(layout: Workspace) -> list[dict]:
     """Per source: records in, each fate's count, tokens kept and the top removal reasons."""
     funnel = layout.manifest / "funnel.parquet"
     shards = layout.manifest / "shards.parquet"

@@ -2,7 +2,6 @@
 gives each document `quality` = P(positive)."""
 
 import functools
-import hashlib
 import json
 import os
 import random
@@ -12,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from curation.errors import UserError
+from loom.errors import UserError
+from loom.io import file_digest
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__lq"
 
@@ -66,7 +66,7 @@ class QualityModel:
 
 
 def model_fingerprint(path: Path | None) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else ""
+    return file_digest(path) if path else ""
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from curation.config import SourceConfig
-from curation.errors import UserError
+from loom.errors import UserError
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

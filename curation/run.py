@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from curation.config import CurationConfig
-from curation.errors import UserError
+from loom.errors import UserError
 from curation.job import JobContext, Shard, plan_shards, run_curation, steps_for
-from curation.layout import CurationLayout
+from loom.workspace import Workspace
 from curation.manifest import remove_stale_parts, source_summary, write_manifest
 from curation.quality import model_fingerprint
 from curation.tokenizer import load_tokenizer, tokenizer_fingerprint
@@ -41,7 +41,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
         yield client
 
 
-def plan_job(config: CurationConfig, layout: CurationLayout, tokenizer: Path,
+def plan_job(config: CurationConfig, layout: Workspace, tokenizer: Path,
              quality_model: Path | None = None) -> tuple[list[Shard], JobContext]:
     """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
     usable, filters valid. Without a quality model no document is scored."""

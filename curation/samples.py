@@ -5,8 +5,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
-from curation.config import SourceConfig
-from curation.errors import UserError
+from curation.config import CurationConfig, SourceConfig
+from loom.errors import UserError
 from curation.readers import check_readable, read_shard
 from curation.steps import Doc, ExtractHtml, Normalize
 
@@ -46,3 +46,26 @@ def named_sources(names: list[str], sources: list[SourceConfig]) -> list[SourceC
     """Each name as a declared source, or else as a file path."""
     declared = {s.name: s for s in sources}
     return [declared[name] if name in declared else file_source(Path(name)) for name in names]
+
+
+def quality_examples(config: CurationConfig, positive: list[str] | None, negative: list[str] | None,
+                     max_per_class: int) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
+    """The texts of each class for the quality classifier ({"positive": [...], "negative": [...]}), from the
+    named sources or files (default: the [quality] table), and how many came from each name."""
+    positive = positive or list(config.quality.positive)
+    negative = negative or list(config.quality.negative)
+    if not positive or not negative:
+        raise UserError("name the training sources: --positive SRC[,SRC] and --negative SRC[,SRC], "
+                        "or `positive`/`negative` in the [quality] table of sources.toml")
+    if set(positive) & set(negative):
+        raise UserError(f"'{sorted(set(positive) & set(negative))[0]}' is both positive and negative; "
+                        "a training set needs two distinct classes")
+    texts: dict[str, list[str]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for side, names in (("positive", positive), ("negative", negative)):
+        texts[side], counts[side] = [], {}
+        for name, source in zip(names, named_sources(names, config.sources)):
+            sample = list(source_texts(source, max_per_class))
+            counts[side][name] = len(sample)
+            texts[side] += sample
+    return texts, counts

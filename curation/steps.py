@@ -13,7 +13,7 @@ from typing import Iterator, Protocol
 import xxhash
 
 from curation.config import SourceConfig
-from curation.errors import UserError
+from loom.errors import UserError
 
 LID_SCAN_CHARS = 10_000
 

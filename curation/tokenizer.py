@@ -1,7 +1,6 @@
 """The BPE tokenizer: trained from the sources (`loom tokenizer train`), or any tokenizer.json given."""
 
 import functools
-import hashlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -10,7 +9,8 @@ import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from curation.config import SourceConfig
-from curation.errors import UserError
+from loom.errors import UserError
+from loom.io import file_digest
 from curation.samples import source_texts
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
@@ -45,7 +45,7 @@ def train_tokenizer(texts: Iterable[str], out_path: Path, vocab_size: int = DEFA
 
 
 def tokenizer_fingerprint(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return file_digest(path)
 
 
 @functools.cache

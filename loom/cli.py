@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from curation.errors import UserError
+from loom.errors import UserError
 from loom.workspace import Workspace, examples_dir
 from trainer.options import config_from_options, config_to_args, train_options
 
@@ -69,7 +69,7 @@ def _run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_mo
     from curation.run import curate, dask_client, plan_job
 
     started = time.monotonic()
-    shards, ctx = plan_job(load_config(sources_file), ws.curation, tokenizer, quality_model)
+    shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
     if quality_model:
         console.print(f"Scoring quality with {quality_model}")
     with dask_client(scheduler, workers, on_start=_announce_cluster) as client, stage_progress() as progress:
@@ -96,7 +96,7 @@ def _sources_option(ws: Workspace, value: str | None) -> Path:
 
 
 def _tokenizer_option(ws: Workspace, value: str | None) -> Path:
-    return Path(value) if value else ws.curation.tokenizer
+    return Path(value) if value else ws.tokenizer
 
 
 @cli.command()
@@ -117,12 +117,12 @@ def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model)
 def _quality_model_option(ws: Workspace, value: str | None) -> Path | None:
     if value:
         return Path(value)
-    default = ws.curation.models / "quality.bin"
+    default = ws.quality_model
     return default if default.exists() else None
 
 
 def _print_outputs(ws: Workspace) -> None:
-    layout = ws.curation
+    layout = ws
     console.print(f"Curated Parquet: {layout.curated}/<source>/part-*.parquet")
     console.print(f"Manifest:        {layout.manifest}/{{shards,documents,funnel}}.parquet")
     console.print(f"Quarantine:      {layout.quarantine}/<source>/part-*.jsonl")
@@ -189,34 +189,19 @@ def quality_train(ws: Workspace, positive, negative, sources, output, **hyperpar
     from curation.quality import TrainingConfig
 
     _train_quality(ws, _sources_option(ws, sources), _names(positive), _names(negative),
-                   TrainingConfig(**hyperparameters), Path(output) if output else ws.curation.models / "quality.bin")
+                   TrainingConfig(**hyperparameters), Path(output) if output else ws.quality_model)
 
 
 def _train_quality(ws: Workspace, sources_file: Path, positive, negative, config, output: Path) -> None:
     from curation.config import load_config
     from curation.quality import train_quality_model
-    from curation.samples import named_sources, source_texts
+    from curation.samples import quality_examples
 
-    curation_config = load_config(sources_file)
-    positive = positive or list(curation_config.quality.positive)
-    negative = negative or list(curation_config.quality.negative)
-    if not positive or not negative:
-        raise UserError("name the training sources: --positive SRC[,SRC] and --negative SRC[,SRC], "
-                        "or `positive`/`negative` in the [quality] table of sources.toml")
-    if set(positive) & set(negative):
-        raise UserError(f"'{sorted(set(positive) & set(negative))[0]}' is both positive and negative; "
-                        "a training set needs two distinct classes")
-    texts, data = {}, {}
     with console.status("Reading training examples"):
-        for side, names in (("positive", positive), ("negative", negative)):
-            texts[side] = []
-            data[side] = {}
-            for name, source in zip(names, named_sources(names, curation_config.sources)):
-                sample = list(source_texts(source, config.max_per_class))
-                data[side][name] = len(sample)
-                texts[side] += sample
+        texts, data = quality_examples(load_config(sources_file), positive, negative, config.max_per_class)
     with console.status("Training the fastText quality classifier"):
         card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
+    positive, negative = list(data["positive"]), list(data["negative"])
     metrics = card["validation"]
     console.print(f"Quality model: {output} (card {output.with_suffix('.json')})")
     console.print(f"  trained on {card['sizes']['train']} documents, validated on {card['sizes']['valid']} "
@@ -268,7 +253,7 @@ def _build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> N
     if total_tokens or steps:
         spec = dataclasses.replace(spec, total_tokens=total_tokens, steps=steps)
     out = ws.mixtures / spec.name
-    meta = compile_mixture(spec, ws.curation, out)
+    meta = compile_mixture(spec, ws, out)
     _print_plan(out)
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
@@ -348,7 +333,7 @@ def report_open(ws: Workspace, name):
     import os
     import webbrowser
 
-    path = ws.mixtures / name / "report.html" if name else ws.curation.manifest / "report.html"
+    path = ws.mixtures / name / "report.html" if name else ws.manifest / "report.html"
     if not path.is_file():
         fix = f"loom report mixture {name}" if name else "loom report curation"
         raise UserError(f"no report at {path}; write it with `{fix}`")
@@ -503,14 +488,14 @@ def quickstart(ws: Workspace, workers):
         text = (examples / "sources.toml").read_text(encoding="utf-8")
         ws.sources_file.write_text(f'root = "{examples}"\n\n{text}', encoding="utf-8")
         console.print(f"Wrote {ws.sources_file} (the bundled sample corpora)")
-    if not ws.curation.tokenizer.exists():
-        _train_tokenizer(ws, ws.sources_file, 8192, 2000, ws.curation.tokenizer)
-    quality_model = ws.curation.models / "quality.bin"
+    if not ws.tokenizer.exists():
+        _train_tokenizer(ws, ws.sources_file, 8192, 2000, ws.tokenizer)
+    quality_model = ws.quality_model
     if not quality_model.exists():
         from curation.quality import TrainingConfig
 
         _train_quality(ws, ws.sources_file, None, None, TrainingConfig(), quality_model)
-    _run_curation(ws, ws.sources_file, ws.curation.tokenizer, quality_model, None, workers)
+    _run_curation(ws, ws.sources_file, ws.tokenizer, quality_model, None, workers)
     _build_mixture(ws, "sample")
     from trainer.checkpoint import latest
     from trainer.config import TrainConfig

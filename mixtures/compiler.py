@@ -11,9 +11,9 @@ import duckdb
 import pyarrow as pa
 from tokenizers import Tokenizer
 
-from curation.atomic import write_parquet, write_text
-from curation.errors import UserError
-from curation.layout import CurationLayout
+from loom.io import write_parquet, write_text
+from loom.errors import UserError
+from loom.workspace import Workspace
 from curation.tokenizer import tokenizer_fingerprint
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec, to_toml
@@ -35,12 +35,12 @@ class Component:
     sources: tuple[str, ...]
 
 
-def manifest_fingerprint(layout: CurationLayout) -> str:
+def manifest_fingerprint(layout: Workspace) -> str:
     shards = duckdb.sql(f"SELECT fingerprint FROM read_parquet('{layout.manifest / 'shards.parquet'}') ORDER BY path")
     return hashlib.sha256("\n".join(r[0] for r in shards.fetchall()).encode()).hexdigest()[:24]
 
 
-def read_curation(layout: CurationLayout) -> dict:
+def read_curation(layout: Workspace) -> dict:
     path = layout.manifest / "curation.json"
     if not path.is_file():
         raise UserError(f"no curated data in {layout.root} (no {path}); run `loom curate` first")
@@ -89,7 +89,7 @@ def plan_phases(spec: MixtureSpec, keys: list[str], steps: int) -> list[dict]:
     return phases
 
 
-def compile_mixture(spec: MixtureSpec, layout: CurationLayout, out: Path) -> dict:
+def compile_mixture(spec: MixtureSpec, layout: Workspace, out: Path) -> dict:
     curation = read_curation(layout)
     tokenizer = layout.root / spec.tokenizer
     if not tokenizer.is_file():
@@ -164,7 +164,7 @@ def compile_mixture(spec: MixtureSpec, layout: CurationLayout, out: Path) -> dic
     return meta
 
 
-def check_current(meta: dict, layout: CurationLayout) -> None:
+def check_current(meta: dict, layout: Workspace) -> None:
     """Refuses a schedule compiled against other curated data or another tokenizer."""
     if meta["manifest_fingerprint"] != manifest_fingerprint(layout):
         raise UserError(f"mixture '{meta['name']}' was built on other curated data than {layout.root} holds now; "

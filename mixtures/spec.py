@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from curation.errors import UserError
+from loom.errors import UserError
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",

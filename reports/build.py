@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from curation.atomic import write_text
-from curation.errors import UserError
+from loom.io import write_text
+from loom.errors import UserError
 from reports import sections
 from reports.html import page
 from reports.views import connect

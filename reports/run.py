@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 from statistics import median
 
-from curation.atomic import write_text
-from curation.errors import UserError
+from loom.io import write_text
+from loom.errors import UserError
 from reports.html import esc, line_chart, number, page, table
 
 REFRESH_SECONDS = 15

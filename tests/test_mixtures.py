@@ -11,8 +11,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import copy_curated, run_loom
-from curation.errors import UserError
-from curation.layout import CurationLayout
+from loom.errors import UserError
+from loom.workspace import Workspace
 from mixtures import SequenceIndex, load_schedule, load_spec
 from mixtures.compiler import plan_phases
 from mixtures.schedule import Schedule
@@ -174,7 +174,7 @@ def test_sequences_are_the_packed_token_stream_of_their_component(built, mix_ws)
 
 def test_a_schedule_built_on_other_data_is_refused(built, mix_ws, tmp_path):
     out, _ = built
-    layout = CurationLayout(mix_ws)
+    layout = Workspace(mix_ws)
     assert load_schedule(out, layout).steps > 0
     changed = tmp_path / "ws"
     shutil.copytree(mix_ws, changed)
@@ -183,7 +183,7 @@ def test_a_schedule_built_on_other_data_is_refused(built, mix_ws, tmp_path):
     pq.write_table(shards.set_column(shards.schema.get_field_index("fingerprint"), "fingerprint", fingerprints),
                    changed / "manifest" / "shards.parquet")
     with pytest.raises(UserError, match="built on other curated data"):
-        load_schedule(changed / "mixtures" / "good", CurationLayout(changed))
+        load_schedule(changed / "mixtures" / "good", Workspace(changed))
 
 
 ERRORS = [

@@ -10,7 +10,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from conftest import copy_curated, run_loom
-from curation.layout import CurationLayout
+from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule
 from trainer.data import RankLoader, SequenceReader
@@ -200,7 +200,7 @@ def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
 
 
 def test_ranks_read_disjoint_halves_of_the_one_rank_batch(train_ws):
-    schedule = load_schedule(train_ws / "mixtures" / "tinymix", CurationLayout(train_ws))
+    schedule = load_schedule(train_ws / "mixtures" / "tinymix", Workspace(train_ws))
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
     reader = SequenceReader(schedule, train_ws / "mixtures" / "tinymix", train_ws, sources)
     whole = list(RankLoader(schedule, reader, 0, 1, 3, 5))

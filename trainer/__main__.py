@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from curation.errors import UserError
+from loom.errors import UserError
 from trainer.distributed import exit_rank
 from trainer.options import config_from_options, train_options
 from trainer.loop import train

@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from curation.atomic import write_text
+from loom.io import write_text
 from trainer.distributed import in_group
 
 STATE_FILE = "trainer_state.json"

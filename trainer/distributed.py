@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from curation.errors import UserError
+from loom.errors import UserError
 
 
 def in_group() -> bool:

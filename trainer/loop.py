@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import torch
 import torch.nn.functional as F
 
-from curation.atomic import write_text
-from curation.errors import UserError
-from curation.layout import CurationLayout
+from loom.io import write_text
+from loom.errors import UserError
+from loom.workspace import Workspace
 from mixtures import Schedule, load_schedule
 from trainer import checkpoint
 from trainer.config import TrainConfig, lr_schedule
@@ -39,7 +39,7 @@ class Run:
         if not (folder / "schedule.json").is_file():
             raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
                             f"run `loom mix build {config.mixture}` first")
-        self.schedule: Schedule = load_schedule(folder, CurationLayout(Path(config.workspace)))
+        self.schedule: Schedule = load_schedule(folder, Workspace(Path(config.workspace)))
         meta = self.schedule.meta
         self.sources = sorted({s for c in meta["components"] for s in c["sources"]})
         try:

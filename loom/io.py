@@ -1,5 +1,7 @@
-"""Atomic outputs: write to a temporary name beside the target, then rename; markers say a shard is done."""
+"""Writing and fingerprinting files: every output appears whole or not at all (a temporary name beside the
+target, then a rename), and a done-marker holding a fingerprint, written last, says a piece of work is finished."""
 
+import hashlib
 import json
 import os
 import time
@@ -54,3 +56,13 @@ def done_stats(marker: Path, fingerprint: str) -> dict | None:
     except (FileNotFoundError, json.JSONDecodeError):
         return None
     return recorded if recorded.get("fingerprint") == fingerprint else None
+
+
+def file_digest(path: Path, length: int = 16) -> str:
+    """The first `length` hex digits of a file's SHA-256: models and tokenizers are fingerprinted by content."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:length]
+
+
+def text_digest(*parts: str, length: int = 24) -> str:
+    """A fingerprint of several strings (joined by a separator no config or path holds)."""
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
