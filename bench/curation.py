@@ -51,7 +51,7 @@ def local_language_filter():
     from datatrove.pipeline.filters import LanguageFilter
     from datatrove.utils.lid import FT176LID
 
-    from curation.steps import lid_model_path
+    from curation.steps.langid import lid_model_path
 
     class BundledFT176(FT176LID):
         @property

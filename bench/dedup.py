@@ -88,7 +88,7 @@ def edit(tokens: list[str], rate: float, rng: random.Random, nrng: np.random.Gen
 def build_corpus(n_docs: int, seed: int, real_first: bool = True):
     """Returns (texts, planted): unique normalized texts, and (original index, copy index, rate) triples.
     Without `real_first` every original is a mosaic, so that corpora of any size have the same make-up."""
-    from curation.steps import document_id, normalize_text
+    from curation.steps.normalize import document_id, normalize_text
 
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     bases = [TOKEN.findall(t) for t in real_texts()]
@@ -186,16 +186,16 @@ def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: b
     dedup_clusters) after a full job, else from the minhash_dedup stage's own outputs, which the manifest
     copies."""
     import pyarrow.parquet as pq
-    from curation.job import near_duplicate_clusters_path, near_duplicates_path
+    from curation.stages.minhash_dedup import MINHASH_DEDUP
+    from curation.steps.normalize import document_id
     from loom.workspace import Workspace
-    from curation.steps import document_id
 
     if not full_job:
         layout = Workspace(ws)
         removed = {lines[r["shard"]][r["record"]]
-                   for r in pq.read_table(near_duplicates_path(layout), columns=["shard", "record"]).to_pylist()}
+                   for r in pq.read_table(MINHASH_DEDUP.removed_path(layout), columns=["shard", "record"]).to_pylist()}
         clusters = {}
-        for r in pq.read_table(near_duplicate_clusters_path(layout),
+        for r in pq.read_table(MINHASH_DEDUP.clusters_path(layout),
                                columns=["shard", "record", "member_id", "cluster_id"]).to_pylist():
             doc = lines[r["shard"]][r["record"]]
             assert r["member_id"] == document_id(texts[doc]), "cluster member does not match the input line"
@@ -306,7 +306,7 @@ def jaccard(a: set, b: set) -> float:
 
 
 def true_jaccard(x: str, y: str) -> float:
-    from curation.dedup import shingles
+    from curation.minhash import shingles
 
     a, b = shingles(x, 5), shingles(y, 5)
     return len(a & b) / len(a | b)

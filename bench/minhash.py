@@ -10,7 +10,7 @@ Everything is single-threaded, one process; repetitions are interleaved round-ro
 median seconds. Every timing starts from the text strings and
 ends with one 112-value signature per document, so each includes that tool's own shingling:
 
-  loom signatures            `curation.dedup.signatures(texts, DedupConfig())`: Loom's shingles (lowercase,
+  loom signatures            `curation.minhash.signatures(texts, DedupConfig())`: Loom's shingles (lowercase,
                              \\w+ words, 5-gram sets, bytes) -> datasketch MinHash.bulk with xxh32, 112 perms
                              (14 bands x 8 rows), seed 1 -> (n, 112) uint32 array
   datasketch bulk, sha1      `MinHash.bulk([list(shingles(t, 5)) for t in texts], num_perm=112, seed=1)`, its
@@ -68,7 +68,7 @@ def main() -> None:
     logger.disable("datatrove")  # its run() logs "Sorting buckets..." each time
 
     from curation.config import DedupConfig
-    from curation.dedup import shingles, signatures
+    from curation.minhash import shingles, signatures
 
     config = DedupConfig()
     n = config.ngram

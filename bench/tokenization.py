@@ -17,7 +17,7 @@ Variants (each produces the token ids of every text as Python- or Arrow-visible 
   (a) raw encode_batch       `tokenizer.encode_batch(texts, add_special_tokens=False)` on the whole list,
                              then `[e.ids for e in encodings]` (what a user writes to get ids)
   (b) raw encode_batch_fast  the same with `encode_batch_fast` (no offsets)
-  raw fast, 512/batch        (b) in batches of 512, as curation/job.py's tokenize_shard batches
+  raw fast, 512/batch        (b) in batches of 512, as the tokenize stage (curation/stages/tokenize.py) batches
   rust only, 512/batch       `encode_batch_fast` in batches of 512 with no `.ids` taken: the floor
   loom encode_to_arrow       `curation.tokenizer.encode_to_arrow(tokenizer, eos_id, batch)` in batches of 512
                              (list<uint32> with EOS appended, as tokenize_shard calls it)
@@ -37,7 +37,7 @@ from pathlib import Path
 from bundled_texts import base_texts, corpus
 
 
-BATCH = 512  # curation.job.TOKENIZE_BATCH
+BATCH = 512  # curation.stages.tokenize.BATCH
 
 
 def batches(texts, size=BATCH):

@@ -6,11 +6,9 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from loom.errors import UserError
+from curation.readers import FORMATS, reader_for
+from loom.errors import UserError, reject_unknown_keys
 
-FILE_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")
-DIR_FORMATS = ("text-dir", "html-dir")
-FORMATS = FILE_FORMATS + DIR_FORMATS
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
 NAME_PATTERN = re.compile(r"[a-z0-9_-]+")
 
@@ -36,7 +34,7 @@ class SourceConfig:
 
     def shard_paths(self) -> list[Path]:
         """Input shards in a stable order. Raises UserError when a glob matches nothing."""
-        want_dirs = self.format in DIR_FORMATS
+        want_dirs = reader_for(self.format).shard_kind == "folder"
         found: list[Path] = []
         for pattern in self.paths:
             full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
@@ -134,10 +132,7 @@ def _parse_dedup(table, path: Path) -> DedupConfig:
     where = f"{path}: [dedup]"
     if not isinstance(table, dict):
         raise UserError(f"{where} must be a table")
-    known = {f.name: f for f in fields(DedupConfig)}
-    unknown = set(table) - set(known)
-    if unknown:
-        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(known))}")
+    reject_unknown_keys(table, {f.name for f in fields(DedupConfig)}, where)
     config = DedupConfig(**table)
     checks = [
         (isinstance(config.enabled, bool), "`enabled` must be true or false"),
@@ -158,9 +153,7 @@ def _parse_quality(table, path: Path) -> QualityConfig:
     where = f"{path}: [quality]"
     if not isinstance(table, dict):
         raise UserError(f"{where} must be a table")
-    unknown = set(table) - QUALITY_KEYS
-    if unknown:
-        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(QUALITY_KEYS))}")
+    reject_unknown_keys(table, QUALITY_KEYS, where)
     values = {key: _string_list(table[key], f"{where} `{key}`") for key in ("positive", "negative") if key in table}
     buckets = table.get("buckets", 5)
     if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 100:
@@ -178,9 +171,7 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UserError(f"{where}: `name` = {name!r} is invalid; use lowercase letters, digits, '_' or '-'")
     where = f"{path}: source '{name}'"
-    unknown = set(entry) - SOURCE_KEYS
-    if unknown:
-        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(SOURCE_KEYS))}")
+    reject_unknown_keys(entry, SOURCE_KEYS, where)
     fmt = entry.get("format")
     if fmt not in FORMATS:
         raise UserError(f"{where}: `format` = {fmt!r} is unknown; use one of {', '.join(FORMATS)}")

@@ -12,9 +12,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from curation.document import FATES
+from curation.stages import REMOVING_STAGES
+from curation.stages.minhash import MINHASH
+from curation.stages.minhash_dedup import MINHASH_DEDUP
+from curation.stages.quality_select import QUALITY_SELECT
+from curation.tokenizer import tokenizer_fingerprint
 from loom.io import atomic_path, write_parquet, write_text
-from curation.job import (JobContext, Shard, exact_duplicates_path, near_duplicate_clusters_path, near_duplicates_path,
-                          quality_selection_path)
+from loom.sql import literal, path_list
 from loom.workspace import Workspace
 
 SHARDS = pa.schema(
@@ -31,77 +36,71 @@ SHARDS = pa.schema(
 )
 
 
-def write_manifest(ctx: JobContext, shards: list[Shard], stats: dict[str, dict]) -> None:
-    layout = ctx.layout
-    layout.manifest.mkdir(parents=True, exist_ok=True)
+def write_manifest(ctx, shards: list, stats: dict[str, dict]) -> None:
+    ws = ctx.workspace
+    ws.manifest.mkdir(parents=True, exist_ok=True)
     sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
-    curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": ctx.stage_input("tokenize"),
+    curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources}
-    write_text(json.dumps(curation, indent=2), layout.manifest / "curation.json")
-    write_parquet(_shards_table(layout, shards, stats), layout.manifest / "shards.parquet")
+    write_text(json.dumps(curation, indent=2), ws.curation_info)
+    write_parquet(_shards_table(ws, shards, stats), ws.manifest_table("shards"))
     con = duckdb.connect()
-    curated = [str(layout.curated_part(s.source.name, s.index)) for s in shards]
-    root = str(layout.root.resolve()) + "/"
+    curated = path_list(ws.curated_part(s.source.name, s.index) for s in shards)
     _copy(con, f"""
-        SELECT id, source, replace(filename, '{root}', '') AS shard, file_row_number AS row, lang, lang_score,
-               n_chars, n_tokens, quality, quality_bucket, dup_cluster
-        FROM read_parquet({curated!r}, filename = true, file_row_number = true)
+        SELECT id, source, replace(filename, {literal(str(ws.root.resolve()) + "/")}, '') AS shard,
+               file_row_number AS row, lang, lang_score, n_chars, n_tokens, quality, quality_bucket, dup_cluster
+        FROM read_parquet({curated}, filename = true, file_row_number = true)
         ORDER BY filename, file_row_number
-    """, layout.manifest / "documents.parquet")
-    funnel = [str(layout.stage_part("funnel", s.source.name, s.index)) for s in shards]
-    ranks = ", ".join(f"('{s.source.name}', {s.rank})" for s in {s.source.name: s for s in shards}.values())
-    _copy(con, f"""
-        SELECT f.source, f.shard, f.input, f.record, f.doc_id,
-               CASE WHEN q.low_quality IS NOT NULL THEN 'low_quality'
-                    WHEN d.record IS NOT NULL OR n.record IS NOT NULL THEN 'duplicate' ELSE f.fate END AS fate,
-               CASE WHEN q.low_quality IS NOT NULL THEN 'quality' WHEN d.record IS NOT NULL THEN 'exact_dedup'
-                    WHEN n.record IS NOT NULL THEN 'minhash_dedup' ELSE f.stage END AS stage,
-               CASE WHEN q.low_quality IS NOT NULL THEN q.low_quality WHEN d.record IS NOT NULL THEN 'exact_duplicate'
-                    WHEN n.record IS NOT NULL THEN 'near_duplicate' ELSE f.reason END AS reason,
-               CASE WHEN q.low_quality IS NOT NULL THEN q.detail WHEN d.record IS NOT NULL THEN 'same text as ' || d.survivor
-                    WHEN n.record IS NOT NULL THEN 'cluster ' || n.cluster_id || ', estimated Jaccard '
-                         || round(n.jaccard_to_survivor, 3) || ' to its survivor'
-                    ELSE f.detail END AS detail,
-               n.cluster_id AS dup_cluster,
-               f.lang
-        FROM read_parquet({funnel!r}) f
-        LEFT JOIN read_parquet('{exact_duplicates_path(layout)}') d USING (source, shard, record)
-        LEFT JOIN read_parquet('{quality_selection_path(layout)}') q USING (source, shard, record)
-        LEFT JOIN read_parquet('{near_duplicates_path(layout)}') n USING (source, shard, record)
-        JOIN (VALUES {ranks}) AS r(source, rank) USING (source)
-        ORDER BY r.rank, f.shard, f.record
-    """, layout.manifest / "funnel.parquet")
+    """, ws.manifest_table("documents"))
+    _copy(con, funnel_query(ws, shards), ws.manifest_table("funnel"))
     _copy(con, f"""
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
-        FROM read_parquet('{near_duplicate_clusters_path(layout)}') ORDER BY cluster_id, member_id
-    """, layout.manifest / "dedup_clusters.parquet")
-    write_text(json.dumps(dedup_report(con, layout), indent=2), layout.manifest / "dedup_report.json")
-    quality = json.loads((layout.work / "quality_select" / "_done").read_text())
+        FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
+    """, ws.manifest_table("dedup_clusters"))
+    write_text(json.dumps(dedup_report(con, ws), indent=2), ws.manifest / "dedup_report.json")
+    quality = json.loads(QUALITY_SELECT.marker(ws).read_text())
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
     _copy(con, f"""
         SELECT b.bucket::SMALLINT AS quality_bucket, b.lower::DOUBLE AS lower, b.upper::DOUBLE AS upper, count(q.record) AS n_docs
         FROM (VALUES {bounds}) AS b(bucket, lower, upper)
-        LEFT JOIN read_parquet('{quality_selection_path(layout)}') q ON q.quality_bucket = b.bucket
-        WHERE {bool(quality["scored"])}
+        LEFT JOIN read_parquet({literal(QUALITY_SELECT.buckets_path(ws))}) q ON q.quality_bucket = b.bucket
+        WHERE {literal(bool(quality["scored"]))}
         GROUP BY ALL ORDER BY 1
-    """, layout.manifest / "quality_buckets.parquet")
+    """, ws.manifest_table("quality_buckets"))
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
-        write_text("\n".join(fingerprints) + "\n", layout.curated / source / "_SUCCESS")
+        write_text("\n".join(fingerprints) + "\n", ws.curated / source / "_SUCCESS")
 
 
-def dedup_report(con, layout: Workspace, largest: int = 10) -> dict:
+def funnel_query(ws: Workspace, shards: list) -> str:
+    """Every input record's fate: what `prepare` recorded, unless a later stage removed the document (the
+    removals tables of curation.stages), in source order, then shard, then record."""
+    funnel = path_list(ws.stage_part("funnel", s.source.name, s.index) for s in shards)
+    removals = path_list(stage.removed_path(ws) for stage in REMOVING_STAGES)
+    ranks = ", ".join(f"({literal(s.source.name)}, {s.rank})" for s in {s.source.name: s for s in shards}.values())
+    later = lambda column: f"CASE WHEN x.fate IS NOT NULL THEN x.{column} ELSE f.{column} END AS {column}"  # noqa: E731
+    return f"""
+        SELECT f.source, f.shard, f.input, f.record, f.doc_id, {later("fate")}, {later("stage")}, {later("reason")},
+               {later("detail")}, x.dup_cluster, f.lang
+        FROM read_parquet({funnel}) f
+        LEFT JOIN read_parquet({removals}) x USING (source, shard, record)
+        JOIN (VALUES {ranks}) AS r(source, rank) USING (source)
+        ORDER BY r.rank, f.shard, f.record
+    """
+
+
+def dedup_report(con, ws: Workspace, largest: int = 10) -> dict:
     """The numbers a report's dedup section shows: removed fraction per source (of the documents that reached
     MinHash dedup), the cluster size histogram and the largest clusters."""
-    clusters = f"read_parquet('{near_duplicate_clusters_path(layout)}')"
-    signatures = f"read_parquet('{layout.work}/minhash/*/part-*.parquet')"
-    stats = json.loads((layout.work / "minhash_dedup" / "_done").read_text())
+    clusters = f"read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))})"
+    signatures = f"read_parquet({literal(ws.stage_dir(MINHASH.name) / '*' / 'part-*.parquet')})"
+    stats = json.loads(MINHASH_DEDUP.marker(ws).read_text())
     removed = con.sql(f"""
         SELECT s.source, count(*) AS considered, count(c.member_id) AS removed
         FROM {signatures} s LEFT JOIN (SELECT * FROM {clusters} WHERE removed) c ON c.member_id = s.id
         GROUP BY 1 ORDER BY 1
-    """).fetchall() if any(layout.work.glob("minhash/*/part-*.parquet")) else []
+    """).fetchall() if any(ws.stage_dir(MINHASH.name).glob("*/part-*.parquet")) else []
     sizes = con.sql(f"SELECT cluster_size, count(DISTINCT cluster_id) FROM {clusters} GROUP BY 1 ORDER BY 1").fetchall()
     top = con.sql(f"""
         SELECT cluster_id, any_value(cluster_size) AS size, string_agg(DISTINCT source, ',' ORDER BY source) AS sources,
@@ -119,12 +118,12 @@ def dedup_report(con, layout: Workspace, largest: int = 10) -> dict:
     }
 
 
-def _shards_table(layout: Workspace, shards: list[Shard], stats: dict[str, dict]) -> pa.Table:
+def _shards_table(ws: Workspace, shards: list, stats: dict[str, dict]) -> pa.Table:
     rows = []
     for shard in shards:
         s = stats[shard.key]
         rows.append({
-            "path": str(layout.curated_part(shard.source.name, shard.index).relative_to(layout.root)),
+            "path": str(ws.curated_part(shard.source.name, shard.index).relative_to(ws.root)),
             "source": shard.source.name, "input": shard.input, "n_docs": s["docs"], "n_tokens": s["tokens"],
             "bytes": s["bytes"], "created": datetime.datetime.fromtimestamp(int(s["finished"]), datetime.UTC),
             "fingerprint": s["fingerprint"],
@@ -134,46 +133,44 @@ def _shards_table(layout: Workspace, shards: list[Shard], stats: dict[str, dict]
 
 def _copy(con, query: str, path: Path) -> None:
     with atomic_path(path) as tmp:
-        con.execute(f"COPY ({query}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
+        con.execute(f"COPY ({query}) TO {literal(tmp)} (FORMAT parquet, COMPRESSION zstd)")
 
 
-def remove_stale_parts(layout: Workspace, shards: list[Shard]) -> list[Path]:
+def remove_stale_parts(ws: Workspace, shards: list) -> list[Path]:
     """Curated parts left by an earlier run of a declared source whose inputs have since shrunk."""
-    current = {layout.curated_part(s.source.name, s.index) for s in shards}
+    current = {ws.curated_part(s.source.name, s.index) for s in shards}
     stale = [p for name in {s.source.name for s in shards}
-             for p in (layout.curated / name).glob("part-*.parquet") if p not in current]
+             for p in (ws.curated / name).glob("part-*.parquet") if p not in current]
     for path in stale:
         path.unlink()
     return stale
 
 
-def source_summary(layout: Workspace) -> list[dict]:
+SUMMARY_FATES = tuple(f for f in FATES if f != "kept") + ("kept",)  # removals first, what is left last
+
+
+def source_summary(ws: Workspace) -> list[dict]:
     """Per source: records in, each fate's count, tokens kept and the top removal reasons."""
-    funnel = layout.manifest / "funnel.parquet"
-    shards = layout.manifest / "shards.parquet"
+    funnel = literal(ws.manifest_table("funnel"))
+    shards = literal(ws.manifest_table("shards"))
+    counts = ", ".join(f"count(*) FILTER (fate = {literal(fate)}) AS {fate}" for fate in SUMMARY_FATES)
     con = duckdb.connect()
     rows = con.sql(f"""
         WITH fates AS (
-            SELECT source, count(*) AS docs_in,
-                   count(*) FILTER (fate = 'malformed') AS malformed,
-                   count(*) FILTER (fate = 'filtered') AS filtered,
-                   count(*) FILTER (fate = 'duplicate') AS duplicate,
-                   count(*) FILTER (fate = 'low_quality') AS low_quality,
-                   count(*) FILTER (fate = 'kept') AS kept,
-                   min(rowid) AS first_row
-            FROM (SELECT *, row_number() OVER () AS rowid FROM read_parquet('{funnel}'))
+            SELECT source, count(*) AS docs_in, {counts}, min(rowid) AS first_row
+            FROM (SELECT *, row_number() OVER () AS rowid FROM read_parquet({funnel}))
             GROUP BY source
         ), reasons AS (
             SELECT source, string_agg(reason || ' ' || n, ', ' ORDER BY n DESC, reason) AS top_reasons
             FROM (SELECT source, reason, count(*) AS n,
                          row_number() OVER (PARTITION BY source ORDER BY count(*) DESC, reason) AS place
-                  FROM read_parquet('{funnel}') WHERE fate <> 'kept' GROUP BY source, reason)
+                  FROM read_parquet({funnel}) WHERE fate <> 'kept' GROUP BY source, reason)
             WHERE place <= 3 GROUP BY source
-        ), tokens AS (SELECT source, sum(n_tokens) AS tokens FROM read_parquet('{shards}') GROUP BY source)
-        SELECT f.source, docs_in, malformed, filtered, duplicate, low_quality, kept, coalesce(t.tokens, 0) AS tokens,
+        ), tokens AS (SELECT source, sum(n_tokens) AS tokens FROM read_parquet({shards}) GROUP BY source)
+        SELECT f.source, docs_in, {", ".join(SUMMARY_FATES)}, coalesce(t.tokens, 0) AS tokens,
                coalesce(r.top_reasons, '') AS top_reasons
         FROM fates f LEFT JOIN reasons r USING (source) LEFT JOIN tokens t USING (source)
         ORDER BY first_row
     """).fetchall()
-    columns = ["source", "docs_in", "malformed", "filtered", "duplicate", "low_quality", "kept", "tokens", "top_reasons"]
+    columns = ["source", "docs_in", *SUMMARY_FATES, "tokens", "top_reasons"]
     return [dict(zip(columns, row)) for row in rows]

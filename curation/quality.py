@@ -1,7 +1,6 @@
 """The quality classifier: a fastText model trained on positive and negative examples, the way DCLM did, that
 gives each document `quality` = P(positive)."""
 
-import functools
 import json
 import os
 import random
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from curation.fasttext_model import load_fasttext
 from loom.errors import UserError
 from loom.io import file_digest
 
@@ -34,14 +34,6 @@ def one_line(text: str, max_chars: int) -> str:
     return " ".join(text[:max_chars].split())
 
 
-@functools.cache
-def _load(path: str):
-    import fasttext
-
-    fasttext.FastText.eprint = lambda *args, **kwargs: None
-    return fasttext.load_model(path)
-
-
 class QualityModel:
     def __init__(self, path: Path):
         path = Path(path)
@@ -50,7 +42,7 @@ class QualityModel:
         card = path.with_suffix(".json")
         self.max_chars = json.loads(card.read_text())["hyperparameters"]["max_chars"] if card.exists() else TrainingConfig.max_chars
         try:
-            self.model = _load(str(path))
+            self.model = load_fasttext(str(path))
         except ValueError as err:
             raise UserError(f"{path} is not a fastText model ({err}); retrain it with `loom quality train`") from None
         if POSITIVE not in self.model.get_labels():
@@ -129,7 +121,7 @@ def train_quality_model(positives: list[str], negatives: list[str], out: Path, c
             "sizes": {"train": len(train), "valid": len(valid), "per_class": len(train) // 2 + len(valid) // 2},
             "hyperparameters": asdict(config)}
     out.with_suffix(".json").write_text(json.dumps(card, indent=2))
-    _load.cache_clear()
+    load_fasttext.cache_clear()
     scorer = QualityModel(out)
     labels = np.array([label for label, _ in valid])
     card["validation"] = classification_metrics(labels, scorer.scores([text for _, text in valid]))

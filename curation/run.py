@@ -1,19 +1,22 @@
-"""`curate`: plan the shards, check what can be checked before compute, run the job on Dask, write the manifest."""
+"""Running a planned job: every stage of curation.stages.STAGES, in order, as Dask tasks. Each output is written
+atomically and marked done with a fingerprint of what it was made from, so a rerun skips finished work and
+redoes the rest; then the manifest."""
 
 import json
 import logging
 import os
-from dataclasses import asdict
 from contextlib import contextmanager
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from curation.config import CurationConfig
-from loom.errors import UserError
-from curation.job import JobContext, Shard, plan_shards, run_curation, steps_for
-from loom.workspace import Workspace
+from curation.job import JobContext, Shard, plan_job  # noqa: F401 - plan, then curate: the two calls a command makes
 from curation.manifest import remove_stale_parts, source_summary, write_manifest
-from curation.quality import model_fingerprint
-from curation.tokenizer import load_tokenizer, tokenizer_fingerprint
+from curation.stages import STAGES
+from curation.stages.base import ShardStage
+from loom.errors import UserError
+from loom.io import done_stats, text_digest
+
+CODE_VERSION = "1"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
 
 @contextmanager
@@ -41,41 +44,56 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
         yield client
 
 
-def plan_job(config: CurationConfig, layout: Workspace, tokenizer: Path,
-             quality_model: Path | None = None) -> tuple[list[Shard], JobContext]:
-    """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
-    usable, filters valid. Without a quality model no document is scored."""
-    shards = plan_shards(config.sources)
-    load_tokenizer(str(tokenizer))
-    selecting = [s.name for s in config.sources if s.quality_threshold is not None or s.keep_fraction is not None]
-    if quality_model is None and selecting:
-        raise UserError(f"source '{selecting[0]}' selects by quality but there is no quality model; "
-                        "train one with `loom quality train` or pass --quality-model FILE")
-    model = str(Path(quality_model).resolve()) if quality_model else None
-    for source in config.sources:
-        steps_for(source, model)  # a bad filter option or an unusable model fails here, before any task is sent
-    selection = [(s.name, s.quality_threshold, s.keep_fraction) for s in config.sources]
-    model_fp = model_fingerprint(quality_model)
-    stage_inputs = (
-        ("prepare", model_fp),
-        ("quality_select", _json((model_fp, asdict(config.quality), selection))),
-        ("minhash", _json([config.dedup.enabled, config.dedup.scope, config.dedup.ngram, config.dedup.bands,
-                           config.dedup.rows, config.dedup.seed])),
-        ("minhash_dedup", _json([config.dedup.threshold, config.dedup.max_cluster_size])),
-        ("tokenize", tokenizer_fingerprint(tokenizer)),
-    )
-    ctx = JobContext(layout=layout, tokenizer=str(Path(tokenizer).resolve()), quality_model=model,
-                     quality=config.quality, dedup=config.dedup, stage_inputs=stage_inputs)
-    return shards, ctx
+def input_fingerprint(shard: Shard) -> str:
+    """What a shard's first stage depends on: the source's config and the input's files, sizes and times."""
+    path = Path(shard.input)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    listing = [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
+    config = {k: v for k, v in asdict(shard.source).items() if k != "base_dir"}
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing)
 
 
-def _json(value) -> str:
-    return json.dumps(value, sort_keys=True)
+def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None) -> dict[str, dict]:
+    """Runs every stage; returns the last stage's stats of each shard by key. `progress(stage, total)` gives a
+    callable to advance per finished shard."""
+    from distributed import as_completed
+
+    ws = ctx.workspace
+    upstream = {s.key: input_fingerprint(s) for s in shards}
+    removals: list[str] = []
+    for stage in STAGES:
+        extra = stage.inputs(ctx)
+        stage_ctx = replace(ctx, removals=tuple(removals))
+        if isinstance(stage, ShardStage):
+            fingerprints = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
+            todo = [s for s in shards if stage.done(ws, s, fingerprints[s.key]) is None]
+            advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
+            advance(len(shards) - len(todo))
+            futures = [client.submit(stage.run, stage_ctx, s, fingerprints[s.key],
+                                     key=f"{stage.name}-{s.key}-{fingerprints[s.key]}") for s in todo]
+            for future in as_completed(futures):
+                future.result()
+                advance(1)
+            upstream = fingerprints
+        else:
+            fingerprint = text_digest(stage.name, extra, *(upstream[s.key] for s in shards))
+            advance = progress(stage.name, 1) if progress else (lambda n=1: None)
+            if stage.done(ws, fingerprint) is None:
+                if stage.on_client:
+                    stage.run(stage_ctx, shards, fingerprint, client)
+                else:
+                    client.submit(stage.run, stage_ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
+            advance(1)
+            upstream = {s.key: text_digest(fingerprint, s.key) for s in shards}
+            if stage.removes:
+                removals.append(str(stage.removed_path(ws)))
+    last = STAGES[-1]
+    return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}
 
 
 def curate(shards: list[Shard], ctx: JobContext, client, progress=None) -> list[dict]:
     """Runs the planned job on `client`'s cluster and writes the manifest; returns the per-source summary."""
-    stats = run_curation(shards, ctx, client, progress)
-    remove_stale_parts(ctx.layout, shards)
+    stats = run_stages(shards, ctx, client, progress)
+    remove_stale_parts(ctx.workspace, shards)
     write_manifest(ctx, shards, stats)
-    return source_summary(ctx.layout)
+    return source_summary(ctx.workspace)

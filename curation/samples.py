@@ -8,7 +8,8 @@ from typing import Iterator
 from curation.config import CurationConfig, SourceConfig
 from loom.errors import UserError
 from curation.readers import check_readable, read_shard
-from curation.steps import Doc, ExtractHtml, Normalize
+from curation.document import Doc
+from curation.steps import reading_steps
 
 FILE_SUFFIXES = {".jsonl": "jsonl", ".gz": "jsonl.gz", ".zst": "jsonl.zst", ".parquet": "parquet"}
 
@@ -20,7 +21,7 @@ class _Discard:
 
 def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str]:
     """The first `limit` readable documents of a source, in shard order."""
-    steps = ([ExtractHtml()] if source.format == "html-dir" else []) + [Normalize()]
+    steps = reading_steps(source)
 
     def texts():
         for shard in source.shard_paths():

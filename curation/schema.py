@@ -39,7 +39,7 @@ FUNNEL = pa.schema(
         ("input", pa.string()),
         ("record", pa.int64()),
         ("doc_id", pa.string()),
-        ("fate", pa.string()),  # kept | malformed | filtered | duplicate
+        ("fate", pa.string()),  # one of curation.document.FATES
         ("stage", pa.string()),
         ("reason", pa.string()),
         ("detail", pa.string()),
@@ -47,24 +47,26 @@ FUNNEL = pa.schema(
     ]
 )
 
-QUALITY_SELECTION = pa.schema(
+QUALITY_BUCKETS = pa.schema(
     [
         ("source", pa.string()),
         ("shard", pa.int32()),
         ("record", pa.int64()),
-        ("quality_bucket", pa.int16()),
-        ("low_quality", pa.string()),  # the reason a document is removed for its score, or null
-        ("detail", pa.string()),
+        ("quality_bucket", pa.int16()),  # null for a document without a score
     ]
 )
 
-EXACT_DUPLICATES = pa.schema(
+REMOVALS = pa.schema(
+    # What every stage that removes documents after `prepare` writes: the funnel is made from these tables.
     [
         ("source", pa.string()),
         ("shard", pa.int32()),
         ("record", pa.int64()),
-        ("doc_id", pa.string()),
-        ("survivor", pa.string()),  # source/part-NNNNN#record of the copy that was kept
+        ("fate", pa.string()),  # one of curation.document.FATES
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("dup_cluster", pa.string()),  # a near duplicate's cluster, else null
     ]
 )
 

@@ -8,5 +8,12 @@ class UserError(Exception):
 EXIT_USER_ERROR = 2
 
 
+def reject_unknown_keys(table: dict, known, where: str) -> None:
+    """A config table may hold only the keys its loader knows; the first unknown one is named."""
+    unknown = set(table) - set(known)
+    if unknown:
+        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(known))}")
+
+
 def error_line(err: Exception | str) -> str:
     return f"error: {err}"

@@ -9,9 +9,9 @@ from pathlib import Path
 DEFAULT_WORKSPACE = "loom-work"
 
 
-def part_name(index: int, suffix: str = "parquet") -> str:
-    """The file name of a source's `index`-th shard: part-00000.parquet."""
-    return f"part-{index:05d}.{suffix}"
+def part_name(index: int, suffix: str | None = "parquet") -> str:
+    """The file name of a source's `index`-th shard: part-00000.parquet (part-00000 without a suffix)."""
+    return f"part-{index:05d}" + (f".{suffix}" if suffix else "")
 
 
 @dataclass(frozen=True)

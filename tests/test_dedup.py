@@ -13,9 +13,9 @@ import pytest
 from conftest import EXAMPLES, run_loom
 from curation.config import load_sources
 from curation.config import DedupConfig
-from curation.dedup import band_keys, shingles
+from curation.minhash import band_keys, shingles
 from curation.samples import source_texts
-from curation.steps import document_id, normalize_text
+from curation.steps.normalize import document_id, normalize_text
 
 EDIT_RATES = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
 N_BASES = 160

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from conftest import EXAMPLES
-from curation.steps import Doc, ExtractHtml
+from curation.document import Doc
+from curation.steps.extract import ExtractHtml
 
 
 class Removed(list):
@@ -31,13 +32,14 @@ class Reasons(dict):
 
 
 def test_the_filters_judge_every_document_as_datatrove_does_with_its_own_word_tokenizer():
-    """Loom's filters share one cheaper word tokenizer (curation.words); every decision, reason and
+    """Loom's filters share one cheaper word tokenizer (curation.steps.words); every decision, reason and
     changed text must still be what datatrove's filters decide with their own."""
     from datatrove.data import Document
 
     from curation.config import HEURISTIC_FILTERS, SourceConfig, load_sources
     from curation.samples import source_texts
-    from curation.steps import HeuristicFilters, _datatrove_filters, normalize_text
+    from curation.steps.filters import HeuristicFilters, _datatrove_filters
+    from curation.steps.normalize import normalize_text
 
     sources = {s.name: s for s in load_sources(EXAMPLES / "sources.toml")}
     texts = [t for name, n in (("web", 60), ("docs", 120), ("reference", 40), ("fortunes", 300))

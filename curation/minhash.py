@@ -1,7 +1,7 @@
 """Fuzzy deduplication with MinHash LSH, across all shards and sources.
 
-Per shard, `minhash_shard` computes datasketch MinHash signatures over word n-gram shingles and the LSH band
-keys. The global `minhash_dedup` then works on the Dask cluster: band rows are shuffled by bucket so that each
+Per shard, the `minhash` stage computes datasketch MinHash signatures over word n-gram shingles and the LSH band
+keys. The global `minhash_dedup` stage then works on the Dask cluster: band rows are shuffled by bucket so that each
 bucket's members meet in one partition, candidate pairs come out of shared buckets, and each pair is verified
 against the full signatures (estimated Jaccard >= threshold) after a distributed join. Only the verified edges
 reach the client, where a union-find joins them into clusters: it holds one entry per document that has a

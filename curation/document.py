@@ -1,0 +1,35 @@
+"""What flows through curation: a record as a reader found it, a document as the steps see it, the funnel that
+hears why each removed document went, and the fates a record can end in."""
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# Every input record ends in exactly one of these (the funnel's `fate`); `kept` ones are the curated rows.
+FATES = ("kept", "malformed", "filtered", "duplicate", "low_quality")
+
+
+@dataclass
+class Record:
+    """One record of an input shard, good or malformed: a reader never drops one."""
+
+    index: int  # position in the shard, counting malformed records too
+    text: str | None = None
+    meta: dict = field(default_factory=dict)
+    problem: str | None = None  # why the record is malformed, or None
+    detail: str = ""
+    raw: str = ""
+
+
+@dataclass
+class Doc:
+    record: int
+    text: str
+    meta: dict = field(default_factory=dict)
+    id: str | None = None
+    lang: str | None = None
+    lang_score: float | None = None
+    quality: float | None = None
+
+
+class Funnel(Protocol):
+    def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None: ...

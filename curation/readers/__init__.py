@@ -1,0 +1,43 @@
+"""Readers: one input shard -> an iterator of records, good or malformed; one module per format, and the
+registry below that maps each `format` of sources.toml to its reader.
+
+A malformed record is never dropped here: it comes out with `problem` set, and the shard runner counts it in
+the funnel and writes it to quarantine. A shard that cannot be opened at all is caught before the job starts
+by `check_readable`, so the user gets one clear line instead of a failed task.
+"""
+
+from pathlib import Path
+from typing import Iterator
+
+from curation.document import Record
+from curation.readers.folder import FolderReader
+from curation.readers.jsonl import JsonLinesReader
+from curation.readers.parquet import ParquetReader
+
+READERS = {
+    "jsonl": JsonLinesReader(),
+    "jsonl.gz": JsonLinesReader("gzip"),
+    "jsonl.zst": JsonLinesReader("zstd"),
+    "parquet": ParquetReader(),
+    "text-dir": FolderReader((".txt",)),
+    "html-dir": FolderReader((".html", ".htm"), html=True),
+}
+FORMATS = tuple(READERS)
+
+
+def reader_for(fmt: str):
+    return READERS[fmt]
+
+
+def read_shard(source, shard: Path) -> Iterator[Record]:
+    empty = True
+    for record in reader_for(source.format).read(source, shard):
+        empty = False
+        yield record
+    if empty:
+        yield Record(index=0, problem="empty_file", detail=f"{shard} holds no records")
+
+
+def check_readable(source, shard: Path) -> None:
+    """Fail fast, before any compute, on a shard whose container is not what `format` says."""
+    reader_for(source.format).check(source, shard)

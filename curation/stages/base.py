@@ -1,0 +1,67 @@
+"""The two kinds of curation stage. A stage owns its name, the paths it writes, its done-marker and the
+fingerprint of what it reads besides the stage before it (a model, a config table): the runner (curation.run)
+needs nothing else to skip, run and chain it.
+
+- A ShardStage is one Dask task per input shard.
+- A GlobalStage sees every shard at once: one Dask task, or (`on_client`) a Dask graph built from the client.
+  One that `removes` documents writes their fates in the shared REMOVALS schema to `removed_path`; every later
+  stage skips those documents and the manifest's funnel is made from them.
+"""
+
+import json
+from pathlib import Path
+
+from loom.io import done_stats
+from loom.workspace import Workspace
+
+
+def settings_json(value) -> str:
+    """A stage's settings as they enter its fingerprint."""
+    return json.dumps(value, sort_keys=True)
+
+
+class ShardStage:
+    name = ""
+
+    def inputs(self, ctx) -> str:
+        """A fingerprint of what the stage reads besides the shard's stage before it."""
+        return ""
+
+    def marker(self, ws: Workspace, shard) -> Path:
+        return ws.stage_part(self.name, shard.source.name, shard.index, "done")
+
+    def outputs(self, ws: Workspace, shard) -> list[Path]:
+        return [ws.stage_part(self.name, shard.source.name, shard.index)]
+
+    def done(self, ws: Workspace, shard, fingerprint: str) -> dict | None:
+        """The stats of a finished run for these inputs whose outputs are all there, else None."""
+        stats = done_stats(self.marker(ws, shard), fingerprint)
+        return stats if stats is not None and all(p.exists() for p in self.outputs(ws, shard)) else None
+
+    def run(self, ctx, shard, fingerprint: str) -> dict:
+        raise NotImplementedError
+
+
+class GlobalStage:
+    name = ""
+    on_client = False  # builds its own Dask graph from the client instead of running as one task
+    removes = False
+
+    def inputs(self, ctx) -> str:
+        return ""
+
+    def marker(self, ws: Workspace) -> Path:
+        return ws.stage_dir(self.name) / "_done"
+
+    def removed_path(self, ws: Workspace) -> Path:
+        return ws.stage_dir(self.name) / "removed.parquet"
+
+    def outputs(self, ws: Workspace) -> list[Path]:
+        return [self.removed_path(ws)] if self.removes else []
+
+    def done(self, ws: Workspace, fingerprint: str) -> dict | None:
+        stats = done_stats(self.marker(ws), fingerprint)
+        return stats if stats is not None and all(p.exists() for p in self.outputs(ws)) else None
+
+    def run(self, ctx, shards: list, fingerprint: str, client=None) -> dict:
+        raise NotImplementedError

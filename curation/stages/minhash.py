@@ -1,0 +1,54 @@
+"""Stage 4, per shard: MinHash signatures of the documents still in, and their LSH band keys."""
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from curation.minhash import BANDS, band_keys, doc_key, signature_schema, signatures
+from curation.stages.base import ShardStage, settings_json
+from curation.stages.survivors import surviving_batches
+from loom.io import mark_done, parquet_writer
+
+BATCH = 1000
+
+
+class MinHashSignatures(ShardStage):
+    name = "minhash"
+
+    def inputs(self, ctx) -> str:
+        d = ctx.config.dedup
+        return settings_json([d.enabled, d.scope, d.ngram, d.bands, d.rows, d.seed])
+
+    def bands_path(self, ws, shard) -> Path:
+        return ws.stage_part("minhash_bands", shard.source.name, shard.index)
+
+    def outputs(self, ws, shard) -> list[Path]:
+        return [*super().outputs(ws, shard), self.bands_path(ws, shard)]
+
+    def run(self, ctx, shard, fingerprint: str) -> dict:
+        config, ws = ctx.config.dedup, ctx.workspace
+        salt = shard.source.name if config.scope == "per-source" else ""
+        n = 0
+        signatures_path, bands_path = self.outputs(ws, shard)
+        with parquet_writer(signatures_path, signature_schema(config)) as sig_out, parquet_writer(bands_path, BANDS) as band_out:
+            batches = surviving_batches(ctx, shard, BATCH, columns=["record", "id", "text", "quality"]) if config.enabled else []
+            for docs in batches:
+                sigs = signatures(docs["text"].to_pylist(), config)
+                keys = np.array([doc_key(i) for i in docs["id"].to_pylist()], dtype=np.int64)
+                sig_out.write_table(pa.table({
+                    "key": keys, "id": docs["id"], "source": pa.array([shard.source.name] * len(keys), pa.string()),
+                    "shard": pa.array([shard.index] * len(keys), pa.int32()), "record": docs["record"],
+                    "quality": docs["quality"], "sig": pa.array([row.tobytes() for row in sigs], pa.binary(4 * config.num_perm)),
+                }, schema=signature_schema(config)))
+                band_out.write_table(pa.table({
+                    "band": np.tile(np.arange(config.bands, dtype=np.int16), len(keys)),
+                    "bucket": band_keys(sigs, config, salt).ravel(), "key": np.repeat(keys, config.bands),
+                }, schema=BANDS))
+                n += len(keys)
+        stats = {"signatures": n}
+        mark_done(self.marker(ws, shard), fingerprint, stats)
+        return stats
+
+
+MINHASH = MinHashSignatures()

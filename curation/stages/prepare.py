@@ -1,0 +1,115 @@
+"""Stage 1, per shard: read -> extract -> language -> heuristic filters -> quality score. Every input record
+gets its funnel row here; malformed ones also go to quarantine."""
+
+import functools
+import json
+from dataclasses import asdict
+from itertools import islice
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from curation.config import SourceConfig
+from curation.document import Doc
+from curation.quality import model_fingerprint
+from curation.readers import read_shard
+from curation.schema import FUNNEL, PREPARED
+from curation.stages.base import ShardStage
+from curation.steps import document_steps
+from loom.io import mark_done, parquet_writer, write_parquet, write_text
+
+WRITE_BATCH = 1000
+
+
+class FunnelRecorder:
+    """Collects one funnel row per input record of a shard, and the quarantine rows of malformed ones."""
+
+    def __init__(self, shard):
+        self.shard = shard
+        self.rows: list[dict] = []
+        self.quarantine: list[dict] = []
+
+    def _row(self, record: int, doc_id, fate: str, stage: str, reason: str | None, detail: str, lang) -> None:
+        self.rows.append(
+            {"source": self.shard.source.name, "shard": self.shard.index, "input": self.shard.input, "record": record,
+             "doc_id": doc_id, "fate": fate, "stage": stage, "reason": reason, "detail": detail or None, "lang": lang}
+        )
+
+    def malformed(self, record) -> None:
+        self._row(record.index, None, "malformed", "read", record.problem, record.detail, None)
+        self.quarantine.append({"input": self.shard.input, "record": record.index, "reason": record.problem,
+                                "detail": record.detail, "raw": record.raw})
+
+    def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None:
+        self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang)
+
+    def kept(self, doc: Doc) -> None:
+        self._row(doc.record, doc.id, "kept", "", None, "", doc.lang)
+
+    def table(self) -> pa.Table:
+        rows = sorted(self.rows, key=lambda row: row["record"])
+        return pa.Table.from_pylist(rows, schema=FUNNEL)
+
+
+@functools.cache
+def _steps_for(source_json: str, quality_model: str | None) -> list:
+    return document_steps(SourceConfig(**json.loads(source_json)), quality_model)
+
+
+def steps_for(source: SourceConfig, quality_model: str | None = None) -> list:
+    """The document steps of a source, built once per worker process (models load once)."""
+    return _steps_for(json.dumps(asdict(source), sort_keys=True), quality_model)
+
+
+class Prepare(ShardStage):
+    name = "prepare"
+
+    def inputs(self, ctx) -> str:
+        return model_fingerprint(ctx.quality_model)
+
+    def funnel_path(self, ws, shard) -> Path:
+        return ws.stage_part("funnel", shard.source.name, shard.index)
+
+    def outputs(self, ws, shard) -> list[Path]:
+        return [*super().outputs(ws, shard), self.funnel_path(ws, shard), ws.quarantine_part(shard.source.name, shard.index)]
+
+    def run(self, ctx, shard, fingerprint: str) -> dict:
+        ws = ctx.workspace
+        funnel = FunnelRecorder(shard)
+
+        def good_records() -> Iterator[Doc]:
+            for record in read_shard(shard.source, Path(shard.input)):
+                if record.problem:
+                    funnel.malformed(record)
+                else:
+                    yield Doc(record=record.index, text=record.text, meta=record.meta)
+
+        docs = good_records()
+        for step in steps_for(shard.source, ctx.quality_model):
+            docs = step.run(docs, funnel)
+        n_kept = 0
+        with parquet_writer(ws.stage_part(self.name, shard.source.name, shard.index), PREPARED) as writer:
+            while batch := list(islice(docs, WRITE_BATCH)):
+                writer.write_table(prepared_table(batch))
+                for doc in batch:
+                    funnel.kept(doc)
+                n_kept += len(batch)
+        write_parquet(funnel.table(), self.funnel_path(ws, shard))
+        quarantine = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in funnel.quarantine)
+        write_text(quarantine, ws.quarantine_part(shard.source.name, shard.index))
+        stats = {"records": len(funnel.rows), "kept": n_kept, "malformed": len(funnel.quarantine)}
+        mark_done(self.marker(ws, shard), fingerprint, stats)
+        return stats
+
+
+def prepared_table(docs: list[Doc]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{"record": d.record, "id": d.id, "text": d.text, "lang": d.lang, "lang_score": d.lang_score,
+          "quality": d.quality, "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True)}
+         for d in docs],
+        schema=PREPARED,
+    )
+
+
+PREPARE = Prepare()

@@ -1,0 +1,42 @@
+"""Reading what `prepare` kept, less what the global stages before have removed since."""
+
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curation.stages.prepare import PREPARE
+
+
+def shard_rows(path: Path, shard, columns: list[str]) -> pa.Table:
+    """The rows of a table over all shards that belong to one shard."""
+    return pq.read_table(path, columns=columns, filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)])
+
+
+def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
+    """Some columns of every prepared shard, with the shard's source, index and rank added."""
+    parts = []
+    for shard in shards:
+        table = pq.read_table(PREPARE.outputs(ctx.workspace, shard)[0], columns=columns)
+        n = table.num_rows
+        parts.append(table.append_column("source", pa.array([shard.source.name] * n, pa.string()))
+                     .append_column("shard", pa.array([shard.index] * n, pa.int32()))
+                     .append_column("rank", pa.array([shard.rank] * n, pa.int32())))
+    return pa.concat_tables(parts)
+
+
+def removed_records(ctx, shard) -> pa.Array:
+    """Records of a shard that the global stages before this one removed (`ctx.removals`)."""
+    removed = [shard_rows(Path(path), shard, ["record"])["record"].combine_chunks() for path in ctx.removals]
+    return pa.concat_arrays(removed).cast(pa.int64()) if removed else pa.array([], pa.int64())
+
+
+def surviving_batches(ctx, shard, batch_size: int, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    dropped = removed_records(ctx, shard)
+    prepared = pq.ParquetFile(PREPARE.outputs(ctx.workspace, shard)[0])
+    for batch in prepared.iter_batches(batch_size=batch_size, columns=columns):
+        docs = pa.Table.from_batches([batch]).filter(pc.invert(pc.is_in(batch["record"], dropped)))
+        if docs.num_rows:
+            yield docs

@@ -1,0 +1,61 @@
+"""Stage 6, per shard: tokenize the documents still in and write the curated Parquet, with each one's quality
+bucket and near-duplicate cluster."""
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation.schema import CURATED
+from curation.stages.base import ShardStage
+from curation.stages.minhash_dedup import MINHASH_DEDUP
+from curation.stages.quality_select import QUALITY_SELECT
+from curation.stages.survivors import shard_rows, surviving_batches
+from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
+from loom.io import mark_done, parquet_writer
+
+BATCH = 512
+
+
+class Tokenize(ShardStage):
+    name = "tokenize"
+
+    def inputs(self, ctx) -> str:
+        return tokenizer_fingerprint(ctx.tokenizer)
+
+    def outputs(self, ws, shard) -> list[Path]:
+        return [ws.curated_part(shard.source.name, shard.index)]
+
+    def run(self, ctx, shard, fingerprint: str) -> dict:
+        ws = ctx.workspace
+        tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
+        buckets = shard_rows(QUALITY_SELECT.buckets_path(ws), shard, ["record", "quality_bucket"])
+        clusters = shard_rows(MINHASH_DEDUP.clusters_path(ws), shard, ["record", "cluster_id"])
+        out = ws.curated_part(shard.source.name, shard.index)
+        n_docs = n_tokens = 0
+        with parquet_writer(out, CURATED) as writer:
+            for docs in surviving_batches(ctx, shard, BATCH):
+                input_ids = encode_to_arrow(tokenizer, eos_id, docs["text"].to_pylist())
+                lengths = pc.list_value_length(input_ids).cast(pa.int64())
+                bucket = pc.take(buckets["quality_bucket"], pc.index_in(docs["record"], buckets["record"]))
+                cluster = pc.take(clusters["cluster_id"], pc.index_in(docs["record"], clusters["record"]))
+                writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, bucket, cluster))
+                n_docs += docs.num_rows
+                n_tokens += pc.sum(lengths).as_py()
+        stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
+        mark_done(self.marker(ws, shard), fingerprint, stats)
+        return stats
+
+
+def curated_table(source: str, docs: pa.Table, input_ids, lengths, buckets, cluster) -> pa.Table:
+    n = docs.num_rows
+    columns = {
+        "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
+        "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"],
+        "quality_bucket": buckets, "dup_cluster": cluster,
+        "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
+    }
+    return pa.table(columns, schema=CURATED)
+
+
+TOKENIZE = Tokenize()

@@ -1,0 +1,32 @@
+"""Per-document steps, datatrove style: each is a small class whose `run(docs, funnel)` maps an iterator of
+documents to the ones it keeps, and tells the funnel why it removed each of the others. One module per step;
+`document_steps` puts a source's steps in order."""
+
+from typing import Iterator, Protocol
+
+from curation.document import Doc, Funnel
+from curation.readers import reader_for
+from curation.steps.extract import ExtractHtml
+from curation.steps.filters import HeuristicFilters
+from curation.steps.langid import LanguageId
+from curation.steps.normalize import Normalize
+from curation.steps.quality import QualityScore
+
+
+class Step(Protocol):
+    name: str
+
+    def run(self, docs: Iterator[Doc], funnel: Funnel) -> Iterator[Doc]: ...
+
+
+def reading_steps(source) -> list[Step]:
+    """What makes a record's text a document's: HTML extraction (for HTML sources), then normalization."""
+    return ([ExtractHtml()] if reader_for(source.format).html else []) + [Normalize()]
+
+
+def document_steps(source, quality_model: str | None = None) -> list[Step]:
+    """The per-document stages of one source, in order."""
+    steps = reading_steps(source) + [LanguageId(source), HeuristicFilters(source)]
+    if quality_model:
+        steps.append(QualityScore(quality_model))
+    return steps
