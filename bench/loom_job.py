@@ -1,4 +1,4 @@
-"""Loom's whole curate job as the end-to-end benchmarks (curation.py, scale.py) run it: a web-like corpus
+"""Loom's whole curate job as the end-to-end benchmarks (curate_vs_datatrove.py, scale.py) run it: a web-like corpus
 written as jsonl.gz shards, a workspace with its own sources.toml and tokenizer, the job on a LocalCluster,
 each stage timed through `curate`'s progress callback."""
 
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # before bench/, whose curation.py would shadow the curation package
+sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
 EXACT_FRACTION = 0.1  # of the documents are exact copies of others, for the exact-dedup stage to find
 

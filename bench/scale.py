@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # before bench/: bench/curation.py would shadow the curation package
+sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
 from loom_job import (add_run_arguments, bench_tokenizer, bench_workdir, loom_workspace, machine_load,  # noqa: E402
                       run_loom, web_like_corpus, write_jsonl_shards)

@@ -1,6 +1,6 @@
 """End-to-end curation: Loom's curate job against datatrove's LocalPipelineExecutor doing the same work.
 
-    python bench/curation.py [--docs 100000] [--workers 2] [--shards 8] [--seed 1234] [--workdir DIR] [--keep]
+    python bench/curate_vs_datatrove.py [--docs 100000] [--workers 2] [--shards 8] [--seed 1234] [--workdir DIR] [--keep]
 
 1. The corpus (bench/loom_job.py): every bundled document, then mosaics of 1-3 passages of 20-120 words cut
    from random real documents, 40% of them near-duplicate edits of others, 10% exact copies; shuffled, written

@@ -7,7 +7,7 @@ backward, clip, step, nothing else. Both on the same threads, the same number of
 steps of each are warm-up and not counted. The bare loop runs before and after Loom's and its two medians are
 averaged, so that a machine getting busier or quieter does not favour either.
 
-    python bench/trainer.py [--workspace WS] [--steps 40] [--skip 5] [--model tiny]
+    python bench/training.py [--workspace WS] [--steps 40] [--skip 5] [--model tiny]
 
 Without --workspace it curates the bundled corpora into a temporary one first (about a minute, untimed).
 Prints tokens/s of each, the data-loading fraction of Loom's step time, and the ratio last.
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # before this folder: its trainer.py and curation.py must not shadow the packages
+sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
 from reports.run import read_metrics
 from trainer.config import TrainConfig
