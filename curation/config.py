@@ -1,6 +1,5 @@
 """Sources config (`sources.toml`): what raw corpora exist and how to curate each."""
 
-import glob
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -8,6 +7,7 @@ from pathlib import Path
 
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
+from loom.io import expand_glob
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
 NAME_PATTERN = re.compile(r"[a-z0-9_-]+")
@@ -38,8 +38,7 @@ class SourceConfig:
         found: list[Path] = []
         for pattern in self.paths:
             full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
-            matches = [Path(p) for p in sorted(glob.glob(full, recursive=True))]
-            matches = [p for p in matches if (p.is_dir() if want_dirs else p.is_file())]
+            matches = expand_glob(full, folders=want_dirs)
             if not matches:
                 kind = "folder" if want_dirs else "file"
                 raise UserError(

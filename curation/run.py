@@ -14,7 +14,7 @@ from curation.manifest import remove_stale_parts, source_summary, write_manifest
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
 from loom.errors import UserError
-from loom.io import done_stats, text_digest
+from loom.io import done_stats, listing, text_digest
 
 CODE_VERSION = "1"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
@@ -46,11 +46,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
 
 def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config and the input's files, sizes and times."""
-    path = Path(shard.input)
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    listing = [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
     config = {k: v for k, v in asdict(shard.source).items() if k != "base_dir"}
-    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing)
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing(Path(shard.input)))
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None) -> dict[str, dict]:

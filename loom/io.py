@@ -1,6 +1,8 @@
-"""Writing and fingerprinting files: every output appears whole or not at all (a temporary name beside the
-target, then a rename), and a done-marker holding a fingerprint, written last, says a piece of work is finished."""
+"""Listing, opening, writing and fingerprinting files, in one place (local paths today; the one module a remote
+filesystem has to change). Every output appears whole or not at all (a temporary name beside the target, then a
+rename), and a done-marker holding a fingerprint, written last, says a piece of work is finished."""
 
+import glob
 import hashlib
 import json
 import os
@@ -10,6 +12,32 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+
+def expand_glob(pattern: str, folders: bool = False) -> list[Path]:
+    """The files (or folders) a glob matches, `**` included, in a stable order."""
+    matches = [Path(p) for p in sorted(glob.glob(pattern, recursive=True))]
+    return [p for p in matches if (p.is_dir() if folders else p.is_file())]
+
+
+def files_under(folder: Path) -> list[Path]:
+    """Every file below a folder, at any depth, in a stable order."""
+    return sorted(p for p in Path(folder).rglob("*") if p.is_file())
+
+
+def open_input(path: Path):
+    """An input file, opened for reading bytes."""
+    return open(path, "rb")
+
+
+def file_size(path: Path) -> int:
+    return Path(path).stat().st_size
+
+
+def listing(path: Path) -> list[str]:
+    """`name:size:mtime` of a file, or of every file under a folder: what says an input changed."""
+    files = files_under(path) if Path(path).is_dir() else [Path(path)]
+    return [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
 
 
 @contextmanager

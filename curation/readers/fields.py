@@ -1,6 +1,8 @@
 """A record from a row's fields: the text field taken out, the rest kept as the document's metadata."""
 
 from curation.document import Record
+from loom.errors import UserError
+from loom.io import file_size, open_input
 
 RAW_PREVIEW_CHARS = 2000  # of a malformed record, kept in quarantine
 
@@ -20,11 +22,9 @@ def record_from_fields(source, obj: dict, index: int, raw: str = "") -> Record:
 
 def check_header(source, shard, magic: bytes) -> None:
     """A non-empty file must start with its format's magic bytes."""
-    from loom.errors import UserError
-
-    if shard.stat().st_size == 0:
+    if file_size(shard) == 0:
         return
-    with open(shard, "rb") as fh:
+    with open_input(shard) as fh:
         head = fh.read(len(magic))
     if not head.startswith(magic):
         raise UserError(

@@ -5,6 +5,7 @@ from typing import Iterator
 
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS
+from loom.io import files_under
 
 
 class FolderReader:
@@ -17,7 +18,7 @@ class FolderReader:
         pass  # a folder's files are read one by one; a bad one is a malformed record, not a bad shard
 
     def read(self, source, shard: Path) -> Iterator[Record]:
-        files = sorted(p for p in shard.rglob("*") if p.is_file() and p.suffix.lower() in self.suffixes)
+        files = [p for p in files_under(shard) if p.suffix.lower() in self.suffixes]
         for index, path in enumerate(files):
             relative = str(path.relative_to(shard.parent))
             data = path.read_bytes()

@@ -11,6 +11,7 @@ import zstandard
 
 from curation.document import Record
 from curation.readers.fields import check_header, record_from_fields
+from loom.io import open_input
 
 MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}
 
@@ -27,7 +28,7 @@ class JsonLinesReader:
             check_header(source, shard, MAGIC[self.compression])
 
     def _open(self, shard: Path):
-        raw = open(shard, "rb")
+        raw = open_input(shard)
         if self.compression == "gzip":
             return gzip.open(raw)
         if self.compression == "zstd":

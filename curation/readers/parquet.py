@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, check_header, record_from_fields
 from loom.errors import UserError
+from loom.io import file_size
 
 MAGIC = b"PAR1"
 
@@ -19,7 +20,7 @@ class ParquetReader:
 
     def check(self, source, shard: Path) -> None:
         check_header(source, shard, MAGIC)
-        if shard.stat().st_size == 0:
+        if file_size(shard) == 0:
             return
         try:
             pq.read_metadata(shard)
