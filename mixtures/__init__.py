@@ -1,13 +1,17 @@
-"""Mixture specs, the compiler (token allocation, 80/20 phases, epochs) and the schedule it writes."""
+"""Mixture specs, the compiler (token allocation, 80/20 phases, epochs) and the schedule it writes. What other
+packages use of a mixture is imported from here."""
 
 from pathlib import Path
 
 from loom.workspace import Workspace
-from mixtures.compiler import check_current, compile_mixture
-from mixtures.schedule import Schedule, SequenceIndex
-from mixtures.spec import MixtureSpec, find_spec, load_spec
+from mixtures.compile import check_current, compile_mixture
+from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, read_plan
+from mixtures.manifest import shard_sources
+from mixtures.schedule import Schedule, SequenceIndex, target_shares
+from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
-__all__ = ["MixtureSpec", "Schedule", "SequenceIndex", "compile_mixture", "find_spec", "load_schedule", "load_spec"]
+__all__ = ["PLAN_FILE", "SCHEDULE_FILE", "MixtureSpec", "Schedule", "SequenceIndex", "compile_mixture", "find_spec",
+           "load_schedule", "load_spec", "read_plan", "shard_sources", "spec_files", "target_shares"]
 
 
 def load_schedule(folder: Path, layout: Workspace) -> Schedule:

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
+
+from mixtures.compiled import SCHEDULE_FILE, read_plan
 
 MASK64 = np.uint64(2**64 - 1)
 
@@ -76,7 +79,7 @@ class Schedule:
 
     @classmethod
     def load(cls, folder: Path) -> "Schedule":
-        return cls(json.loads((Path(folder) / "schedule.json").read_text()))
+        return cls(json.loads((Path(folder) / SCHEDULE_FILE).read_text()))
 
     def phase_of(self, step: int) -> int:
         if not 0 <= step < self.steps:
@@ -131,13 +134,19 @@ class Schedule:
             yield batch
 
 
+def target_shares(folder: Path, schedule: Schedule) -> dict[str, list[float]]:
+    """Each phase's intended share of every component (from the compiler's plan), in schedule order."""
+    shares = {p.name: [0.0] * len(schedule.components) for p in schedule.phases}
+    for row in read_plan(folder):
+        shares[row["phase"]][schedule.components.index(row["component"])] = row["target_share"]
+    return shares
+
+
 class SequenceIndex:
     """Where a component's packed sequences lie: its documents in order, with their token offsets into the
     component's concatenated stream. Sequence i is tokens [i*(seq_len+1), (i+1)*(seq_len+1)) of that stream."""
 
     def __init__(self, path: Path, seq_len: int):
-        import pyarrow.parquet as pq
-
         table = pq.read_table(path)
         self.shards = table["shard"].to_pylist()
         self.rows = table["row"].to_numpy()

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from loom.errors import UserError
+from loom.errors import UserError, reject_unknown_keys
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
@@ -39,9 +39,7 @@ class MixtureSpec:
 
 
 def parse_spec(raw: dict, where: str) -> MixtureSpec:
-    unknown = set(raw) - SPEC_KEYS
-    if unknown:
-        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(SPEC_KEYS))}")
+    reject_unknown_keys(raw, SPEC_KEYS, where)
     name = raw.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UserError(f"{where}: `name` must be a name of letters, digits, '.', '_' or '-'")
@@ -127,9 +125,19 @@ def find_spec(name_or_path: str, workspace_mixtures: Path, builtin: Path) -> Pat
         candidate = folder / f"{name_or_path}.toml"
         if candidate.is_file():
             return candidate
-    known = sorted({p.stem for folder in (workspace_mixtures, builtin) for p in folder.glob("*.toml")})
+    known = sorted(spec_files(workspace_mixtures, builtin))
     raise UserError(f"no mixture named '{name_or_path}'; known: {', '.join(known) or 'none'} "
                     f"(or give a path to a .toml spec)")
+
+
+def spec_files(workspace_mixtures: Path, builtin: Path) -> dict[str, Path]:
+    """Every named spec, by name, the workspace's first (each folder in name order); a workspace's NAME.toml
+    hides a built-in one of the same name."""
+    specs = {}
+    for folder in (workspace_mixtures, builtin):
+        for path in sorted(folder.glob("*.toml")):
+            specs.setdefault(path.stem, path)
+    return specs
 
 
 def to_toml(spec: MixtureSpec, extra: dict, note: str) -> str:

@@ -14,7 +14,7 @@ from conftest import copy_curated, run_loom
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import SequenceIndex, load_schedule, load_spec
-from mixtures.compiler import plan_phases
+from mixtures.plan import plan_phases
 from mixtures.schedule import Schedule
 from mixtures.spec import parse_spec
 

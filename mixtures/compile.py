@@ -1,0 +1,88 @@
+"""Compile a mixture spec against a workspace's manifest: count what each key selects (DuckDB), plan it
+(mixtures.plan), and write the schedule a trainer reads, with its plan and sequence indexes."""
+
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+from tokenizers import Tokenizer
+
+from curation.tokenizer import tokenizer_fingerprint
+from loom.errors import UserError
+from loom.io import write_parquet, write_text
+from loom.workspace import Workspace
+from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SEQUENCES_DIR, SPEC_FILE, sequences_file
+from mixtures.manifest import documents, manifest_fingerprint, read_curation
+from mixtures.plan import PLAN, Component, component_stats, plan_phases, plan_rows, resolve, weight_keys
+from mixtures.spec import MixtureSpec, to_toml
+
+
+def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
+    curation = read_curation(ws)
+    tokenizer = curated_tokenizer(spec, ws, curation)
+    keys = weight_keys(spec)
+    components = [resolve(key, curation["sources"]) for key in keys]
+    con = documents(ws)
+    stats = {c.key: component_stats(spec, c.key, *count(con, c)) for c in components}
+    steps = spec.resolved_steps()
+    phases = plan_phases(spec, keys, steps)
+    rows = plan_rows(spec, components, phases, stats)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SEQUENCES_DIR).mkdir(exist_ok=True)
+    meta = {
+        "name": spec.name, "seed": spec.seed, "seq_len": spec.seq_len, "global_batch": spec.global_batch,
+        "steps": steps, "tokens": steps * spec.global_batch * spec.seq_len,
+        "vocab_size": Tokenizer.from_file(str(tokenizer)).get_vocab_size(),
+        "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
+        "components": write_sequence_indexes(con, components, stats, out),
+        "manifest_fingerprint": manifest_fingerprint(ws), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],
+        "workspace": str(ws.root),
+    }
+    write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
+    write_text(to_toml(spec, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
+    write_text(json.dumps(meta, indent=2), out / SCHEDULE_FILE)
+    return meta
+
+
+def curated_tokenizer(spec: MixtureSpec, ws: Workspace, curation: dict) -> Path:
+    """The spec's tokenizer, refused unless it is the one the data was curated with."""
+    tokenizer = ws.root / spec.tokenizer
+    if not tokenizer.is_file():
+        raise UserError(f"mixture '{spec.name}': no tokenizer at {tokenizer}; fix `tokenizer` in the spec")
+    if tokenizer_fingerprint(tokenizer) != curation["tokenizer_fingerprint"]:
+        raise UserError(f"mixture '{spec.name}': tokenizer {tokenizer} differs from the one the data was curated "
+                        f"with ({curation['tokenizer']}); use that one or re-run `loom curate`")
+    return tokenizer
+
+
+def count(con: duckdb.DuckDBPyConnection, component: Component) -> tuple[int, int]:
+    """The documents a component selects, and their tokens."""
+    documents, tokens = con.execute(f"SELECT count(*), coalesce(sum(n_tokens), 0) FROM documents "
+                                    f"WHERE {component.where}").fetchall()[0]
+    return documents, int(tokens)
+
+
+def write_sequence_indexes(con: duckdb.DuckDBPyConnection, components: list[Component], stats: dict[str, dict],
+                           out: Path) -> list[dict]:
+    """Per component, its documents in shard and row order with their offsets into its packed token stream;
+    returns the components as schedule.json records them."""
+    records = []
+    for i, c in enumerate(components):
+        index = con.sql(f"""
+            SELECT shard, row, n_tokens, (sum(n_tokens) OVER (ORDER BY shard, row) - n_tokens)::BIGINT AS offset
+            FROM documents WHERE {c.where} ORDER BY shard, row
+        """).to_arrow_table()
+        file = sequences_file(i)
+        write_parquet(index, out / file)
+        records.append({"key": c.key, "sources": list(c.sources), "file": file, **stats[c.key]})
+    return records
+
+
+def check_current(meta: dict, ws: Workspace) -> None:
+    """Refuses a schedule compiled against other curated data or another tokenizer."""
+    if meta["manifest_fingerprint"] != manifest_fingerprint(ws):
+        raise UserError(f"mixture '{meta['name']}' was built on other curated data than {ws.root} holds now; "
+                        f"rebuild it with `loom mix build {meta['name']}`")
+    if meta["tokenizer_fingerprint"] != read_curation(ws)["tokenizer_fingerprint"]:
+        raise UserError(f"mixture '{meta['name']}' was built with another tokenizer; rebuild it")

@@ -1,0 +1,19 @@
+"""A compiled mixture's folder (WORKSPACE/mixtures/NAME/): the names of its files, and its plan read back."""
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+SPEC_FILE = "mixture.toml"  # the spec as resolved
+SCHEDULE_FILE = "schedule.json"  # phases, components, fingerprints: what Schedule loads
+PLAN_FILE = "plan.parquet"  # phase x component (schema mixtures.plan.PLAN)
+SEQUENCES_DIR = "sequences"  # a sequence index per component
+
+
+def sequences_file(component: int) -> str:
+    """A component's sequence index, relative to the folder (schedule.json records it per component)."""
+    return f"{SEQUENCES_DIR}/component-{component:03d}.parquet"
+
+
+def read_plan(folder: Path) -> list[dict]:
+    return pq.read_table(Path(folder) / PLAN_FILE).to_pylist()

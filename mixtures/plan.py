@@ -1,0 +1,118 @@
+"""Planning a mixture, without touching a file: what each weight key selects, the phases' steps and sequences
+per batch, and the plan's rows (tokens and epochs per phase and component)."""
+
+import re
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from loom.errors import UserError
+from loom.sql import literal, literal_list
+from mixtures.schedule import largest_remainder
+from mixtures.spec import MixtureSpec
+
+SLICE = re.compile(r"^(?P<source>[a-z0-9_-]+):(?P<column>[a-z_]+)\s*(?P<op>>=|<=|!=|=|>|<)\s*(?P<value>.+)$")
+SLICE_COLUMNS = {"lang", "lang_score", "quality", "quality_bucket", "n_tokens", "n_chars"}
+NUMBER = re.compile(r"-?\d+(\.\d+)?")
+PLAN = pa.schema([
+    ("phase", pa.string()), ("component", pa.string()), ("sources", pa.string()), ("weight", pa.float64()),
+    ("target_share", pa.float64()), ("realized_share", pa.float64()), ("sequences_per_step", pa.int32()),
+    ("steps", pa.int64()), ("sequences", pa.int64()), ("tokens", pa.int64()), ("epochs_cumulative", pa.float64()),
+    ("available_sequences", pa.int64()), ("available_tokens", pa.int64()), ("documents", pa.int64()),
+])
+
+
+@dataclass(frozen=True)
+class Component:
+    key: str
+    where: str  # SQL over the manifest's documents
+    sources: tuple[str, ...]
+
+
+def weight_keys(spec: MixtureSpec) -> list[str]:
+    """Every key any phase weighs, in the order they first appear: the mixture's components."""
+    return list(dict.fromkeys(key for phase in spec.phases for key, _ in phase.weights))
+
+
+def resolve(key: str, sources: dict[str, dict]) -> Component:
+    """A weight's key: a source, a tag of sources, or a slice `source:column op value`."""
+    if key in sources:
+        return Component(key, f"source = {literal(key)}", (key,))
+    tagged = tuple(sorted(name for name, info in sources.items() if key in info["tags"]))
+    if tagged:
+        return Component(key, f"source IN {literal_list(tagged)}", tagged)
+    match = SLICE.match(key)
+    if not match:
+        raise UserError(f"weight key '{key}' is not a source, a tag or a slice like 'web:quality_bucket>=3'; "
+                        f"sources: {', '.join(sorted(sources))}")
+    source, column, op, value = match["source"], match["column"], match["op"], match["value"].strip()
+    if source not in sources:
+        raise UserError(f"weight key '{key}': no source '{source}'; sources: {', '.join(sorted(sources))}")
+    if column not in SLICE_COLUMNS:
+        raise UserError(f"weight key '{key}': cannot slice on '{column}'; use one of {', '.join(sorted(SLICE_COLUMNS))}")
+    # a number stays as written (NUMBER lets nothing else through); anything else is a string, quotes optional
+    operand = value if NUMBER.fullmatch(value) else literal(value.strip("'\""))
+    return Component(key, f"source = {literal(source)} AND {column} {op} {operand}", (source,))
+
+
+def component_stats(spec: MixtureSpec, key: str, documents: int, tokens: int) -> dict:
+    """What a component holds, in whole sequences of seq_len + 1 tokens; the last ones of its stream are held
+    out for validation (training permutes only the ones before them)."""
+    if documents == 0:
+        raise UserError(f"mixture '{spec.name}': weight key '{key}' matches no documents; check it against "
+                        "`loom mix show` or the manifest")
+    sequences = tokens // (spec.seq_len + 1)
+    held_out = min(spec.validation_sequences, sequences // 10)
+    stats = {"documents": documents, "tokens": tokens, "available_sequences": sequences - held_out,
+             "validation_sequences": held_out}
+    if stats["available_sequences"] == 0:
+        raise UserError(f"mixture '{spec.name}': '{key}' has {tokens} tokens, less than one sequence of "
+                        f"{spec.seq_len + 1}; lower seq_len or drop it")
+    return stats
+
+
+def plan_phases(spec: MixtureSpec, keys: list[str], steps: int) -> list[dict]:
+    """Each phase's steps (the switch at round(cumulative fraction x steps); every step is a block, so the
+    switch needs no snapping) and its sequences per batch for each key (largest remainder of its share)."""
+    phases, start, cumulative = [], 0, 0.0
+    for i, phase in enumerate(spec.phases):
+        cumulative += phase.fraction
+        end = steps if i == len(spec.phases) - 1 else round(cumulative * steps)
+        if end <= start:
+            raise UserError(f"mixture '{spec.name}': phase '{phase.name}' gets no steps of {steps}; raise the budget")
+        weights = dict(phase.weights)
+        shares = [weights.get(k, 0.0) for k in keys]
+        counts = largest_remainder(shares, spec.global_batch)
+        for key, share, count in zip(keys, shares, counts):
+            if share > 0 and count == 0:
+                raise UserError(f"mixture '{spec.name}': in phase '{phase.name}', '{key}' rounds to 0 of "
+                                f"{spec.global_batch} sequences per batch; raise global_batch or its weight")
+        phases.append({"name": phase.name, "start_step": start, "end_step": end, "counts": counts, "shares": shares})
+        start = end
+    return phases
+
+
+def plan_rows(spec: MixtureSpec, components: list[Component], phases: list[dict], stats: dict[str, dict]) -> list[dict]:
+    """One row per phase and component it uses (schema PLAN); refuses a component read more than max_epochs times."""
+    rows, used = [], {c.key: 0 for c in components}
+    for phase in phases:
+        n_steps = phase["end_step"] - phase["start_step"]
+        total_share = sum(phase["shares"])
+        for c, share, count in zip(components, phase["shares"], phase["counts"]):
+            if share == 0:
+                continue
+            used[c.key] += count * n_steps
+            epochs = used[c.key] / stats[c.key]["available_sequences"]
+            if epochs > spec.max_epochs:
+                raise UserError(f"mixture '{spec.name}': '{c.key}' would be read {epochs:.2f} times by the end of "
+                                f"'{phase['name']}', over max_epochs = {spec.max_epochs:g}; lower its weight or the "
+                                "budget, or raise max_epochs")
+            rows.append({
+                "phase": phase["name"], "component": c.key, "sources": ",".join(c.sources), "weight": share,
+                "target_share": share / total_share, "realized_share": count / spec.global_batch,
+                "sequences_per_step": count, "steps": n_steps, "sequences": count * n_steps,
+                "tokens": count * n_steps * spec.seq_len, "epochs_cumulative": round(epochs, 6),
+                "available_sequences": stats[c.key]["available_sequences"], "available_tokens": stats[c.key]["tokens"],
+                "documents": stats[c.key]["documents"],
+            })
+    return rows
