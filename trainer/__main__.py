@@ -5,13 +5,13 @@ from pathlib import Path
 
 import click
 
-from loom.errors import UserError
+from loom.errors import EXIT_USER_ERROR, UserError, error_line
 from trainer.distributed import exit_rank
 from trainer.options import config_from_options, train_options
 from trainer.loop import train
 
-# The trainer does not import the reports package (imports flow loom -> {reports, trainer}); this entry point
-# looks it up by name, so a run started by torchrun still writes its live report when Loom is installed.
+# The reports package sits above the trainer (imports flow loom.cli -> reports -> trainer), so the trainer never
+# imports it; this entry point looks it up by name, so a run started by torchrun still writes its live report.
 REPORT_HOOK = ("reports.run", "run_report")
 
 
@@ -29,8 +29,8 @@ def main(workspace, **options):
     try:
         train(config_from_options(Path(workspace).resolve(), options), report=report_hook())
     except UserError as err:
-        click.echo(f"error: {err}", err=True)
-        exit_rank(2)
+        click.echo(error_line(err), err=True)
+        exit_rank(EXIT_USER_ERROR)
     exit_rank(0)
 
 

@@ -4,6 +4,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from loom.workspace import Workspace
+
 SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridden per run
     "tiny": dict(d_model=64, n_layers=2, n_heads=2),
     "small": dict(d_model=256, n_layers=4, n_heads=4),
@@ -49,11 +51,11 @@ class TrainConfig:
 
     @property
     def run_dir(self) -> Path:
-        return Path(self.workspace) / "runs" / self.name
+        return Workspace(Path(self.workspace)).run_dir(self.name)
 
     @property
     def mixture_dir(self) -> Path:
-        return Path(self.workspace) / "mixtures" / self.mixture
+        return Workspace(Path(self.workspace)).mixture_dir(self.mixture)
 
     def to_json(self) -> str:
         return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}, indent=2)

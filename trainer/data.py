@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
-from mixtures import Schedule, SequenceIndex
+from loom.workspace import Workspace
+from mixtures import Schedule, SequenceIndex, shard_sources
 
 
 @dataclass
@@ -58,20 +59,21 @@ class RowGroupCache:
 
 
 class SequenceReader:
-    """The tokens of any sequence of any component, with the source of each token."""
+    """The tokens of any sequence of any component, with the source of each token (its index in `sources`)."""
 
     def __init__(self, schedule: Schedule, folder: Path, root: Path, sources: list[str]):
         meta = schedule.meta
         self.width = meta["seq_len"] + 1
         self.indexes = [SequenceIndex(Path(folder) / c["file"], meta["seq_len"]) for c in meta["components"]]
         self.source_id = {name: i for i, name in enumerate(sources)}
+        self.shard_source = shard_sources(Workspace(Path(root)))
         self.cache = RowGroupCache(root)
 
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
         tokens, sources = [], []
         for shard, row, start, length in self.indexes[component].locate(sequence):
             tokens.append(self.cache.tokens(shard, row, start, length))
-            sources.append(np.full(length, self.source_id[Path(shard).parent.name], dtype=np.int64))
+            sources.append(np.full(length, self.source_id[self.shard_source[shard]], dtype=np.int64))
         tokens, sources = np.concatenate(tokens).astype(np.int64), np.concatenate(sources)
         if len(tokens) != self.width:
             raise RuntimeError(f"sequence {sequence} of component {component} has {len(tokens)} tokens, not "

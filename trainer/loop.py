@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pyarrow.parquet as pq
 import torch
 import torch.nn.functional as F
 
-from loom.io import write_text
 from loom.errors import UserError
 from loom.workspace import Workspace
-from mixtures import Schedule, load_schedule
-from trainer import checkpoint
+from mixtures import SCHEDULE_FILE, Schedule, load_schedule, target_shares
+from trainer import checkpoint, metrics
 from trainer.config import TrainConfig, lr_schedule
 from trainer.data import Batch, RankLoader, SequenceReader, validation_batches
 from trainer.distributed import Ranks, all_reduce_sum, setup, teardown, wrap
@@ -36,7 +34,7 @@ class Run:
     def __init__(self, config: TrainConfig):
         self.config = config
         folder = config.mixture_dir
-        if not (folder / "schedule.json").is_file():
+        if not (folder / SCHEDULE_FILE).is_file():
             raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
                             f"run `loom mix build {config.mixture}` first")
         self.schedule: Schedule = load_schedule(folder, Workspace(Path(config.workspace)))
@@ -59,7 +57,7 @@ class Run:
         run_dir = self.config.run_dir
         found = checkpoint.latest(run_dir)
         if not self.config.resume:
-            if found or (run_dir / "metrics.jsonl").exists():
+            if found or (run_dir / metrics.METRICS_FILE).exists():
                 raise UserError(f"run '{self.config.name}' already exists in {run_dir.parent}; pass --resume "
                                 "to continue it, or --run-name NAME for a new one")
             return None
@@ -84,24 +82,16 @@ class Run:
     def describe(self) -> dict:
         counts = count_parameters(self.model_config)
         return {
-            "run": self.config.name, "mixture": self.config.mixture, "steps": self.schedule.steps,
-            "end_step": self.end_step, "seq_len": self.schedule.meta["seq_len"],
-            "global_batch": self.schedule.global_batch, "model": self.model_config.__dict__,
-            "parameters": counts["total"], "active_parameters": counts["active_matmul"],
-            "phases": self.schedule.meta["phases"], "midtrain_start": self.midtrain_start,
-            "decay_start": self.lr.decay_start, "warmup_steps": self.lr.warmup, "sources": self.sources,
-            "components": self.schedule.components, "target_shares": self.target_shares,
-            "schedule_fingerprint": self.fingerprint, "config": json.loads(self.config.to_json()),
+            metrics.RUN: self.config.name, metrics.MIXTURE: self.config.mixture, metrics.STEPS: self.schedule.steps,
+            metrics.END_STEP: self.end_step, metrics.SEQ_LEN: self.schedule.meta["seq_len"],
+            metrics.GLOBAL_BATCH: self.schedule.global_batch, metrics.MODEL: self.model_config.__dict__,
+            metrics.PARAMETERS: counts["total"], metrics.ACTIVE_PARAMETERS: counts["active_matmul"],
+            metrics.PHASES: self.schedule.meta["phases"], metrics.MIDTRAIN_START: self.midtrain_start,
+            metrics.DECAY_START: self.lr.decay_start, metrics.WARMUP_STEPS: self.lr.warmup,
+            metrics.SOURCES: self.sources, metrics.COMPONENTS: self.schedule.components,
+            metrics.TARGET_SHARES: self.target_shares, metrics.SCHEDULE_FINGERPRINT: self.fingerprint,
+            metrics.CONFIG: json.loads(self.config.to_json()),
         }
-
-
-def target_shares(folder: Path, schedule: Schedule) -> dict[str, list[float]]:
-    """Each phase's intended share of every component (from the compiler's plan), in schedule order."""
-    plan = pq.read_table(folder / "plan.parquet").to_pylist()
-    shares = {p.name: [0.0] * len(schedule.components) for p in schedule.phases}
-    for row in plan:
-        shares[row["phase"]][schedule.components.index(row["component"])] = row["target_share"]
-    return shares
 
 
 class StepMetrics:
@@ -193,9 +183,10 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         start_step, tokens_seen = state["step"], state["tokens_seen"]
     if ranks.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
-        write_text(json.dumps({**run.describe(), "status": "running", "world_size": ranks.world_size,
-                               "device": str(ranks.device), "started_at": time.time()}, indent=2), run_dir / "run.json")
-        keep_metrics_before(run_dir / "metrics.jsonl", start_step)
+        metrics.write_run(run_dir, {**run.describe(), metrics.STATUS: metrics.RUNNING,
+                                    metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
+                                    metrics.STARTED_AT: time.time()})
+        metrics.keep_metrics_before(run_dir, start_step)
     meta = schedule.meta
     reader = SequenceReader(schedule, config.mixture_dir, Path(config.workspace), run.sources)
     per_rank = schedule.global_batch // ranks.world_size
@@ -210,7 +201,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
             f"{start_step}..{run.end_step} of {schedule.steps}, {ranks.world_size} rank(s) on {ranks.device}, "
             f"mid-training from step {run.midtrain_start}")
-    metrics_file = open(run_dir / "metrics.jsonl", "a") if ranks.is_main else None
+    metrics_file = open(run_dir / metrics.METRICS_FILE, "a") if ranks.is_main else None
     step_began = time.perf_counter()
     waited_before = loader.wait_seconds
     try:
@@ -236,31 +227,32 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
             updates = norms.named(norms.updates(before))
             tokens_seen += tokens_per_step
             record = {
-                "step": step, "phase": phase, "lr": lr,
-                "loss": float(loss_sums.sum() / counts.sum()),
-                "loss_by_source": per_source(run.sources, loss_sums, counts),
-                "tokens_by_source": {s: int(c) for s, c in zip(run.sources, counts) if c},
-                "share_by_component": dict(zip(schedule.components, (sequences / sequences.sum()).tolist())),
-                "target_share_by_component": dict(zip(schedule.components, run.target_shares[phase])),
-                "grad_norm": grad_norm, "grad_norm_by_group": norms.named(grad_squares),
-                "param_norm_by_group": norms.named(norms.weights()), "update_norm_by_group": updates,
-                "tokens_seen": tokens_seen,
+                metrics.STEP: step, metrics.PHASE: phase, metrics.LR: lr,
+                metrics.LOSS: float(loss_sums.sum() / counts.sum()),
+                metrics.LOSS_BY_SOURCE: per_source(run.sources, loss_sums, counts),
+                metrics.TOKENS_BY_SOURCE: {s: int(c) for s, c in zip(run.sources, counts) if c},
+                metrics.SHARE_BY_COMPONENT: dict(zip(schedule.components, (sequences / sequences.sum()).tolist())),
+                metrics.TARGET_SHARE_BY_COMPONENT: dict(zip(schedule.components, run.target_shares[phase])),
+                metrics.GRAD_NORM: grad_norm, metrics.GRAD_NORM_BY_GROUP: norms.named(grad_squares),
+                metrics.PARAM_NORM_BY_GROUP: norms.named(norms.weights()), metrics.UPDATE_NORM_BY_GROUP: updates,
+                metrics.TOKENS_SEEN: tokens_seen,
             }
             if expert_load is not None:
-                record["expert_load_max_over_mean"] = expert_load
+                record[metrics.EXPERT_LOAD] = expert_load
             spike = spikes.check(grad_norm, updates)
             if spike:
-                record["spike"] = spike
+                record[metrics.SPIKE] = spike
             if ranks.device.type == "cuda":
                 torch.cuda.synchronize()
             seconds = time.perf_counter() - step_began
             waited = loader.wait_seconds - waited_before
             if (step + 1) % config.eval_every == 0 or step + 1 == run.end_step:
-                record["val_loss_by_source"], record["val_loss"] = evaluate(wrapped, model, validation, run, ranks, autocast)
-            record.update({"step_seconds": seconds, "tokens_per_second": tokens_per_step / seconds,
-                           "data_wait_fraction": waited / seconds,
-                           "mfu": flops_token * tokens_per_step / seconds / (peak * ranks.world_size),
-                           "peak_flops": peak, "peak_source": peak_source})
+                by_source, val_loss = evaluate(wrapped, model, validation, run, ranks, autocast)
+                record.update({metrics.VAL_LOSS_BY_SOURCE: by_source, metrics.VAL_LOSS: val_loss})
+            record.update({metrics.STEP_SECONDS: seconds, metrics.TOKENS_PER_SECOND: tokens_per_step / seconds,
+                           metrics.DATA_WAIT_FRACTION: waited / seconds,
+                           metrics.MFU: flops_token * tokens_per_step / seconds / (peak * ranks.world_size),
+                           metrics.PEAK_FLOPS: peak, metrics.PEAK_SOURCE: peak_source})
             if ranks.is_main:
                 metrics_file.write(json.dumps(record) + "\n")
                 metrics_file.flush()
@@ -270,21 +262,22 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                                 {"step": done, "tokens_seen": tokens_seen, "schedule_fingerprint": run.fingerprint,
                                  "model_config": run.model_config.__dict__}, ranks.is_main)
             if ranks.is_main and (done % config.report_every == 0 or done == run.end_step):
-                log(f"step {done:>6}/{run.end_step}  loss {record['loss']:.4f}  lr {lr:.2e}  "
-                    f"grad {grad_norm:.3f}  {record['tokens_per_second']:,.0f} tok/s  mfu {record['mfu']:.1%}")
+                log(f"step {done:>6}/{run.end_step}  loss {record[metrics.LOSS]:.4f}  lr {lr:.2e}  "
+                    f"grad {grad_norm:.3f}  {record[metrics.TOKENS_PER_SECOND]:,.0f} tok/s  "
+                    f"mfu {record[metrics.MFU]:.1%}")
                 if done < run.end_step:
                     write_report(report, run_dir, log)
             step_began, waited_before = time.perf_counter(), loader.wait_seconds  # eval, checkpoints, reports: not step time
     except BaseException:
         if ranks.is_main:
-            finish(run_dir, "failed")
+            metrics.finish(run_dir, metrics.FAILED)
             write_report(report, run_dir, log)
         raise
     finally:
         if metrics_file:
             metrics_file.close()
     if ranks.is_main:
-        finish(run_dir, "finished" if run.end_step == schedule.steps else "stopped")
+        metrics.finish(run_dir, metrics.FINISHED if run.end_step == schedule.steps else metrics.STOPPED)
         write_report(report, run_dir, log)
     return run_dir
 
@@ -313,21 +306,6 @@ def evaluate(wrapped, model, batches: list[Batch], run: Run, ranks: Ranks, autoc
         layer.load.zero_()
     loss_sums, counts, _ = sums.reduce()
     return per_source(run.sources, loss_sums, counts), float(loss_sums.sum() / counts.sum()) if counts.sum() else None
-
-
-def keep_metrics_before(path: Path, step: int) -> None:
-    """On resume, drop the lines of steps after the checkpoint: they are trained again."""
-    if not path.exists():
-        return
-    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] < step]
-    path.write_text("".join(line + "\n" for line in kept))
-
-
-def finish(run_dir: Path, status: str) -> None:
-    path = run_dir / "run.json"
-    if path.exists():
-        info = json.loads(path.read_text())
-        write_text(json.dumps({**info, "status": status, "ended_at": time.time()}, indent=2), path)
 
 
 def write_report(report: ReportHook | None, run_dir: Path, log) -> None:

@@ -1,0 +1,102 @@
+"""What a training run writes, defined once: runs/<run>/metrics.jsonl, a line per step, and runs/<run>/run.json,
+what the run is and how it stands. The training loop writes these keys and the run report reads them; this
+module imports no torch, so the report (and `loom sql`) can use it without."""
+
+import json
+import time
+from pathlib import Path
+
+from loom.io import write_text
+
+METRICS_FILE = "metrics.jsonl"
+RUN_FILE = "run.json"
+
+# ---- a metrics.jsonl line, in the order it holds its keys ----
+STEP = "step"
+PHASE = "phase"
+LR = "lr"
+LOSS = "loss"
+LOSS_BY_SOURCE = "loss_by_source"  # token-weighted, summed over ranks: they average back to LOSS
+TOKENS_BY_SOURCE = "tokens_by_source"
+SHARE_BY_COMPONENT = "share_by_component"
+TARGET_SHARE_BY_COMPONENT = "target_share_by_component"
+GRAD_NORM = "grad_norm"  # before clipping
+GRAD_NORM_BY_GROUP = "grad_norm_by_group"
+PARAM_NORM_BY_GROUP = "param_norm_by_group"
+UPDATE_NORM_BY_GROUP = "update_norm_by_group"
+TOKENS_SEEN = "tokens_seen"
+EXPERT_LOAD = "expert_load_max_over_mean"  # only with experts
+SPIKE = "spike"  # only on a spike: the group whose update moved most
+VAL_LOSS_BY_SOURCE = "val_loss_by_source"  # only on evaluation steps, with VAL_LOSS
+VAL_LOSS = "val_loss"
+STEP_SECONDS = "step_seconds"
+TOKENS_PER_SECOND = "tokens_per_second"
+DATA_WAIT_FRACTION = "data_wait_fraction"
+MFU = "mfu"
+PEAK_FLOPS = "peak_flops"
+PEAK_SOURCE = "peak_source"
+
+# ---- run.json, in the order it holds its keys ----
+RUN = "run"
+MIXTURE = "mixture"
+STEPS = "steps"
+END_STEP = "end_step"
+SEQ_LEN = "seq_len"
+GLOBAL_BATCH = "global_batch"
+MODEL = "model"  # the model's config: d_model, n_layers, n_heads, n_experts, top_k, ...
+PARAMETERS = "parameters"
+ACTIVE_PARAMETERS = "active_parameters"
+PHASES = "phases"  # the schedule's: name, start_step, end_step, counts
+MIDTRAIN_START = "midtrain_start"
+DECAY_START = "decay_start"
+WARMUP_STEPS = "warmup_steps"
+SOURCES = "sources"
+COMPONENTS = "components"
+TARGET_SHARES = "target_shares"  # per phase, a share per component
+SCHEDULE_FINGERPRINT = "schedule_fingerprint"
+CONFIG = "config"
+STATUS = "status"  # RUNNING, then FINISHED, STOPPED (at --max-steps) or FAILED
+WORLD_SIZE = "world_size"
+DEVICE = "device"
+STARTED_AT = "started_at"
+ENDED_AT = "ended_at"
+
+RUNNING, FINISHED, STOPPED, FAILED = "running", "finished", "stopped", "failed"
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    path = Path(run_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    records = []
+    for i, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i != len(lines) - 1:  # only the line being written may be incomplete
+                raise
+    return records
+
+
+def keep_metrics_before(run_dir: Path, step: int) -> None:
+    """On resume, drop the lines of steps after the checkpoint: they are trained again."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)[STEP] < step]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+def read_run(run_dir: Path) -> dict:
+    return json.loads((Path(run_dir) / RUN_FILE).read_text())
+
+
+def write_run(run_dir: Path, info: dict) -> None:
+    """Whole or not at all: the report reads run.json while the run goes on."""
+    write_text(json.dumps(info, indent=2), Path(run_dir) / RUN_FILE)
+
+
+def finish(run_dir: Path, status: str) -> None:
+    if (Path(run_dir) / RUN_FILE).exists():
+        write_run(run_dir, {**read_run(run_dir), STATUS: status, ENDED_AT: time.time()})
