@@ -29,9 +29,9 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
-from reports.run import read_metrics
 from trainer.config import TrainConfig
 from trainer.loop import Run, make_optimizer, train
+from trainer.metrics import read_metrics
 from trainer.model import Transformer
 
 

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
-from loom.io import write_text
 from loom.errors import UserError
+from loom.io import write_text
+from loom.workspace import Workspace
+from mixtures import SCHEDULE_FILE
 from reports import sections
-from reports.html import page
+from reports.html import REPORT_FILE, page
 from reports.views import connect
 
 
@@ -17,25 +19,26 @@ def curation_report(root: Path) -> Path:
     sources = [s for (s,) in con.sql("SELECT DISTINCT source FROM funnel ORDER BY source").fetchall()]
     body = [f"<h1>Curation of {len(sources)} sources</h1>",
             sections.funnel(con, sources), sections.distributions(con, sources), sections.spot_checks(con, sources, 0)]
-    out = Path(root) / "manifest" / "report.html"
+    out = Workspace(Path(root)).curation_report
     write_text(page("Loom curation report", body), out)
     return out
 
 
 def mixture_report(root: Path, name: str) -> Path:
     """`mixtures/NAME/report.html`: what the mixture is made of, phase by phase, and of what data."""
-    folder = Path(root) / "mixtures" / name
-    if not (folder / "schedule.json").is_file():
+    ws = Workspace(Path(root))
+    folder = ws.mixture_dir(name)
+    if not (folder / SCHEDULE_FILE).is_file():
         raise UserError(f"mixture '{name}' is not compiled in {root}; run `loom mix build {name}`")
-    meta = sections.load_json(folder / "schedule.json")
-    curation = sections.load_json(Path(root) / "manifest" / "curation.json")
+    meta = sections.load_json(folder / SCHEDULE_FILE)
+    curation = sections.load_json(ws.curation_info)
     con, _ = connect(root)
     sources = sorted({s for c in meta["components"] for s in c["sources"]})
-    documents = con.sql(f"SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "
-                        f"WHERE mixture = '{name}')").fetchall()[0][0]
+    documents = con.execute("SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "
+                            "WHERE mixture = ?)", [name]).fetchall()[0][0]
     body = [f"<h1>Mixture {sections.esc(name)}</h1>", sections.mixture_headline(meta, curation, documents, sources),
             sections.composition(con, name, meta), sections.funnel(con, sources),
             sections.distributions(con, sources), sections.spot_checks(con, sources, meta["seed"])]
-    out = folder / "report.html"
+    out = folder / REPORT_FILE
     write_text(page(f"Loom mixture {name}", body), out)
     return out

@@ -4,6 +4,7 @@ every string that comes from data goes through `esc`."""
 import html
 import math
 
+REPORT_FILE = "report.html"  # a page's name in the folder it reports on: a mixture's, a run's
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac")
 STYLE = """

@@ -2,24 +2,22 @@
 
 import json
 
+from loom.sql import literal_list
 from reports.html import esc, histogram, number, stacked_bars, table
 
 FATES = ("kept", "malformed", "filtered", "duplicate", "low_quality")
 SPOT_CHARS = 1500
 
 
-def _in(sources: list[str]) -> str:
-    return "(" + ", ".join("'" + s.replace("'", "''") + "'" for s in sources) + ")"
-
-
 def funnel(con, sources: list[str]) -> str:
-    stages = [s for (s,) in con.sql(f"""SELECT stage FROM funnel WHERE fate = 'filtered' AND source IN {_in(sources)}
+    stages = [s for (s,) in con.sql(f"""SELECT stage FROM funnel
+                                       WHERE fate = 'filtered' AND source IN {literal_list(sources)}
                                        GROUP BY stage ORDER BY count(*) DESC, stage""").fetchall()]
     rows, bars = [], []
     for source in sources:
-        counts = dict(con.sql(f"SELECT fate, count(*) FROM funnel WHERE source = '{source}' GROUP BY 1").fetchall())
-        by_stage = dict(con.sql(f"SELECT stage, count(*) FROM funnel WHERE source = '{source}' AND fate = 'filtered' "
-                                "GROUP BY 1").fetchall())
+        counts = dict(con.execute("SELECT fate, count(*) FROM funnel WHERE source = ? GROUP BY 1", [source]).fetchall())
+        by_stage = dict(con.execute("SELECT stage, count(*) FROM funnel WHERE source = ? AND fate = 'filtered' "
+                                    "GROUP BY 1", [source]).fetchall())
         raw = sum(counts.values())
         rows.append([source, raw, counts.get("malformed", 0), *(by_stage.get(s, 0) for s in stages),
                      counts.get("duplicate", 0), counts.get("low_quality", 0), counts.get("kept", 0)])
@@ -33,24 +31,25 @@ def funnel(con, sources: list[str]) -> str:
 def distributions(con, sources: list[str]) -> str:
     parts = ["<h2>Distributions</h2>", "<h3>Document length in tokens (log2 bins)</h3>"]
     for i, source in enumerate(sources):
-        bins = con.sql(f"""SELECT floor(log2(n_tokens))::INT AS b, count(*) FROM doc_stats WHERE source = '{source}'
-                          GROUP BY 1 ORDER BY 1""").fetchall()
+        bins = con.execute("""SELECT floor(log2(n_tokens))::INT AS b, count(*) FROM doc_stats WHERE source = ?
+                              GROUP BY 1 ORDER BY 1""", [source]).fetchall()
         parts.append(f"<p>{esc(source)}</p>" + histogram([(f"2^{b}", n) for b, n in bins], f"length-{source}", color=i))
-    langs = con.sql(f"""SELECT lang, count(*) FROM doc_stats WHERE source IN {_in(sources)} GROUP BY 1
+    langs = con.sql(f"""SELECT lang, count(*) FROM doc_stats WHERE source IN {literal_list(sources)} GROUP BY 1
                        ORDER BY 2 DESC, 1 LIMIT 15""").fetchall()
     parts.append("<h3>Languages (lid.176)</h3>" + histogram([(str(lang), n) for lang, n in langs], "languages")
                  + table(["language", "documents"], [list(r) for r in langs], "languages-table"))
-    scored = con.sql(f"SELECT count(*) FROM doc_stats WHERE quality IS NOT NULL AND source IN {_in(sources)}").fetchall()[0][0]
+    scored = con.sql(f"SELECT count(*) FROM doc_stats WHERE quality IS NOT NULL AND source IN {literal_list(sources)}"
+                     ).fetchall()[0][0]
     if scored:
         parts.append("<h3>Quality score per source (10 bins of P(high quality))</h3>")
         for i, source in enumerate(sources):
-            bins = dict(con.sql(f"""SELECT least(floor(quality * 10), 9)::INT, count(*) FROM doc_stats
-                                   WHERE source = '{source}' AND quality IS NOT NULL GROUP BY 1""").fetchall())
+            bins = dict(con.execute("""SELECT least(floor(quality * 10), 9)::INT, count(*) FROM doc_stats
+                                       WHERE source = ? AND quality IS NOT NULL GROUP BY 1""", [source]).fetchall())
             parts.append(f"<p>{esc(source)}</p>" + histogram([(f"{b / 10:.1f}", bins.get(b, 0)) for b in range(10)],
                                                             f"quality-{source}", color=i))
     if "dedup_clusters" in _views(con):
         sizes = con.sql(f"""SELECT cluster_size, count(DISTINCT cluster_id) FROM dedup_clusters
-                           WHERE source IN {_in(sources)} GROUP BY 1 ORDER BY 1""").fetchall()
+                           WHERE source IN {literal_list(sources)} GROUP BY 1 ORDER BY 1""").fetchall()
         if sizes:
             parts.append("<h3>Near-duplicate cluster sizes</h3>"
                          + histogram([(str(s), n) for s, n in sizes], "dedup-sizes")
@@ -64,13 +63,16 @@ def spot_checks(con, sources: list[str], seed: int, per_source: int = 3) -> str:
            f"DuckDB's hash(id || '{seed}') order (seed {seed}); the first {SPOT_CHARS:,} characters of each.")
     parts = ["<h2>Spot checks</h2>", f'<p class="note" id="sampling">{esc(how)}</p>']
     for source in sources:
-        picks = con.sql(f"""SELECT id, lang, quality, quality_bucket, left(text, {SPOT_CHARS}) FROM documents
-                           WHERE source = '{source}' ORDER BY hash(id || '{seed}') LIMIT {per_source}""").fetchall()
+        spot = {"source": source, "seed": str(seed), "chars": SPOT_CHARS}
+        picks = con.execute("""SELECT id, lang, quality, quality_bucket, left(text, $chars) FROM documents
+                               WHERE source = $source ORDER BY hash(id || $seed) LIMIT $n""",
+                            {**spot, "n": per_source}).fetchall()
         if bucketed:
-            picks += con.sql(f"""SELECT id, lang, quality, quality_bucket, left(text, {SPOT_CHARS}) FROM documents
-                                WHERE source = '{source}' AND quality_bucket IS NOT NULL
-                                QUALIFY row_number() OVER (PARTITION BY quality_bucket ORDER BY hash(id || '{seed}')) = 1
-                                ORDER BY quality_bucket""").fetchall()
+            picks += con.execute("""SELECT id, lang, quality, quality_bucket, left(text, $chars) FROM documents
+                                    WHERE source = $source AND quality_bucket IS NOT NULL
+                                    QUALIFY row_number() OVER (PARTITION BY quality_bucket
+                                                               ORDER BY hash(id || $seed)) = 1
+                                    ORDER BY quality_bucket""", spot).fetchall()
         parts.append(f"<h3>{esc(source)}</h3>")
         for doc_id, lang, quality, bucket, text in picks:
             meta = f"{doc_id} · {lang} · quality {number(quality)} · bucket {'' if bucket is None else bucket}"
@@ -92,7 +94,7 @@ def mixture_headline(meta: dict, curation: dict, documents: int, sources: list[s
 
 
 def composition(con, name: str, meta: dict) -> str:
-    plan = con.sql(f"SELECT * FROM mixture_plan WHERE mixture = '{name}'").fetchall()
+    plan = con.execute("SELECT * FROM mixture_plan WHERE mixture = ?", [name]).fetchall()
     columns = con.sql("SELECT * FROM mixture_plan LIMIT 0").columns
     rows = [dict(zip(columns, r)) for r in plan]
     components = [c["key"] for c in meta["components"]]
