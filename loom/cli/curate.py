@@ -1,0 +1,86 @@
+"""`loom curate`: the curation job on a Dask cluster, with a progress bar per stage and the funnel at the end."""
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from loom.cli.console import console
+from loom.cli.options import sources_option, sources_path, tokenizer_path, workers_option
+from loom.workspace import Workspace
+
+
+@click.command()
+@sources_option
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on an existing Dask cluster instead of a local one")
+@workers_option
+@click.option("--tokenizer", metavar="FILE", help="A tokenizer.json [default: WORKSPACE/models/tokenizer.json]")
+@click.option("--quality-model", metavar="FILE",
+              help="A `loom quality train` model [default: WORKSPACE/models/quality.bin when it exists]")
+@click.pass_obj
+def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model):
+    """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
+    run_curation(ws, sources_path(ws, sources), tokenizer_path(ws, tokenizer),
+                 quality_model_path(ws, quality_model), scheduler, workers)
+    print_outputs(ws)
+
+
+def quality_model_path(ws: Workspace, value: str | None) -> Path | None:
+    if value:
+        return Path(value)
+    return ws.quality_model if ws.quality_model.exists() else None
+
+
+def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_model: Path | None,
+                 scheduler: str | None, workers: int | None):
+    from curation.config import load_config
+    from curation.run import curate as curate_shards
+    from curation.run import dask_client, plan_job
+
+    started = time.monotonic()
+    shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
+    if quality_model:
+        console.print(f"Scoring quality with {quality_model}")
+    with dask_client(scheduler, workers, on_start=announce_cluster) as client, stage_progress() as progress:
+        summary = curate_shards(shards, ctx, client, progress)
+    print_summary(summary)
+    console.print(f"Curated in {time.monotonic() - started:.1f}s")
+    return summary
+
+
+@contextmanager
+def stage_progress():
+    """Yields `progress(stage, total) -> advance(n)`: one rich bar per stage, counted in shards."""
+    with Progress(TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"),
+                  TimeElapsedColumn(), console=console) as bars:
+        def progress(stage: str, total: int):
+            task = bars.add_task(stage, total=total)
+            return lambda n=1: bars.advance(task, n)
+
+        yield progress
+
+
+def announce_cluster(client) -> None:
+    workers = len(client.scheduler_info().get("workers", {}))
+    console.print(f"Dask: {client.scheduler.address} with {workers} workers; dashboard {client.dashboard_link}")
+
+
+def print_summary(summary: list[dict]) -> None:
+    table = Table(title="Curation funnel")
+    counts = ("docs_in", "malformed", "filtered", "duplicate", "low_quality", "kept", "tokens")
+    table.add_column("source")
+    for column in counts:
+        table.add_column(column.replace("_", " "), justify="right")
+    table.add_column("top removal reasons")
+    for row in summary:
+        table.add_row(row["source"], *(f"{row[k]:,}" for k in counts), row["top_reasons"])
+    console.print(table)
+
+
+def print_outputs(ws: Workspace) -> None:
+    console.print(f"Curated Parquet: {ws.curated}/<source>/part-*.parquet")
+    console.print(f"Manifest:        {ws.manifest}/{{shards,documents,funnel}}.parquet")
+    console.print(f"Quarantine:      {ws.quarantine}/<source>/part-*.jsonl")

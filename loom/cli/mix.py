@@ -1,0 +1,88 @@
+"""`loom mix list|build|show`: named mixtures, compiled into schedules, and their plans."""
+
+import dataclasses
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from loom.cli.console import LoomGroup, console
+from loom.errors import UserError
+from loom.workspace import Workspace, examples_dir
+
+
+@click.group(cls=LoomGroup)
+def mix():
+    """Named mixtures: token shares per source, tag or slice, in pre-training and mid-training phases."""
+
+
+@mix.command("list")
+@click.pass_obj
+def mix_list(ws: Workspace):
+    """Built-in and workspace mixtures, and whether each is compiled."""
+    from mixtures import SCHEDULE_FILE, spec_files
+
+    table = Table(title="Mixtures")
+    for column in ("name", "spec", "compiled"):
+        table.add_column(column)
+    for name, spec in spec_files(ws.mixtures, builtin_mixtures()).items():
+        compiled = (ws.mixture_dir(name) / SCHEDULE_FILE).exists()
+        table.add_row(name, str(spec), "yes" if compiled else "no")
+    console.print(table)
+
+
+@mix.command("build")
+@click.argument("name")
+@click.option("--total-tokens", type=click.IntRange(min=1), help="Override the spec's token budget")
+@click.option("--steps", type=click.IntRange(min=1), help="Override the budget as steps of global_batch sequences")
+@click.pass_obj
+def mix_build(ws: Workspace, name, total_tokens, steps):
+    """Compile NAME (a mixture name or a path to a spec) into WORKSPACE/mixtures/NAME/."""
+    build_mixture(ws, name, total_tokens, steps)
+
+
+@mix.command("show")
+@click.argument("name")
+@click.pass_obj
+def mix_show(ws: Workspace, name):
+    """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
+    from mixtures import PLAN_FILE
+
+    out = ws.mixture_dir(name)
+    if not (out / PLAN_FILE).exists():
+        raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
+    print_plan(out)
+
+
+def builtin_mixtures() -> Path:
+    return examples_dir() / "mixtures"
+
+
+def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> None:
+    from mixtures import compile_mixture, find_spec, load_spec
+    from reports.build import mixture_report
+
+    spec = load_spec(find_spec(name, ws.mixtures, builtin_mixtures()))
+    if total_tokens or steps:
+        spec = dataclasses.replace(spec, total_tokens=total_tokens, steps=steps)
+    out = ws.mixture_dir(spec.name)
+    meta = compile_mixture(spec, ws, out)
+    print_plan(out)
+    switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
+    console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
+                  f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
+    console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/")
+    console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
+
+
+def print_plan(out: Path) -> None:
+    from mixtures import read_plan
+
+    table = Table(title=f"Plan of {out.name}")
+    columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens")
+    for column in columns:
+        table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
+    for row in read_plan(out):
+        table.add_row(row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
+                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}")
+    console.print(table)

@@ -1,0 +1,57 @@
+"""`loom quality train`: the fastText classifier that scores documents, and its validation metrics."""
+
+from pathlib import Path
+
+import click
+
+from loom.cli.console import LoomGroup, console
+from loom.cli.options import sources_option, sources_path
+from loom.workspace import Workspace
+
+
+@click.group(cls=LoomGroup)
+def quality():
+    """Train the fastText quality classifier that scores documents."""
+
+
+@quality.command("train")
+@click.option("--positive", metavar="SRC[,SRC...]", help="High-quality sources or files [default: [quality] positive]")
+@click.option("--negative", metavar="SRC[,SRC...]", help="Low-quality sources or files [default: [quality] negative]")
+@sources_option
+@click.option("--max-per-class", type=click.IntRange(min=20), default=5000, show_default=True)
+@click.option("--valid-fraction", type=click.FloatRange(0.05, 0.5), default=0.2, show_default=True)
+@click.option("--epoch", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.3, show_default=True)
+@click.option("--word-ngrams", type=click.IntRange(1, 5), default=2, show_default=True)
+@click.option("--dim", type=click.IntRange(min=2), default=64, show_default=True)
+@click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/quality.bin]")
+@click.pass_obj
+def quality_train(ws: Workspace, positive, negative, sources, output, **hyperparameters):
+    """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
+    from curation.quality import TrainingConfig
+
+    train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
+                  Path(output) if output else ws.quality_model)
+
+
+def names(value: str | None) -> list[str] | None:
+    return [name.strip() for name in value.split(",") if name.strip()] if value else None
+
+
+def train_quality(sources_file: Path, positive, negative, config, output: Path) -> None:
+    from curation.config import load_config
+    from curation.quality import train_quality_model
+    from curation.samples import quality_examples
+
+    with console.status("Reading training examples"):
+        texts, data = quality_examples(load_config(sources_file), positive, negative, config.max_per_class)
+    with console.status("Training the fastText quality classifier"):
+        card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
+    metrics = card["validation"]
+    console.print(f"Quality model: {output} (card {output.with_suffix('.json')})")
+    console.print(f"  trained on {card['sizes']['train']} documents, validated on {card['sizes']['valid']} "
+                  f"(positive: {', '.join(data['positive'])}; negative: {', '.join(data['negative'])})")
+    console.print(f"  validation: precision {metrics['precision']:.3f}  recall {metrics['recall']:.3f}  "
+                  f"F1 {metrics['f1']:.3f}  ROC AUC {metrics['roc_auc']:.4f}")

@@ -1,0 +1,61 @@
+"""`loom report mixture|curation|run|open`: the self-contained HTML pages, written or opened."""
+
+import os
+import sys
+import webbrowser
+
+import click
+
+from loom.cli.console import LoomGroup, console
+from loom.errors import UserError
+from loom.workspace import Workspace
+
+
+@click.group(cls=LoomGroup)
+def report():
+    """Self-contained HTML pages: a mixture's composition, the curation funnel."""
+
+
+@report.command("mixture")
+@click.argument("name")
+@click.pass_obj
+def report_mixture(ws: Workspace, name):
+    """Write WORKSPACE/mixtures/NAME/report.html (`loom mix build` writes it too)."""
+    from reports.build import mixture_report
+
+    console.print(f"Report: {mixture_report(ws.root, name)}")
+
+
+@report.command("curation")
+@click.pass_obj
+def report_curation(ws: Workspace):
+    """Write WORKSPACE/manifest/report.html: funnel, distributions and spot checks of every source."""
+    from reports.build import curation_report
+
+    console.print(f"Report: {curation_report(ws.root)}")
+
+
+@report.command("run")
+@click.argument("run")
+@click.pass_obj
+def report_run(ws: Workspace, run):
+    """Write WORKSPACE/runs/RUN/report.html (training rewrites it as it goes)."""
+    from reports.run import run_report
+
+    console.print(f"Report: {run_report(ws.run_dir(run))}")
+
+
+@report.command("open")
+@click.argument("name", required=False)
+@click.pass_obj
+def report_open(ws: Workspace, name):
+    """Print the path of mixture NAME's report (or the curation report), and open it where a browser is."""
+    from reports.html import REPORT_FILE
+
+    path = ws.mixture_dir(name) / REPORT_FILE if name else ws.curation_report
+    if not path.is_file():
+        fix = f"loom report mixture {name}" if name else "loom report curation"
+        raise UserError(f"no report at {path}; write it with `{fix}`")
+    click.echo(str(path))
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin":
+        webbrowser.open(path.as_uri())

@@ -1,0 +1,59 @@
+"""`loom sql`: read-only SQL over the workspace's views, in DuckDB (the work itself is in reports.sql)."""
+
+import sys
+from pathlib import Path
+
+import click
+
+from loom.cli.console import console
+from loom.errors import UserError
+from loom.workspace import Workspace
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
+              show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the result here instead of printing it")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Rows a table shows")
+@click.option("--views", "show_views", is_flag=True, help="Print the CREATE VIEW statements and exit")
+@click.option("--db", metavar="FILE", help="Materialize every view into this DuckDB database file and exit")
+@click.pass_obj
+def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
+    """Run a read-only SQL QUERY (or one from stdin) over the workspace's views, in DuckDB."""
+    from reports.sql import materialize, one_line_errors, open_views, read_only_query
+    from reports.views import available_views
+
+    if show_views:
+        click.echo("\n".join(statement for _, statement in available_views(ws.root)))
+        return
+    con, views = open_views(ws.root)
+    if db:
+        materialize(con, views, Path(db))
+        console.print(f"Wrote {len(views)} tables to {Path(db)}: {', '.join(views)}")
+        return
+    if query is None:
+        query = sys.stdin.read()
+    with one_line_errors(views):
+        relation = read_only_query(con, query)
+        if relation is not None:
+            print_result(con, relation, fmt, output, limit)
+
+
+def print_result(con, relation, fmt: str, output: str | None, limit: int) -> None:
+    from reports.sql import as_json, as_table, copy_to, write_csv
+
+    if fmt == "parquet" and not output:
+        raise UserError("--format parquet needs --output FILE")
+    if output:
+        copy_to(con, relation, fmt, output)
+        console.print(f"Wrote {output}")
+    elif fmt == "csv":
+        write_csv(relation, sys.stdout)
+    elif fmt == "json":
+        click.echo(as_json(relation))
+    else:
+        text, more = as_table(relation, limit)
+        click.echo(text)
+        if more:
+            click.echo(f"(first {limit} rows shown; more exist: --limit N, or --format csv for all)")

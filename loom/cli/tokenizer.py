@@ -1,0 +1,38 @@
+"""`loom tokenizer train`: the byte-level BPE that curation tokenizes with."""
+
+import time
+from pathlib import Path
+
+import click
+
+from loom.cli.console import LoomGroup, console
+from loom.cli.options import sources_option, sources_path, tokenizer_path
+from loom.workspace import Workspace
+
+
+@click.group(cls=LoomGroup)
+def tokenizer():
+    """Train the BPE tokenizer that curation uses."""
+
+
+@tokenizer.command("train")
+@sources_option
+@click.option("--vocab-size", type=int, default=8192, show_default=True)
+@click.option("--max-docs", type=click.IntRange(min=1), default=2000, show_default=True, help="Documents read per source")
+@click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/tokenizer.json]")
+@click.pass_obj
+def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output):
+    """Train a byte-level BPE on the sources' text."""
+    train_tokenizer(sources_path(ws, sources), vocab_size, max_docs, tokenizer_path(ws, output))
+
+
+def train_tokenizer(sources_file: Path, vocab_size: int, max_docs: int, output: Path) -> None:
+    from curation.config import load_sources
+    from curation.tokenizer import train_tokenizer as train_bpe
+    from curation.tokenizer import training_texts
+
+    sources = load_sources(sources_file)
+    started = time.monotonic()
+    with console.status(f"Training a {vocab_size}-token BPE on up to {max_docs} documents per source"):
+        trained = train_bpe(training_texts(sources, max_docs), output, vocab_size)
+    console.print(f"Tokenizer: {output} ({trained.get_vocab_size()} tokens, {time.monotonic() - started:.1f}s)")

@@ -1,0 +1,32 @@
+"""`loom train`: a model trained on a compiled mixture, in this process or in ranks started by torchrun."""
+
+import click
+
+from loom.cli.console import console
+from loom.workspace import Workspace
+from trainer.options import config_from_options, train_options
+
+
+@click.command()
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ranks to start on this machine (through torchrun); 1 trains in this process")
+@train_options
+@click.pass_obj
+def train(ws: Workspace, nproc, **options):
+    """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
+    train_run(config_from_options(ws.root, options), nproc)
+
+
+def train_run(config, nproc: int) -> None:
+    from reports.html import REPORT_FILE
+    from reports.run import run_report
+    from trainer import launch_ranks
+    from trainer import train as train_here
+    from trainer.metrics import METRICS_FILE
+
+    if nproc == 1:
+        train_here(config, report=run_report, log=console.print)
+    else:
+        launch_ranks(config, nproc)
+    console.print(f"Run report: {config.run_dir / REPORT_FILE}")
+    console.print(f"Metrics:    {config.run_dir / METRICS_FILE} (or `loom sql \"SELECT step, loss FROM metrics\"`)")
