@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from curation.document import FATES
-from curation.stages import REMOVING_STAGES
+from curation.stages.base import removals_relation
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
@@ -52,7 +52,7 @@ def write_manifest(ctx, shards: list, stats: dict[str, dict]) -> None:
         FROM read_parquet({curated}, filename = true, file_row_number = true)
         ORDER BY filename, file_row_number
     """, ws.manifest_table("documents"))
-    _copy(con, funnel_query(ws, shards), ws.manifest_table("funnel"))
+    _copy(con, funnel_query(ws, shards, ctx.removals), ws.manifest_table("funnel"))
     _copy(con, f"""
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
         FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
@@ -73,18 +73,17 @@ def write_manifest(ctx, shards: list, stats: dict[str, dict]) -> None:
         write_text("\n".join(fingerprints) + "\n", ws.curated / source / "_SUCCESS")
 
 
-def funnel_query(ws: Workspace, shards: list) -> str:
+def funnel_query(ws: Workspace, shards: list, removals: tuple[str, ...]) -> str:
     """Every input record's fate: what `prepare` recorded, unless a later stage removed the document (the
-    removals tables of curation.stages), in source order, then shard, then record."""
+    removals tables the stages wrote), in source order, then shard, then record."""
     funnel = path_list(ws.stage_part("funnel", s.source.name, s.index) for s in shards)
-    removals = path_list(stage.removed_path(ws) for stage in REMOVING_STAGES)
     ranks = ", ".join(f"({literal(s.source.name)}, {s.rank})" for s in {s.source.name: s for s in shards}.values())
     later = lambda column: f"CASE WHEN x.fate IS NOT NULL THEN x.{column} ELSE f.{column} END AS {column}"  # noqa: E731
     return f"""
         SELECT f.source, f.shard, f.input, f.record, f.doc_id, {later("fate")}, {later("stage")}, {later("reason")},
                {later("detail")}, x.dup_cluster, f.lang
         FROM read_parquet({funnel}) f
-        LEFT JOIN read_parquet({removals}) x USING (source, shard, record)
+        LEFT JOIN {removals_relation(removals)} x USING (source, shard, record)
         JOIN (VALUES {ranks}) AS r(source, rank) USING (source)
         ORDER BY r.rank, f.shard, f.record
     """

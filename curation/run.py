@@ -50,15 +50,16 @@ def input_fingerprint(shard: Shard) -> str:
     return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing(Path(shard.input)))
 
 
-def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None) -> dict[str, dict]:
-    """Runs every stage; returns the last stage's stats of each shard by key. `progress(stage, total)` gives a
-    callable to advance per finished shard."""
+def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
+               stages=STAGES) -> tuple[dict[str, dict], tuple[str, ...]]:
+    """Runs every stage; returns the last stage's stats of each shard by key, and the removals tables the
+    stages wrote. `progress(stage, total)` gives a callable to advance per finished shard."""
     from distributed import as_completed
 
     ws = ctx.workspace
     upstream = {s.key: input_fingerprint(s) for s in shards}
     removals: list[str] = []
-    for stage in STAGES:
+    for stage in stages:
         extra = stage.inputs(ctx)
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):
@@ -84,13 +85,13 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None) -> d
             upstream = {s.key: text_digest(fingerprint, s.key) for s in shards}
             if stage.removes:
                 removals.append(str(stage.removed_path(ws)))
-    last = STAGES[-1]
-    return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}
+    last = stages[-1]
+    return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals)
 
 
-def curate(shards: list[Shard], ctx: JobContext, client, progress=None) -> list[dict]:
+def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES) -> list[dict]:
     """Runs the planned job on `client`'s cluster and writes the manifest; returns the per-source summary."""
-    stats = run_stages(shards, ctx, client, progress)
+    stats, removals = run_stages(shards, ctx, client, progress, stages)
     remove_stale_parts(ctx.workspace, shards)
-    write_manifest(ctx, shards, stats)
+    write_manifest(replace(ctx, removals=removals), shards, stats)
     return source_summary(ctx.workspace)

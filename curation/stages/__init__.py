@@ -11,4 +11,3 @@ from curation.stages.quality_select import QUALITY_SELECT
 from curation.stages.tokenize import TOKENIZE
 
 STAGES = (PREPARE, QUALITY_SELECT, EXACT_DEDUP, MINHASH, MINHASH_DEDUP, TOKENIZE)
-REMOVING_STAGES = tuple(stage for stage in STAGES if getattr(stage, "removes", False))

@@ -11,13 +11,25 @@ needs nothing else to skip, run and chain it.
 import json
 from pathlib import Path
 
+from curation.schema import REMOVALS
 from loom.io import done_stats
+from loom.sql import path_list
 from loom.workspace import Workspace
+
+DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}
 
 
 def settings_json(value) -> str:
     """A stage's settings as they enter its fingerprint."""
     return json.dumps(value, sort_keys=True)
+
+
+def removals_relation(paths) -> str:
+    """SQL for every row of the given removals tables; with none, an empty relation of the same columns."""
+    if paths:
+        return f"read_parquet({path_list(paths)})"
+    columns = ", ".join(f"NULL::{DUCKDB_TYPES[str(f.type)]} AS {f.name}" for f in REMOVALS)
+    return f"(SELECT {columns} LIMIT 0)"
 
 
 class ShardStage:

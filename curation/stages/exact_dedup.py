@@ -6,9 +6,8 @@ import pyarrow as pa
 
 from curation.schema import REMOVALS
 from curation.stages.base import GlobalStage
-from curation.stages.survivors import prepared_columns
+from curation.stages.survivors import surviving_columns
 from loom.io import mark_done, write_parquet
-from loom.sql import path_list
 
 
 class ExactDedup(GlobalStage):
@@ -17,13 +16,10 @@ class ExactDedup(GlobalStage):
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         con = duckdb.connect()
-        con.register("prepared", prepared_columns(ctx, shards, ["record", "id"]))
+        con.register("still_in", surviving_columns(ctx, shards, ["record", "id"]))
         con.register("shard_keys", pa.table({"source": [s.source.name for s in shards], "shard": [s.index for s in shards],
                                              "shard_key": [s.key for s in shards]}))
-        removed_before = (f"SELECT source, shard, record FROM read_parquet({path_list(ctx.removals)})" if ctx.removals
-                          else "SELECT NULL::VARCHAR AS source, NULL::INT AS shard, NULL::BIGINT AS record LIMIT 0")
-        con.execute(f"CREATE VIEW docs AS SELECT * FROM prepared JOIN shard_keys USING (source, shard) "
-                    f"ANTI JOIN ({removed_before}) USING (source, shard, record)")
+        con.execute("CREATE VIEW docs AS SELECT * FROM still_in JOIN shard_keys USING (source, shard)")
         duplicates = con.sql(
             """
             SELECT source, shard, record, 'duplicate' AS fate, 'exact_dedup' AS stage, 'exact_duplicate' AS reason,

@@ -3,10 +3,12 @@
 from pathlib import Path
 from typing import Iterator
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from curation.stages.base import removals_relation
 from curation.stages.prepare import PREPARE
 
 
@@ -25,6 +27,15 @@ def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
                      .append_column("shard", pa.array([shard.index] * n, pa.int32()))
                      .append_column("rank", pa.array([shard.rank] * n, pa.int32())))
     return pa.concat_tables(parts)
+
+
+def surviving_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
+    """Some columns (`record` among them) of every document still in, over all shards, with source, shard and
+    rank: what a global stage that removes documents judges, so that no document is removed twice."""
+    con = duckdb.connect()
+    con.register("prepared", prepared_columns(ctx, shards, columns))
+    return con.sql(f"SELECT * FROM prepared ANTI JOIN {removals_relation(ctx.removals)} USING (source, shard, record)"
+                   ).to_arrow_table()
 
 
 def removed_records(ctx, shard) -> pa.Array:
