@@ -129,3 +129,11 @@ def test_run_views_appear_when_a_workspace_has_runs(tmp_path):
     rows = sql_csv(tmp_path, "SELECT run, records, last_step, last_loss FROM runs ORDER BY run")
     assert rows == [["a", "3", "2", "3.1"], ["b", "2", "1", "4.2"]]
     assert run_loom("-w", tmp_path, "sql", "--views").stdout.count("CREATE OR REPLACE VIEW") == 2
+
+
+def test_the_cli_the_reports_and_the_run_metrics_load_without_torch():
+    """Commands that do not train stay quick: torch is imported only when a command trains."""
+    code = ("import sys, loom.cli, reports.build, reports.run, reports.sql, trainer.metrics, mixtures; "
+            "print(sorted(m for m in ('torch', 'trainer.loop') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
