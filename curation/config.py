@@ -10,7 +10,8 @@ from loom.errors import UserError, reject_unknown_keys
 from loom.io import expand_glob
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
-NAME_PATTERN = re.compile(r"[a-z0-9_-]+")
+SOURCE_NAME = r"[a-z0-9_-]+"  # a source's name, also the first part of a mixture's slice key
+NAME_PATTERN = re.compile(SOURCE_NAME)
 
 
 @dataclass(frozen=True)

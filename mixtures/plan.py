@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from curation.config import SOURCE_NAME
 from loom.errors import UserError
 from loom.sql import literal, literal_list
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec
 
-SLICE = re.compile(r"^(?P<source>[a-z0-9_-]+):(?P<column>[a-z_]+)\s*(?P<op>>=|<=|!=|=|>|<)\s*(?P<value>.+)$")
+SLICE = re.compile(rf"^(?P<source>{SOURCE_NAME}):(?P<column>[a-z_]+)\s*(?P<op>>=|<=|!=|=|>|<)\s*(?P<value>.+)$")
 SLICE_COLUMNS = {"lang", "lang_score", "quality", "quality_bucket", "n_tokens", "n_chars"}
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
 PLAN = pa.schema([
