@@ -152,7 +152,8 @@ class StopBeforeTokenize(Exception):
 def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], full_job: bool) -> dict:
     from curation.config import load_config
     from loom.workspace import Workspace
-    from curation.run import curate, dask_client, plan_job
+    from curation.job import plan_job
+    from curation.run import curate, dask_client
     from curation.tokenizer import train_tokenizer
 
     tokenizer = workdir / "tokenizer-1000.json"

@@ -101,7 +101,8 @@ def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
     and the source's funnel summary (docs_in, filtered, duplicate, kept, tokens ...)."""
     from curation.config import load_config
     from loom.workspace import Workspace
-    from curation.run import curate, dask_client, plan_job
+    from curation.job import plan_job
+    from curation.run import curate, dask_client
 
     layout = Workspace(ws)
     begin = time.perf_counter()

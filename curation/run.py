@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from curation.job import JobContext, Shard, plan_job  # noqa: F401 - plan, then curate: the two calls a command makes
+from curation.job import JobContext, Shard
 from curation.manifest import remove_stale_parts, source_summary, write_manifest
 from curation.stages import STAGES
 from curation.stages.base import ShardStage

@@ -7,7 +7,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.config import load_config
-from curation.run import curate, dask_client, plan_job
+from curation.job import plan_job
+from curation.run import curate, dask_client
 from curation.schema import REMOVALS
 from curation.stages import EXACT_DEDUP, MINHASH, STAGES
 from curation.stages.base import GlobalStage

@@ -37,8 +37,9 @@ def quality_model_path(ws: Workspace, value: str | None) -> Path | None:
 def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_model: Path | None,
                  scheduler: str | None, workers: int | None):
     from curation.config import load_config
+    from curation.job import plan_job
     from curation.run import curate as curate_shards
-    from curation.run import dask_client, plan_job
+    from curation.run import dask_client
 
     started = time.monotonic()
     shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
