@@ -1,0 +1,42 @@
+"""Are two Loom workspaces' outputs the same? Compares the curated Parquet, the manifest, the compiled mixtures,
+the quarantine and the models byte for byte; the one column that holds wall-clock times (manifest/shards.parquet
+`created`) is compared as a table without it. HTML reports are skipped (they hold paths and times).
+
+    python scripts/compare_workspaces.py WORKSPACE_A WORKSPACE_B
+
+Both must have been made in the same folder (its path is written into curation.json and schedule.json), e.g.
+`loom -w /tmp/ws quickstart` before a change, moved aside, and again after it. Exit status 1 when any differs."""
+
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+COMPARED = ("curated", "manifest", "mixtures", "quarantine", "models")
+TIMED_COLUMNS = {"manifest/shards.parquet": ["created"]}
+
+
+def output_files(root: Path) -> dict[str, Path]:
+    return {str(p.relative_to(root)): p for top in COMPARED for p in sorted((root / top).rglob("*"))
+            if p.is_file() and p.suffix != ".html"}
+
+
+def same(name: str, a: Path, b: Path) -> bool:
+    if name in TIMED_COLUMNS:
+        return pq.read_table(a).drop(TIMED_COLUMNS[name]).equals(pq.read_table(b).drop(TIMED_COLUMNS[name]))
+    return a.read_bytes() == b.read_bytes()
+
+
+def main(a: Path, b: Path) -> int:
+    files_a, files_b = output_files(a), output_files(b)
+    differ = [f"only in {a if name in files_a else b}: {name}" for name in sorted(set(files_a) ^ set(files_b))]
+    differ += [f"differs: {name}" for name in sorted(set(files_a) & set(files_b))
+               if not same(name, files_a[name], files_b[name])]
+    print("\n".join(differ + [f"{len(files_a)} files compared, {len(differ)} differ"]))
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
