@@ -190,6 +190,9 @@ def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
     assert "Traceback" not in changed.stderr
     missing = run_loom("-w", ws, "train", "--mixture", "nosuch", check=False)
     assert missing.returncode == 2 and "loom mix build nosuch" in missing.stderr
+    unnamed = run_loom("-w", ws, "train", check=False)
+    assert unnamed.returncode == 2 and "Missing option '--mixture'" in unnamed.stderr
+    assert "Traceback" not in unnamed.stderr
     for bad, says in ((["--nproc", 3], "does not split over 3 ranks"), (["--n-heads", 3], "into 3 heads")):
         refused = train(ws, "bad", *bad, check=False)
         assert refused.returncode == 2 and says in refused.stderr and "Traceback" not in refused.stderr

@@ -55,8 +55,11 @@ def train_options(command):
         else:
             param_type = {int: click.IntRange(min=0 if field.name in MAY_BE_ZERO else 1),
                           float: click.FloatRange(min=0, min_open=field.name in POSITIVE), str: str}[kind]
-            option = click.option(_flag(field.name), type=param_type, default=default, required=field.name == "mixture",
-                                  show_default=default is not None, help=HELP[field.name])
+            # no default at all for a field without one: click takes an explicit default=None as given, and a
+            # required --mixture would then go unchecked
+            given_default = {} if default is None else {"default": default}
+            option = click.option(_flag(field.name), type=param_type, required=field.name == "mixture",
+                                  show_default=default is not None, help=HELP[field.name], **given_default)
         command = option(command)
     return command
 
