@@ -12,7 +12,7 @@ import numpy as np
 
 from curation.fasttext_model import load_fasttext
 from loom.errors import UserError
-from loom.io import file_digest
+from loom.io import atomic_path, file_digest, write_text
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__lq"
 
@@ -115,15 +115,15 @@ def train_quality_model(positives: list[str], negatives: list[str], out: Path, c
         )
     finally:
         os.unlink(fh.name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    model.save_model(str(out))
+    with atomic_path(out) as tmp:
+        model.save_model(str(tmp))
     card = {"model": out.name, "labels": {"positive": POSITIVE, "negative": NEGATIVE}, "data": data,
             "sizes": {"train": len(train), "valid": len(valid), "per_class": len(train) // 2 + len(valid) // 2},
             "hyperparameters": asdict(config)}
-    out.with_suffix(".json").write_text(json.dumps(card, indent=2))
+    write_text(json.dumps(card, indent=2), out.with_suffix(".json"))
     load_fasttext.cache_clear()
     scorer = QualityModel(out)
     labels = np.array([label for label, _ in valid])
     card["validation"] = classification_metrics(labels, scorer.scores([text for _, text in valid]))
-    out.with_suffix(".json").write_text(json.dumps(card, indent=2))
+    write_text(json.dumps(card, indent=2), out.with_suffix(".json"))
     return card

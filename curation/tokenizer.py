@@ -10,7 +10,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from curation.config import SourceConfig
 from loom.errors import UserError
-from loom.io import file_digest
+from loom.io import atomic_path, file_digest
 from curation.samples import source_texts
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
@@ -37,10 +37,8 @@ def train_tokenizer(texts: Iterable[str], out_path: Path, vocab_size: int = DEFA
         show_progress=False,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".json.tmp")
-    tokenizer.save(str(tmp))
-    tmp.replace(out_path)
+    with atomic_path(out_path) as tmp:
+        tokenizer.save(str(tmp))
     return tokenizer
 
 
