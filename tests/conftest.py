@@ -12,14 +12,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 LOOM = [sys.executable, "-m", "loom"]
+LOOM_SCRIPT = [str(Path(sys.executable).with_name("loom"))]  # the installed command, which adds no folder to sys.path
 WEB_LANGUAGES = ("en-US", "de-DE", "ja-JP")
 PAGES_PER_LANGUAGE = 6
 DOCS_PER_SHARD = 40
 
 
-def run_loom(*args, check=True, timeout=300, **kwargs) -> subprocess.CompletedProcess:
+def run_loom(*args, check=True, timeout=300, command=LOOM, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200"}
-    result = subprocess.run([*LOOM, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
+    result = subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
     if check and result.returncode != 0:
         raise AssertionError(f"loom {' '.join(map(str, args))} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result

@@ -9,7 +9,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from conftest import copy_curated, run_loom
+from conftest import LOOM_SCRIPT, copy_curated, run_loom
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule
@@ -47,15 +47,17 @@ def metrics(ws, run: str) -> list[dict]:
     return [json.loads(line) for line in (ws / "runs" / run / "metrics.jsonl").read_text().splitlines()]
 
 
-def train(ws, run: str, *args, check=True):
-    return run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", run, *SMALL, *args, check=check)
+def train(ws, run: str, *args, check=True, **kwargs):
+    return run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", run, *SMALL, *args, check=check, **kwargs)
 
 
 @pytest.fixture(scope="module")
 def runs(train_ws):
     """One run straight, the same on 2 ranks (DDP, and FSDP2 for 6 steps), and stopped at step 6 then resumed."""
     train(train_ws, "one")
-    train(train_ws, "two", "--nproc", 2)
+    # started from inside the workspace, with the `loom` script, as a user would: its mixtures/ folder must not be
+    # taken for the package by the ranks
+    train(train_ws, "two", "--nproc", 2, cwd=train_ws, command=LOOM_SCRIPT)
     train(train_ws, "fsdp", "--nproc", 2, "--fsdp", "--max-steps", 6)
     train(train_ws, "resumed", "--max-steps", 6)
     first_half = metrics(train_ws, "resumed")
