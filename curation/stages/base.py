@@ -66,7 +66,9 @@ class GlobalStage:
         return ws.stage_dir(self.name) / "_done"
 
     def removed_path(self, ws: Workspace) -> Path:
-        return ws.stage_dir(self.name) / "removed.parquet"
+        # not `removed.parquet`: that name held another schema before the stages shared one, and a workspace
+        # curated then must redo these stages, not read those files
+        return ws.stage_dir(self.name) / "removals.parquet"
 
     def outputs(self, ws: Workspace) -> list[Path]:
         return [self.removed_path(ws)] if self.removes else []
