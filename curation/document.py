@@ -6,6 +6,7 @@ from typing import Protocol
 
 # Every input record ends in exactly one of these (the funnel's `fate`); `kept` ones are the curated rows.
 FATES = ("kept", "malformed", "filtered", "duplicate", "low_quality")
+SUMMARY_FATES = tuple(f for f in FATES if f != "kept") + ("kept",)  # a summary's columns: removals first, kept last
 
 
 @dataclass

@@ -12,10 +12,11 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from curation.document import FATES
+from curation.document import SUMMARY_FATES
 from curation.stages.base import removals_relation
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
+from curation.stages.prepare import PREPARE
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
 from loom.io import atomic_path, write_parquet, write_text
@@ -76,7 +77,7 @@ def write_manifest(ctx, shards: list, stats: dict[str, dict]) -> None:
 def funnel_query(ws: Workspace, shards: list, removals: tuple[str, ...]) -> str:
     """Every input record's fate: what `prepare` recorded, unless a later stage removed the document (the
     removals tables the stages wrote), in source order, then shard, then record."""
-    funnel = path_list(ws.stage_part("funnel", s.source.name, s.index) for s in shards)
+    funnel = path_list(PREPARE.funnel_path(ws, s) for s in shards)
     ranks = ", ".join(f"({literal(s.source.name)}, {s.rank})" for s in {s.source.name: s for s in shards}.values())
     later = lambda column: f"CASE WHEN x.fate IS NOT NULL THEN x.{column} ELSE f.{column} END AS {column}"  # noqa: E731
     return f"""
@@ -143,9 +144,6 @@ def remove_stale_parts(ws: Workspace, shards: list) -> list[Path]:
     for path in stale:
         path.unlink()
     return stale
-
-
-SUMMARY_FATES = tuple(f for f in FATES if f != "kept") + ("kept",)  # removals first, what is left last
 
 
 def source_summary(ws: Workspace) -> list[dict]:

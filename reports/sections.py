@@ -2,10 +2,10 @@
 
 import json
 
+from curation.document import FATES
 from loom.sql import literal_list
 from reports.html import esc, histogram, number, stacked_bars, table
 
-FATES = ("kept", "malformed", "filtered", "duplicate", "low_quality")
 SPOT_CHARS = 1500
 
 

@@ -10,7 +10,7 @@ from curation.config import load_config
 from curation.job import plan_job
 from curation.run import curate, dask_client
 from curation.schema import REMOVALS
-from curation.stages import EXACT_DEDUP, MINHASH, STAGES
+from curation.stages import EXACT_DEDUP, MINHASH, PREPARE, STAGES
 from curation.stages.base import GlobalStage
 from curation.stages.survivors import surviving_columns
 from loom.io import mark_done, write_parquet
@@ -55,7 +55,7 @@ def test_a_new_removing_stage_needs_no_change_elsewhere(tmp_path, slice_sources,
     # every input record has exactly one fate: the stage's removals did not add funnel rows
     records = {}
     for shard in shards:
-        rows = pq.read_table(ws.stage_part("funnel", shard.source.name, shard.index)).num_rows
+        rows = pq.read_table(PREPARE.funnel_path(ws, shard)).num_rows
         records[shard.source.name] = records.get(shard.source.name, 0) + rows
     assert {row["source"]: row["docs_in"] for row in summary} == records
     assert funnel.num_rows == sum(records.values())

@@ -42,8 +42,12 @@ class ShardStage:
     def marker(self, ws: Workspace, shard) -> Path:
         return ws.stage_part(self.name, shard.source.name, shard.index, "done")
 
+    def part_path(self, ws: Workspace, shard) -> Path:
+        """The stage's main output for a shard: work/<stage>/<source>/part-NNNNN.parquet."""
+        return ws.stage_part(self.name, shard.source.name, shard.index)
+
     def outputs(self, ws: Workspace, shard) -> list[Path]:
-        return [ws.stage_part(self.name, shard.source.name, shard.index)]
+        return [self.part_path(ws, shard)]
 
     def done(self, ws: Workspace, shard, fingerprint: str) -> dict | None:
         """The stats of a finished run for these inputs whose outputs are all there, else None."""

@@ -30,7 +30,7 @@ class MinHashSignatures(ShardStage):
         config, ws = ctx.config.dedup, ctx.workspace
         salt = shard.source.name if config.scope == "per-source" else ""
         n = 0
-        signatures_path, bands_path = self.outputs(ws, shard)
+        signatures_path, bands_path = self.part_path(ws, shard), self.bands_path(ws, shard)
         with parquet_writer(signatures_path, signature_schema(config)) as sig_out, parquet_writer(bands_path, BANDS) as band_out:
             batches = surviving_batches(ctx, shard, BATCH, columns=["record", "id", "text", "quality"]) if config.enabled else []
             for docs in batches:

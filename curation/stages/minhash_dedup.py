@@ -83,7 +83,7 @@ def verified_edges(ctx, shards: list, client):
     import dask.dataframe as dd
 
     ws = ctx.workspace
-    sig_files = [str(MINHASH.outputs(ws, s)[0]) for s in shards]
+    sig_files = [str(MINHASH.part_path(ws, s)) for s in shards]
     band_files = [str(MINHASH.bands_path(ws, s)) for s in shards]
     partitions = max(1, len(shards))
     pair_meta = pd.DataFrame({"a": pd.Series(dtype=np.int64), "b": pd.Series(dtype=np.int64)})
@@ -106,7 +106,7 @@ def signature_rows(ws, shards: list, keys: np.ndarray) -> pa.Table:
     wanted = pa.array(keys, pa.int64())
     parts = []
     for shard in shards:
-        table = pq.read_table(MINHASH.outputs(ws, shard)[0])
+        table = pq.read_table(MINHASH.part_path(ws, shard))
         parts.append(table.filter(pc.is_in(table["key"], wanted)))
     return pa.concat_tables(parts).sort_by("key")
 

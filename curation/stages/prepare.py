@@ -89,7 +89,7 @@ class Prepare(ShardStage):
         for step in steps_for(shard.source, ctx.quality_model):
             docs = step.run(docs, funnel)
         n_kept = 0
-        with parquet_writer(ws.stage_part(self.name, shard.source.name, shard.index), PREPARED) as writer:
+        with parquet_writer(self.part_path(ws, shard), PREPARED) as writer:
             while batch := list(islice(docs, WRITE_BATCH)):
                 writer.write_table(prepared_table(batch))
                 for doc in batch:

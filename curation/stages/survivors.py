@@ -21,7 +21,7 @@ def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
     """Some columns of every prepared shard, with the shard's source, index and rank added."""
     parts = []
     for shard in shards:
-        table = pq.read_table(PREPARE.outputs(ctx.workspace, shard)[0], columns=columns)
+        table = pq.read_table(PREPARE.part_path(ctx.workspace, shard), columns=columns)
         n = table.num_rows
         parts.append(table.append_column("source", pa.array([shard.source.name] * n, pa.string()))
                      .append_column("shard", pa.array([shard.index] * n, pa.int32()))
@@ -46,7 +46,7 @@ def removed_records(ctx, shard) -> pa.Array:
 
 def surviving_batches(ctx, shard, batch_size: int, columns: list[str] | None = None) -> Iterator[pa.Table]:
     dropped = removed_records(ctx, shard)
-    prepared = pq.ParquetFile(PREPARE.outputs(ctx.workspace, shard)[0])
+    prepared = pq.ParquetFile(PREPARE.part_path(ctx.workspace, shard))
     for batch in prepared.iter_batches(batch_size=batch_size, columns=columns):
         docs = pa.Table.from_batches([batch]).filter(pc.invert(pc.is_in(batch["record"], dropped)))
         if docs.num_rows:

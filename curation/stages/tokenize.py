@@ -23,15 +23,15 @@ class Tokenize(ShardStage):
     def inputs(self, ctx) -> str:
         return tokenizer_fingerprint(ctx.tokenizer)
 
-    def outputs(self, ws, shard) -> list[Path]:
-        return [ws.curated_part(shard.source.name, shard.index)]
+    def part_path(self, ws, shard) -> Path:
+        return ws.curated_part(shard.source.name, shard.index)  # the stage writes the curated data itself
 
     def run(self, ctx, shard, fingerprint: str) -> dict:
         ws = ctx.workspace
         tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
         buckets = shard_rows(QUALITY_SELECT.buckets_path(ws), shard, ["record", "quality_bucket"])
         clusters = shard_rows(MINHASH_DEDUP.clusters_path(ws), shard, ["record", "cluster_id"])
-        out = ws.curated_part(shard.source.name, shard.index)
+        out = self.part_path(ws, shard)
         n_docs = n_tokens = 0
         with parquet_writer(out, CURATED) as writer:
             for docs in surviving_batches(ctx, shard, BATCH):

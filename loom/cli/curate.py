@@ -70,8 +70,10 @@ def announce_cluster(client) -> None:
 
 
 def print_summary(summary: list[dict]) -> None:
+    from curation.document import SUMMARY_FATES
+
     table = Table(title="Curation funnel")
-    counts = ("docs_in", "malformed", "filtered", "duplicate", "low_quality", "kept", "tokens")
+    counts = ("docs_in", *SUMMARY_FATES, "tokens")
     table.add_column("source")
     for column in counts:
         table.add_column(column.replace("_", " "), justify="right")
