@@ -21,11 +21,11 @@ from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
 from loom.io import atomic_path, write_parquet, write_text
 from loom.sql import literal, path_list
-from loom.workspace import Workspace
+from loom.workspace import Generation, Workspace
 
 SHARDS = pa.schema(
     [
-        ("path", pa.string()),  # relative to the workspace
+        ("path", pa.string()),  # relative to the generation's folder
         ("source", pa.string()),
         ("input", pa.string()),
         ("n_docs", pa.int64()),
@@ -37,28 +37,29 @@ SHARDS = pa.schema(
 )
 
 
-def write_manifest(ctx, shards: list, stats: dict[str, dict]) -> None:
+def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -> None:
+    """The manifest of a generation being built in `gen.root`, whose curated parts are in place."""
     ws = ctx.workspace
-    ws.manifest.mkdir(parents=True, exist_ok=True)
+    gen.manifest.mkdir(parents=True, exist_ok=True)
     sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources}
-    write_text(json.dumps(curation, indent=2), ws.curation_info)
-    write_parquet(_shards_table(ws, shards, stats), ws.manifest_table("shards"))
+    write_text(json.dumps(curation, indent=2), gen.curation_info)
+    write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
     con = duckdb.connect()
-    curated = path_list(ws.curated_part(s.source.name, s.index) for s in shards)
+    curated = path_list(gen.curated_part(s.source.name, s.index) for s in shards)
     _copy(con, f"""
-        SELECT id, source, replace(filename, {literal(str(ws.root.resolve()) + "/")}, '') AS shard,
+        SELECT id, source, replace(filename, {literal(str(gen.root.resolve()) + "/")}, '') AS shard,
                file_row_number AS row, lang, lang_score, n_chars, n_tokens, quality, quality_bucket, dup_cluster
         FROM read_parquet({curated}, filename = true, file_row_number = true)
         ORDER BY filename, file_row_number
-    """, ws.manifest_table("documents"))
-    _copy(con, funnel_query(ws, shards, ctx.removals), ws.manifest_table("funnel"))
+    """, gen.manifest_table("documents"))
+    _copy(con, funnel_query(ws, shards, ctx.removals), gen.manifest_table("funnel"))
     _copy(con, f"""
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
         FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
-    """, ws.manifest_table("dedup_clusters"))
-    write_text(json.dumps(dedup_report(con, ws), indent=2), ws.manifest / "dedup_report.json")
+    """, gen.manifest_table("dedup_clusters"))
+    write_text(json.dumps(dedup_report(con, ws), indent=2), gen.manifest / "dedup_report.json")
     quality = json.loads(QUALITY_SELECT.marker(ws).read_text())
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
@@ -68,10 +69,10 @@ def write_manifest(ctx, shards: list, stats: dict[str, dict]) -> None:
         LEFT JOIN read_parquet({literal(QUALITY_SELECT.buckets_path(ws))}) q ON q.quality_bucket = b.bucket
         WHERE {literal(bool(quality["scored"]))}
         GROUP BY ALL ORDER BY 1
-    """, ws.manifest_table("quality_buckets"))
+    """, gen.manifest_table("quality_buckets"))
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
-        write_text("\n".join(fingerprints) + "\n", ws.curated / source / "_SUCCESS")
+        write_text("\n".join(fingerprints) + "\n", gen.curated / source / "_SUCCESS")
 
 
 def funnel_query(ws: Workspace, shards: list, removals: tuple[str, ...]) -> str:
@@ -118,12 +119,12 @@ def dedup_report(con, ws: Workspace, largest: int = 10) -> dict:
     }
 
 
-def _shards_table(ws: Workspace, shards: list, stats: dict[str, dict]) -> pa.Table:
+def _shards_table(gen: Generation, shards: list, stats: dict[str, dict]) -> pa.Table:
     rows = []
     for shard in shards:
         s = stats[shard.key]
         rows.append({
-            "path": str(ws.curated_part(shard.source.name, shard.index).relative_to(ws.root)),
+            "path": str(gen.curated_part(shard.source.name, shard.index).relative_to(gen.root)),
             "source": shard.source.name, "input": shard.input, "n_docs": s["docs"], "n_tokens": s["tokens"],
             "bytes": s["bytes"], "created": datetime.datetime.fromtimestamp(int(s["finished"]), datetime.UTC),
             "fingerprint": s["fingerprint"],
@@ -136,20 +137,10 @@ def _copy(con, query: str, path: Path) -> None:
         con.execute(f"COPY ({query}) TO {literal(tmp)} (FORMAT parquet, COMPRESSION zstd)")
 
 
-def remove_stale_parts(ws: Workspace, shards: list) -> list[Path]:
-    """Curated parts left by an earlier run of a declared source whose inputs have since shrunk."""
-    current = {ws.curated_part(s.source.name, s.index) for s in shards}
-    stale = [p for name in {s.source.name for s in shards}
-             for p in (ws.curated / name).glob("part-*.parquet") if p not in current]
-    for path in stale:
-        path.unlink()
-    return stale
-
-
-def source_summary(ws: Workspace) -> list[dict]:
+def source_summary(gen: Generation) -> list[dict]:
     """Per source: records in, each fate's count, tokens kept and the top removal reasons."""
-    funnel = literal(ws.manifest_table("funnel"))
-    shards = literal(ws.manifest_table("shards"))
+    funnel = literal(gen.manifest_table("funnel"))
+    shards = literal(gen.manifest_table("shards"))
     counts = ", ".join(f"count(*) FILTER (fate = {literal(fate)}) AS {fate}" for fate in SUMMARY_FATES)
     con = duckdb.connect()
     rows = con.sql(f"""

@@ -1,16 +1,18 @@
 """Running a planned job: every stage of curation.stages.STAGES, in order, as Dask tasks. Each output is written
 atomically and marked done with a fingerprint of what it was made from, so a rerun skips finished work and
-redoes the rest; then the manifest."""
+redoes the rest; then the result is published as a generation with its manifest (curation.publish)."""
 
 import json
 import logging
 import os
+import signal
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from curation.job import JobContext, Shard
-from curation.manifest import remove_stale_parts, source_summary, write_manifest
+from curation.manifest import source_summary
+from curation.publish import publish
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
 from loom.errors import UserError
@@ -37,11 +39,25 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
             yield client
         return
     n_workers = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with interrupts_ignored():  # the workers start ignoring Ctrl-C, and their preload keeps a restarted one so
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL,  # a task's error reaches the client anyway
+                               preload=["curation.dask_worker"])
+    with cluster, Client(cluster) as client:
         if on_start:
             on_start(client)
         yield client
+
+
+@contextmanager
+def interrupts_ignored():
+    """SIGINT ignored while the block runs, so that processes started meanwhile ignore it from their first
+    instruction (a Ctrl-C pressed in those seconds is lost: the price of no traceback from a half-started worker)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def input_fingerprint(shard: Shard) -> str:
@@ -90,8 +106,8 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
 
 
 def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES) -> list[dict]:
-    """Runs the planned job on `client`'s cluster and writes the manifest; returns the per-source summary."""
+    """Runs the planned job on `client`'s cluster and publishes its generation; returns the per-source summary.
+    The caller holds the workspace's lock."""
     stats, removals = run_stages(shards, ctx, client, progress, stages)
-    remove_stale_parts(ctx.workspace, shards)
-    write_manifest(replace(ctx, removals=removals), shards, stats)
-    return source_summary(ctx.workspace)
+    gen, _ = publish(replace(ctx, removals=removals), shards, stats)
+    return source_summary(gen)

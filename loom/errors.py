@@ -6,6 +6,8 @@ class UserError(Exception):
 
 
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
+INTERRUPTED = "interrupted; run the same command again to resume"
 
 
 def reject_unknown_keys(table: dict, known, where: str) -> None:

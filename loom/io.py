@@ -40,6 +40,9 @@ def listing(path: Path) -> list[str]:
     return [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
 
 
+TEMPORARY_GLOB = ".*.tmp-*"  # what atomic_path's temporary names look like
+
+
 @contextmanager
 def atomic_path(path: Path):
     """Yields a temporary path; renames it onto `path` only if the block finishes."""
@@ -50,6 +53,16 @@ def atomic_path(path: Path):
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def remove_temporary_files(*folders: Path) -> list[Path]:
+    """The temporary files that writers killed before their rename left below `folders`, removed. Only safe for
+    a caller that holds the lock of everything written there."""
+    stale = sorted(p for folder in folders if Path(folder).is_dir() for p in Path(folder).rglob(TEMPORARY_GLOB)
+                   if p.is_file())
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 @contextmanager

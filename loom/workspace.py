@@ -2,6 +2,7 @@
 inside a workspace is named here, and nowhere else."""
 
 import importlib.util
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,72 @@ class Workspace:
         return self.models / "quality.bin"
 
     # ---- curation ----
+    # Curated data is published in generations: each one a folder with its curated Parquet, manifest and
+    # quarantine that never changes once published; `published.json`, replaced atomically, names the current one.
+
+    @property
+    def generations(self) -> Path:
+        return self.root / "generations"
+
+    def generation(self, generation_id: str) -> "Generation":
+        return Generation(self.generations / generation_id, generation_id) if generation_id else Generation(self.root, "")
+
+    @property
+    def published_file(self) -> Path:
+        return self.root / "published.json"
+
+    def published(self) -> "Generation":
+        """The generation readers see: the one published.json names, read once per call. A workspace curated
+        before generations existed has none; its own curated/ and manifest/ folders are read as generation ""."""
+        try:
+            return self.generation(json.loads(self.published_file.read_text(encoding="utf-8"))["generation"])
+        except FileNotFoundError:
+            return self.generation("")
+
+    @property
+    def locks(self) -> Path:
+        return self.root / "locks"
+
+    def lock_file(self, target: str) -> Path:
+        """The lock of one writable target: `workspace`, `mixture-NAME` or `run-NAME`."""
+        return self.locks / f"{target}.lock"
+
+    @property
+    def work(self) -> Path:
+        """Intermediate per-stage outputs; kept so that a rerun can skip finished shards."""
+        return self.root / "work"
+
+    def stage_dir(self, stage: str) -> Path:
+        return self.work / stage
+
+    def stage_part(self, stage: str, source: str, shard_index: int, suffix: str = "parquet") -> Path:
+        return self.stage_dir(stage) / source / part_name(shard_index, suffix)
+
+    # ---- mixtures and runs ----
+
+    @property
+    def mixtures(self) -> Path:
+        """Compiled mixtures (mixtures/NAME/), and the workspace's own specs (mixtures/NAME.toml)."""
+        return self.root / "mixtures"
+
+    def mixture_dir(self, name: str) -> Path:
+        return self.mixtures / name
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    def run_dir(self, name: str) -> Path:
+        return self.runs / name
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One published state of the curated data: where its parts are. Paths inside it (the manifest's shard paths)
+    are relative to its root."""
+
+    root: Path
+    id: str
 
     @property
     def curated(self) -> Path:
@@ -73,34 +140,6 @@ class Workspace:
 
     def quarantine_part(self, source: str, shard_index: int) -> Path:
         return self.quarantine / source / part_name(shard_index, "jsonl")
-
-    @property
-    def work(self) -> Path:
-        """Intermediate per-stage outputs; kept so that a rerun can skip finished shards."""
-        return self.root / "work"
-
-    def stage_dir(self, stage: str) -> Path:
-        return self.work / stage
-
-    def stage_part(self, stage: str, source: str, shard_index: int, suffix: str = "parquet") -> Path:
-        return self.stage_dir(stage) / source / part_name(shard_index, suffix)
-
-    # ---- mixtures and runs ----
-
-    @property
-    def mixtures(self) -> Path:
-        """Compiled mixtures (mixtures/NAME/), and the workspace's own specs (mixtures/NAME.toml)."""
-        return self.root / "mixtures"
-
-    def mixture_dir(self, name: str) -> Path:
-        return self.mixtures / name
-
-    @property
-    def runs(self) -> Path:
-        return self.root / "runs"
-
-    def run_dir(self, name: str) -> Path:
-        return self.runs / name
 
 
 def examples_dir() -> Path:

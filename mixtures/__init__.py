@@ -3,7 +3,7 @@ packages use of a mixture is imported from here."""
 
 from pathlib import Path
 
-from loom.workspace import Workspace
+from loom.workspace import Generation, Workspace
 from mixtures.compile import check_current, compile_mixture
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, read_plan
 from mixtures.manifest import shard_sources
@@ -14,8 +14,8 @@ __all__ = ["PLAN_FILE", "SCHEDULE_FILE", "MixtureSpec", "Schedule", "SequenceInd
            "load_schedule", "load_spec", "read_plan", "shard_sources", "spec_files", "target_shares"]
 
 
-def load_schedule(folder: Path, layout: Workspace) -> Schedule:
-    """A compiled schedule, refused when the workspace's curated data or tokenizer changed since."""
+def load_schedule(folder: Path, layout: Workspace) -> tuple[Schedule, Generation]:
+    """A compiled schedule and the generation of curated data it reads, refused when the workspace has published
+    other curated data or changed its tokenizer since."""
     schedule = Schedule.load(folder)
-    check_current(schedule.meta, layout)
-    return schedule
+    return schedule, check_current(schedule.meta, layout)

@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 from curation.tokenizer import tokenizer_fingerprint
 from loom.errors import UserError
 from loom.io import write_parquet, write_text
-from loom.workspace import Workspace
+from loom.workspace import Generation, Workspace
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SEQUENCES_DIR, SPEC_FILE, sequences_file
 from mixtures.manifest import documents, manifest_fingerprint, read_curation
 from mixtures.plan import PLAN, Component, component_stats, plan_phases, plan_rows, resolve, weight_keys
@@ -19,11 +19,12 @@ from mixtures.spec import MixtureSpec, to_toml
 
 
 def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
-    curation = read_curation(ws)
+    gen = ws.published()  # read once: a curation publishing meanwhile does not change what this mixture is built on
+    curation = read_curation(gen)
     tokenizer = curated_tokenizer(spec, ws, curation)
     keys = weight_keys(spec)
     components = [resolve(key, curation["sources"]) for key in keys]
-    con = documents(ws)
+    con = documents(gen)
     stats = {c.key: component_stats(spec, c.key, *count(con, c)) for c in components}
     steps = spec.resolved_steps()
     phases = plan_phases(spec, keys, steps)
@@ -36,8 +37,8 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
         "vocab_size": Tokenizer.from_file(str(tokenizer)).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
         "components": write_sequence_indexes(con, components, stats, out),
-        "manifest_fingerprint": manifest_fingerprint(ws), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],
-        "workspace": str(ws.root),
+        "manifest_fingerprint": manifest_fingerprint(gen), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],
+        "workspace": str(ws.root), "generation": gen.id,
     }
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
     write_text(to_toml(spec, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
@@ -79,10 +80,13 @@ def write_sequence_indexes(con: duckdb.DuckDBPyConnection, components: list[Comp
     return records
 
 
-def check_current(meta: dict, ws: Workspace) -> None:
-    """Refuses a schedule compiled against other curated data or another tokenizer."""
-    if meta["manifest_fingerprint"] != manifest_fingerprint(ws):
-        raise UserError(f"mixture '{meta['name']}' was built on other curated data than {ws.root} holds now; "
-                        f"rebuild it with `loom mix build {meta['name']}`")
-    if meta["tokenizer_fingerprint"] != read_curation(ws)["tokenizer_fingerprint"]:
+def check_current(meta: dict, ws: Workspace) -> Generation:
+    """The generation a schedule reads; refused unless it is the published one, with the manifest and tokenizer
+    the schedule was compiled against."""
+    gen = ws.published()
+    if meta.get("generation", "") != gen.id or meta["manifest_fingerprint"] != manifest_fingerprint(gen):
+        raise UserError(f"mixture '{meta['name']}' was built on other curated data than {ws.root} publishes now "
+                        f"(generation {gen.id or 'none'}); rebuild it with `loom mix build {meta['name']}`")
+    if meta["tokenizer_fingerprint"] != read_curation(gen)["tokenizer_fingerprint"]:
         raise UserError(f"mixture '{meta['name']}' was built with another tokenizer; rebuild it")
+    return gen

@@ -1,5 +1,5 @@
-"""What a mixture reads of a curated workspace: what the data was curated with, a fingerprint of its shards,
-which source each shard holds, and its documents as a DuckDB view."""
+"""What a mixture reads of a published generation of curated data: what it was curated with, a fingerprint of its
+shards, which source each shard holds, and its documents as a DuckDB view."""
 
 import hashlib
 import json
@@ -9,29 +9,29 @@ import pyarrow.parquet as pq
 
 from loom.errors import UserError
 from loom.sql import literal
-from loom.workspace import Workspace
+from loom.workspace import Generation
 
 
-def read_curation(ws: Workspace) -> dict:
-    path = ws.curation_info
+def read_curation(gen: Generation) -> dict:
+    path = gen.curation_info
     if not path.is_file():
-        raise UserError(f"no curated data in {ws.root} (no {path}); run `loom curate` first")
+        raise UserError(f"no curated data in {gen.root} (no {path}); run `loom curate` first")
     return json.loads(path.read_text())
 
 
-def manifest_fingerprint(ws: Workspace) -> str:
-    shards = duckdb.sql(f"SELECT fingerprint FROM read_parquet({literal(ws.manifest_table('shards'))}) ORDER BY path")
+def manifest_fingerprint(gen: Generation) -> str:
+    shards = duckdb.sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
     return hashlib.sha256("\n".join(r[0] for r in shards.fetchall()).encode()).hexdigest()[:24]
 
 
-def shard_sources(ws: Workspace) -> dict[str, str]:
-    """The source of each curated shard, by its path relative to the workspace (as sequence indexes name it)."""
-    shards = pq.read_table(ws.manifest_table("shards"), columns=["path", "source"])
+def shard_sources(gen: Generation) -> dict[str, str]:
+    """The source of each curated shard, by its path relative to the generation (as sequence indexes name it)."""
+    shards = pq.read_table(gen.manifest_table("shards"), columns=["path", "source"])
     return dict(zip(shards["path"].to_pylist(), shards["source"].to_pylist()))
 
 
-def documents(ws: Workspace) -> duckdb.DuckDBPyConnection:
+def documents(gen: Generation) -> duckdb.DuckDBPyConnection:
     """A connection with the manifest's documents (one row per kept document, no text) as the view `documents`."""
     con = duckdb.connect()
-    con.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet({literal(ws.manifest_table('documents'))})")
+    con.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet({literal(gen.manifest_table('documents'))})")
     return con

@@ -12,14 +12,15 @@ from reports.views import connect
 
 
 def curation_report(root: Path) -> Path:
-    """`manifest/report.html`: the funnel, distributions and spot checks of every curated source."""
+    """The published generation's `manifest/report.html`: the funnel, distributions and spot checks of every
+    curated source."""
     con, views = connect(root)
     if "funnel" not in views:
         raise UserError(f"no curated data in {root}; run `loom curate` first")
     sources = [s for (s,) in con.sql("SELECT DISTINCT source FROM funnel ORDER BY source").fetchall()]
     body = [f"<h1>Curation of {len(sources)} sources</h1>",
             sections.funnel(con, sources), sections.distributions(con, sources), sections.spot_checks(con, sources, 0)]
-    out = Workspace(Path(root)).curation_report
+    out = Workspace(Path(root)).published().curation_report
     write_text(page("Loom curation report", body), out)
     return out
 
@@ -31,7 +32,7 @@ def mixture_report(root: Path, name: str) -> Path:
     if not (folder / SCHEDULE_FILE).is_file():
         raise UserError(f"mixture '{name}' is not compiled in {root}; run `loom mix build {name}`")
     meta = sections.load_json(folder / SCHEDULE_FILE)
-    curation = sections.load_json(ws.curation_info)
+    curation = sections.load_json(ws.generation(meta.get("generation", "")).curation_info)
     con, _ = connect(root)
     sources = sorted({s for c in meta["components"] for s in c["sources"]})
     documents = con.execute("SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from loom.sql import literal
+from loom.workspace import Workspace
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA"}
 
@@ -15,8 +16,9 @@ READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA"}
 @dataclass(frozen=True)
 class View:
     name: str
-    pattern: str  # files that must exist, relative to the workspace
-    sql: str  # the view's query; {ws:REL} is the path REL inside the workspace, as a quoted SQL string
+    pattern: str  # files that must exist, relative to the workspace (or, with `published`, its generation)
+    sql: str  # the view's query; {ws:REL} is the path REL inside that folder, as a quoted SQL string
+    published: bool = False  # reads the published generation of curated data, not the workspace's own folders
 
 
 class WorkspacePaths:
@@ -31,19 +33,22 @@ class WorkspacePaths:
 
 VIEWS = (
     View("documents", "curated/*/part-*.parquet",
-         "SELECT * FROM read_parquet({ws:curated/*/part-*.parquet}, union_by_name = true)"),
-    View("doc_stats", "manifest/documents.parquet", "SELECT * FROM read_parquet({ws:manifest/documents.parquet})"),
-    View("shards", "manifest/shards.parquet", "SELECT * FROM read_parquet({ws:manifest/shards.parquet})"),
-    View("funnel", "manifest/funnel.parquet", "SELECT * FROM read_parquet({ws:manifest/funnel.parquet})"),
+         "SELECT * FROM read_parquet({ws:curated/*/part-*.parquet}, union_by_name = true)", published=True),
+    View("doc_stats", "manifest/documents.parquet",
+         "SELECT * FROM read_parquet({ws:manifest/documents.parquet})", published=True),
+    View("shards", "manifest/shards.parquet",
+         "SELECT * FROM read_parquet({ws:manifest/shards.parquet})", published=True),
+    View("funnel", "manifest/funnel.parquet",
+         "SELECT * FROM read_parquet({ws:manifest/funnel.parquet})", published=True),
     View("quarantine", "quarantine/*/*.jsonl", """
         SELECT split_part(filename, '/', -2) AS source, input, record, reason, detail, raw
         FROM read_json({ws:quarantine/*/*.jsonl}, format = 'newline_delimited', filename = true,
                        columns = {{input: 'VARCHAR', record: 'BIGINT', reason: 'VARCHAR', detail: 'VARCHAR',
-                                   raw: 'VARCHAR'}})"""),
+                                   raw: 'VARCHAR'}})""", published=True),
     View("dedup_clusters", "manifest/dedup_clusters.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})"),
+         "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})", published=True),
     View("quality_buckets", "manifest/quality_buckets.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/quality_buckets.parquet})"),
+         "SELECT * FROM read_parquet({ws:manifest/quality_buckets.parquet})", published=True),
     View("mixtures", "mixtures/*/schedule.json", """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint
@@ -70,11 +75,13 @@ VIEWS = (
 
 def available_views(root: Path) -> list[tuple[str, str]]:
     """(name, CREATE VIEW statement) of each view whose files exist, in dependency order."""
-    root = Path(root).resolve()
+    ws = Workspace(Path(root).resolve())
+    data = ws.published().root  # read once: every view sees the same generation
     statements = []
     for view in VIEWS:
-        if glob.glob(str(root / view.pattern)):
-            body = " ".join(view.sql.format(ws=WorkspacePaths(root)).split())
+        folder = data if view.published else ws.root
+        if glob.glob(str(folder / view.pattern)):
+            body = " ".join(view.sql.format(ws=WorkspacePaths(folder)).split())
             statements.append((view.name, f"CREATE OR REPLACE VIEW {view.name} AS {body};"))
     return statements
 

@@ -1,5 +1,5 @@
-"""Are two Loom workspaces' outputs the same? Compares the curated Parquet, the manifest, the compiled mixtures,
-the quarantine and the models byte for byte; the one column that holds wall-clock times (manifest/shards.parquet
+"""Are two Loom workspaces' outputs the same? Compares the published generation's curated Parquet, manifest and
+quarantine, the compiled mixtures and the models byte for byte; the one column that holds wall-clock times (manifest/shards.parquet
 `created`) is compared as a table without it. HTML reports are skipped (they hold paths and times).
 
     python scripts/compare_workspaces.py WORKSPACE_A WORKSPACE_B
@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-COMPARED = ("curated", "manifest", "mixtures", "quarantine", "models")
+from loom.workspace import Workspace
+
+PUBLISHED = ("curated", "manifest", "quarantine")  # in the published generation (a workspace from before
+WORKSPACE = ("mixtures", "models")                  # generations has them at its top)
 TIMED_COLUMNS = {"manifest/shards.parquet": ["created"]}
 
 
 def output_files(root: Path) -> dict[str, Path]:
-    return {str(p.relative_to(root)): p for top in COMPARED for p in sorted((root / top).rglob("*"))
+    folders = [(Workspace(root).published().root, top) for top in PUBLISHED] + [(root, top) for top in WORKSPACE]
+    return {str(p.relative_to(base)): p for base, top in folders for p in sorted((base / top).rglob("*"))
             if p.is_file() and p.suffix != ".html"}
 
 

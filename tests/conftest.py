@@ -18,6 +18,13 @@ PAGES_PER_LANGUAGE = 6
 DOCS_PER_SHARD = 40
 
 
+def published(workspace: Path) -> Path:
+    """The folder of a workspace's published generation: its curated/, manifest/ and quarantine/."""
+    from loom.workspace import Workspace
+
+    return Workspace(Path(workspace)).published().root
+
+
 def run_loom(*args, check=True, timeout=300, command=LOOM, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200"}
     result = subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, **kwargs)

@@ -8,7 +8,7 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_loom
+from conftest import published, run_loom
 
 GOOD_TEXTS = [f"Record number {i} is a good one: it has text, and it is valid JSON." for i in range(40)]
 
@@ -56,7 +56,7 @@ def bad_run(tmp_path_factory, slice_tokenizer):
 
 def test_each_bad_record_is_counted_under_its_reason(bad_run):
     ws, _ = bad_run
-    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
     bad = Counter(row["reason"] for row in funnel if row["source"] == "bad" and row["fate"] == "malformed")
     assert bad == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2, "empty_text": 1, "empty_file": 1}
     kept = [row for row in funnel if row["source"] == "bad" and row["fate"] == "kept"]
@@ -65,25 +65,25 @@ def test_each_bad_record_is_counted_under_its_reason(bad_run):
 
 def test_good_records_survive_and_the_truncated_tail_is_counted(bad_run):
     ws, complete_before_cut = bad_run
-    curated = pq.read_table(list((ws / "curated").glob("*/part-*.parquet"))).to_pylist()
+    curated = pq.read_table(list((published(ws) / "curated").glob("*/part-*.parquet"))).to_pylist()
     texts = {row["source"]: [] for row in curated}
     for row in curated:
         texts[row["source"]].append(row["text"])
     assert sorted(texts["bad"]) == sorted(GOOD_TEXTS[:5])
     assert 0 < complete_before_cut < len(GOOD_TEXTS) - 10
     assert texts["cut"] == GOOD_TEXTS[10 : 10 + complete_before_cut]
-    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
     cut = Counter(row["reason"] for row in funnel if row["source"] == "cut" and row["fate"] == "malformed")
     assert cut == {"truncated_file": 1}
 
 
 def test_malformed_records_are_quarantined_with_reason_and_raw_text(bad_run):
     ws, _ = bad_run
-    rows = [json.loads(line) for line in (ws / "quarantine" / "bad" / "part-00000.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (published(ws) / "quarantine" / "bad" / "part-00000.jsonl").read_text().splitlines()]
     assert Counter(row["reason"] for row in rows) == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2,
                                                       "empty_text": 1}
     assert any("unterminated" in row["raw"] for row in rows)
-    assert (ws / "quarantine" / "bad" / "part-00001.jsonl").read_text().count("empty_file") == 1
+    assert (published(ws) / "quarantine" / "bad" / "part-00001.jsonl").read_text().count("empty_file") == 1
 
 
 SOURCE_ERRORS = [

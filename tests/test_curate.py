@@ -10,6 +10,7 @@ import xxhash
 import zstandard
 from tokenizers import Tokenizer
 
+from conftest import published
 from curation.schema import CURATED
 
 SOURCES = ("web", "docs", "code", "fortunes")
@@ -30,20 +31,20 @@ def raw_record_counts(slice_root):
 @pytest.fixture(scope="module")
 def outputs(curated_slice):
     workspace, _ = curated_slice
-    curated = pq.read_table(sorted((workspace / "curated").glob("*/part-*.parquet")))
-    funnel = pq.read_table(workspace / "manifest" / "funnel.parquet")
-    documents = pq.read_table(workspace / "manifest" / "documents.parquet")
-    shards = pq.read_table(workspace / "manifest" / "shards.parquet")
+    curated = pq.read_table(sorted((published(workspace) / "curated").glob("*/part-*.parquet")))
+    funnel = pq.read_table(published(workspace) / "manifest" / "funnel.parquet")
+    documents = pq.read_table(published(workspace) / "manifest" / "documents.parquet")
+    shards = pq.read_table(published(workspace) / "manifest" / "shards.parquet")
     return workspace, curated, funnel, documents, shards
 
 
 def test_curated_parquet_has_the_documented_schema(outputs):
     workspace, curated, *_ = outputs
-    for part in (workspace / "curated").glob("*/part-*.parquet"):
+    for part in (published(workspace) / "curated").glob("*/part-*.parquet"):
         assert pq.read_schema(part).equals(CURATED, check_metadata=False), part
     assert set(curated["source"].to_pylist()) == set(SOURCES)
     for source in SOURCES:
-        assert (workspace / "curated" / source / "_SUCCESS").exists()
+        assert (published(workspace) / "curated" / source / "_SUCCESS").exists()
 
 
 def test_token_ids_decode_back_to_the_text(outputs, slice_tokenizer):

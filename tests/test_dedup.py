@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLES, run_loom
+from conftest import EXAMPLES, published, run_loom
 from curation.config import load_sources
 from curation.config import DedupConfig
 from curation.minhash import band_keys, shingles
@@ -94,7 +94,7 @@ def curate(root: Path, tokenizer: Path, *extra) -> Path:
 
 
 def clusters_of(ws: Path) -> list[dict]:
-    return pq.read_table(ws / "manifest" / "dedup_clusters.parquet").to_pylist()
+    return pq.read_table(published(ws) / "manifest" / "dedup_clusters.parquet").to_pylist()
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_removed_documents_carry_their_cluster_in_the_funnel(ground_truth):
     rows = clusters_of(ws)
     removed = {row["member_id"]: row["cluster_id"] for row in rows if row["removed"]}
     assert removed
-    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
     near = {row["doc_id"]: row for row in funnel if row["reason"] == "near_duplicate"}
     assert near.keys() == removed.keys()
     for doc_id, row in near.items():
@@ -144,14 +144,14 @@ def test_removed_documents_carry_their_cluster_in_the_funnel(ground_truth):
         members = [row for row in rows if row["cluster_id"] == cluster_id]
         survivors = [row["member_id"] for row in members if row["is_survivor"]]
         assert survivors == [cluster_id] == [min(row["member_id"] for row in members)]  # no scores: smallest id
-    curated = pq.read_table(list((ws / "curated").glob("*/part-*.parquet")), columns=["id", "dup_cluster"]).to_pylist()
+    curated = pq.read_table(list((published(ws) / "curated").glob("*/part-*.parquet")), columns=["id", "dup_cluster"]).to_pylist()
     assert {row["id"] for row in curated}.isdisjoint(removed)
     assert {row["dup_cluster"] for row in curated if row["dup_cluster"]} == set(removed.values())
 
 
 def test_the_report_numbers_add_up(ground_truth):
     _, ws = ground_truth
-    report = json.loads((ws / "manifest" / "dedup_report.json").read_text())
+    report = json.loads((published(ws) / "manifest" / "dedup_report.json").read_text())
     rows = clusters_of(ws)
     removed = Counter(row["source"] for row in rows if row["removed"])
     for source, numbers in report["removed_fraction"].items():
@@ -179,7 +179,7 @@ def test_with_quality_scores_each_cluster_keeps_its_best_member(tmp_path, slice_
                pq.read_table(sorted((ws / "work" / "minhash").glob("*/part-*.parquet"))).to_pylist()}
     rows = clusters_of(ws)
     assert rows
-    kept = {r["id"] for r in pq.read_table(ws / "manifest" / "documents.parquet").to_pylist()}
+    kept = {r["id"] for r in pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()}
     for cluster_id in {r["cluster_id"] for r in rows}:
         members = [r["member_id"] for r in rows if r["cluster_id"] == cluster_id]
         best = max(members, key=lambda m: (quality[m], [-ord(c) for c in m]))
@@ -194,7 +194,7 @@ def test_a_cluster_over_the_size_limit_is_flagged_and_reported(tmp_path, slice_t
     rows = clusters_of(ws)
     assert rows and all(r["oversized"] for r in rows)
     assert all(r["removed"] == (not r["is_survivor"] and r["jaccard_to_survivor"] >= 0.95) for r in rows)
-    report = json.loads((ws / "manifest" / "dedup_report.json").read_text())
+    report = json.loads((published(ws) / "manifest" / "dedup_report.json").read_text())
     assert len(report["oversized_clusters"]) == len({r["cluster_id"] for r in rows})
     toml.write_text(toml.read_text().replace("max_cluster_size = 1", "max_cluster_size = 1000"))
     rerun = curate(tmp_path, slice_tokenizer, "--workers", 2)  # a changed [dedup] setting redoes the clusters

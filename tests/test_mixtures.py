@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import copy_curated, run_loom
+from conftest import copy_curated, published, run_loom
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import SequenceIndex, load_schedule, load_spec
@@ -155,10 +155,10 @@ def test_sequences_are_the_packed_token_stream_of_their_component(built, mix_ws)
     out, _ = built
     meta = json.loads((out / "schedule.json").read_text())
     web = next(c for c in meta["components"] if c["key"] == "web")
-    documents = pq.read_table(mix_ws / "manifest" / "documents.parquet").to_pylist()
+    documents = pq.read_table(published(mix_ws) / "manifest" / "documents.parquet").to_pylist()
     stream = []
     for doc in sorted((d for d in documents if d["source"] == "web"), key=lambda d: (d["shard"], d["row"])):
-        ids = pq.read_table(mix_ws / doc["shard"], columns=["input_ids"])["input_ids"][doc["row"]].as_py()
+        ids = pq.read_table(published(mix_ws) / doc["shard"], columns=["input_ids"])["input_ids"][doc["row"]].as_py()
         stream += ids
     index = SequenceIndex(out / web["file"], meta["seq_len"])
     width = meta["seq_len"] + 1
@@ -167,7 +167,7 @@ def test_sequences_are_the_packed_token_stream_of_their_component(built, mix_ws)
     for i in (0, 1, web["available_sequences"] // 2, len(stream) // width - 1):
         tokens = []
         for shard, row, start, length in index.locate(i):
-            ids = pq.read_table(mix_ws / shard, columns=["input_ids"])["input_ids"][row].as_py()
+            ids = pq.read_table(published(mix_ws) / shard, columns=["input_ids"])["input_ids"][row].as_py()
             tokens += ids[start : start + length]
         assert tokens == stream[i * width : (i + 1) * width]
 
@@ -175,13 +175,13 @@ def test_sequences_are_the_packed_token_stream_of_their_component(built, mix_ws)
 def test_a_schedule_built_on_other_data_is_refused(built, mix_ws, tmp_path):
     out, _ = built
     layout = Workspace(mix_ws)
-    assert load_schedule(out, layout).steps > 0
+    assert load_schedule(out, layout)[0].steps > 0
     changed = tmp_path / "ws"
     shutil.copytree(mix_ws, changed)
-    shards = pq.read_table(changed / "manifest" / "shards.parquet")
+    shards = pq.read_table(published(changed) / "manifest" / "shards.parquet")
     fingerprints = pa.array([f + "x" for f in shards["fingerprint"].to_pylist()])
     pq.write_table(shards.set_column(shards.schema.get_field_index("fingerprint"), "fingerprint", fingerprints),
-                   changed / "manifest" / "shards.parquet")
+                   published(changed) / "manifest" / "shards.parquet")
     with pytest.raises(UserError, match="built on other curated data"):
         load_schedule(changed / "mixtures" / "good", Workspace(changed))
 

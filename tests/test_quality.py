@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLES, run_loom
+from conftest import EXAMPLES, published, run_loom
 from curation.config import SourceConfig
 from curation.quality import QualityModel, roc_auc
 from curation.samples import source_texts
@@ -66,7 +66,7 @@ def scored_run(tmp_path_factory, slice_sources, slice_tokenizer, quality_model):
 
 def test_scores_from_the_dask_job_equal_scores_in_one_process(scored_run):
     ws, model, _ = scored_run
-    curated = pq.read_table(sorted((ws / "curated").glob("*/part-*.parquet")), columns=["text", "quality"])
+    curated = pq.read_table(sorted((published(ws) / "curated").glob("*/part-*.parquet")), columns=["text", "quality"])
     in_process = QualityModel(model).scores(curated["text"].to_pylist())
     assert len(in_process) > 100
     np.testing.assert_array_equal(curated["quality"].to_numpy(), in_process)
@@ -74,11 +74,11 @@ def test_scores_from_the_dask_job_equal_scores_in_one_process(scored_run):
 
 def test_buckets_are_the_quantiles_of_all_scores(scored_run):
     ws, *_ = scored_run
-    buckets = pq.read_table(ws / "manifest" / "quality_buckets.parquet").to_pylist()
+    buckets = pq.read_table(published(ws) / "manifest" / "quality_buckets.parquet").to_pylist()
     assert [b["quality_bucket"] for b in buckets] == [0, 1, 2, 3]
     counts = [b["n_docs"] for b in buckets]
     assert max(counts) - min(counts) <= 2  # quartiles: the same number of documents in each
-    documents = pq.read_table(ws / "manifest" / "documents.parquet").to_pylist()
+    documents = pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()
     for doc in documents:
         bucket = buckets[doc["quality_bucket"]]
         assert bucket["lower"] <= doc["quality"] <= bucket["upper"]
@@ -86,7 +86,7 @@ def test_buckets_are_the_quantiles_of_all_scores(scored_run):
 
 def test_keep_fraction_keeps_half_of_a_source_and_the_funnel_accounts_for_the_rest(scored_run):
     ws, *_ = scored_run
-    funnel = [row for row in pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist() if row["source"] == "fortunes"]
+    funnel = [row for row in pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist() if row["source"] == "fortunes"]
     fates = Counter(row["fate"] for row in funnel)
     scored = fates["kept"] + fates["duplicate"] + fates["low_quality"]  # no filters: every document is scored
     assert fates["malformed"] + scored == len(funnel)
@@ -95,9 +95,9 @@ def test_keep_fraction_keeps_half_of_a_source_and_the_funnel_accounts_for_the_re
     removed = {row["record"] for row in funnel if row["fate"] == "low_quality"}
     scores = {row["record"]: row["quality"] for row in
               pq.read_table(ws / "work" / "prepare" / "fortunes" / "part-00000.parquet").to_pylist()}
-    kept = pq.read_table(ws / "curated" / "fortunes", columns=["quality"])["quality"].to_pylist()
+    kept = pq.read_table(published(ws) / "curated" / "fortunes", columns=["quality"])["quality"].to_pylist()
     assert min(kept) >= max(scores[record] for record in removed)  # the top half by score is what stays
-    docs = pq.read_table(ws / "manifest" / "documents.parquet").to_pylist()
+    docs = pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()
     assert all(d["quality"] is not None for d in docs)
 
 

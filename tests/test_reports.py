@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_loom
+from conftest import published, run_loom
 
 CHROMIUM = shutil.which("chromium")
 PAYLOADS = [
@@ -110,7 +110,7 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
     meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
     headline = report.read_text()
     assert f"<b>{meta['tokens']:,}</b>" in headline
-    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
     raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
     assert raw == [sum(1 for f in funnel if f["source"] == s) for s in sorted({f["source"] for f in funnel})]
 
@@ -139,7 +139,7 @@ def test_untrusted_document_text_renders_as_text(quickstart_ws, tmp_path):
                                              'filters = []\n')
     run_loom("-w", ws, "curate")
     run_loom("-w", ws, "report", "curation")
-    report = ws / "manifest" / "report.html"
+    report = published(ws) / "manifest" / "report.html"
     dom, console = open_page(report, tmp_path)
     assert console == "", console
     assert dom.title == "Loom curation report"

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, run_loom
+from conftest import REPO, published, run_loom
 from reports.views import connect
 
 README_QUERIES = re.findall(r'^loom sql "(.*)"$', (REPO / "README.md").read_text(), flags=re.MULTILINE)
@@ -25,7 +25,7 @@ def sql_csv(ws, query: str) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def tables(quickstart_ws):
     ws, _ = quickstart_ws
-    return ws, {name: pq.read_table(ws / "manifest" / f"{name}.parquet").to_pylist()
+    return ws, {name: pq.read_table(published(ws) / "manifest" / f"{name}.parquet").to_pylist()
                 for name in ("documents", "funnel")}
 
 

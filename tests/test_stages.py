@@ -48,7 +48,7 @@ def test_a_new_removing_stage_needs_no_change_elsewhere(tmp_path, slice_sources,
     with dask_client(workers=2) as client:
         summary = curate(shards, ctx, client, stages=stages)
 
-    funnel = pq.read_table(ws.manifest_table("funnel"))
+    funnel = pq.read_table(ws.published().manifest_table("funnel"))
     dropped = funnel.filter(pc.equal(funnel["stage"], "drop_mentions"))
     assert dropped.num_rows > 0
     assert set(dropped["fate"].to_pylist()) == {"filtered"} and set(dropped["reason"].to_pylist()) == {"mentions_word"}
@@ -65,6 +65,6 @@ def test_a_new_removing_stage_needs_no_change_elsewhere(tmp_path, slice_sources,
               for path in ws.stage_dir(MINHASH.name).glob("*/part-*.parquet")
               for r in pq.read_table(path, columns=["source", "shard", "record"]).to_pylist()}
     assert signed and not signed & dropped_keys
-    curated = pq.read_table(ws.curated, columns=["text"])
+    curated = pq.read_table(ws.published().curated, columns=["text"])
     assert curated.num_rows == funnel.filter(pc.equal(funnel["fate"], "kept")).num_rows
     assert not any(WORD in text for text in curated["text"].to_pylist())

@@ -205,9 +205,9 @@ def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
 
 
 def test_ranks_read_disjoint_halves_of_the_one_rank_batch(train_ws):
-    schedule = load_schedule(train_ws / "mixtures" / "tinymix", Workspace(train_ws))
+    schedule, data = load_schedule(train_ws / "mixtures" / "tinymix", Workspace(train_ws))
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
-    reader = SequenceReader(schedule, train_ws / "mixtures" / "tinymix", train_ws, sources)
+    reader = SequenceReader(schedule, train_ws / "mixtures" / "tinymix", data, sources)
     whole = list(RankLoader(schedule, reader, 0, 1, 3, 5))
     halves = [list(RankLoader(schedule, reader, r, 2, 3, 5)) for r in (0, 1)]
     for step, batch in enumerate(whole):

@@ -1,12 +1,15 @@
 """`torchrun --nproc-per-node N -m trainer --workspace WS --mixture NAME ...`: one rank of a training run."""
 
 import importlib
+import os
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
 
 from loom.errors import EXIT_USER_ERROR, UserError, error_line
 from trainer.distributed import exit_rank
+from trainer.launch import RUN_LOCK_HELD, run_lock
 from trainer.options import config_from_options, train_options
 from trainer.loop import train
 
@@ -27,7 +30,10 @@ def report_hook():
 @train_options
 def main(workspace, **options):
     try:
-        train(config_from_options(Path(workspace).resolve(), options), report=report_hook())
+        config = config_from_options(Path(workspace).resolve(), options)
+        first_rank = os.environ.get("RANK", "0") == "0"  # started by torchrun directly, rank 0 holds the lock
+        with run_lock(config) if first_rank and not os.environ.get(RUN_LOCK_HELD) else nullcontext():
+            train(config, report=report_hook())
     except UserError as err:
         click.echo(error_line(err), err=True)
         exit_rank(EXIT_USER_ERROR)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
-from loom.workspace import Workspace
+from loom.workspace import Generation
 from mixtures import Schedule, SequenceIndex, shard_sources
 
 
@@ -61,13 +61,13 @@ class RowGroupCache:
 class SequenceReader:
     """The tokens of any sequence of any component, with the source of each token (its index in `sources`)."""
 
-    def __init__(self, schedule: Schedule, folder: Path, root: Path, sources: list[str]):
+    def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str]):
         meta = schedule.meta
         self.width = meta["seq_len"] + 1
         self.indexes = [SequenceIndex(Path(folder) / c["file"], meta["seq_len"]) for c in meta["components"]]
         self.source_id = {name: i for i, name in enumerate(sources)}
-        self.shard_source = shard_sources(Workspace(Path(root)))
-        self.cache = RowGroupCache(root)
+        self.shard_source = shard_sources(data)
+        self.cache = RowGroupCache(data.root)
 
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
         tokens, sources = [], []

@@ -1,4 +1,5 @@
-"""`loom train --nproc N`: N ranks on this machine, started by torchrun, each running `python -m trainer`."""
+"""`loom train --nproc N`: N ranks on this machine, started by torchrun, each running `python -m trainer`; and the
+lock that keeps a run to one writer."""
 
 import os
 import subprocess
@@ -6,6 +7,8 @@ import sys
 from pathlib import Path
 
 from loom.errors import UserError
+from loom.lock import exclusive
+from loom.workspace import Workspace
 from trainer.config import TrainConfig
 from trainer.loop import Run
 from trainer.options import config_to_args
@@ -15,6 +18,14 @@ from trainer.options import config_to_args
 # folder would be taken for the `mixtures` package (a namespace package wins over an editable install's finder).
 # With the folder that holds Loom's packages on PYTHONPATH, the real packages are found first.
 PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
+RUN_LOCK_HELD = "LOOM_RUN_LOCK_HELD"  # set for ranks whose launcher holds the run's lock
+
+
+def run_lock(config: TrainConfig, note=print):
+    """The run's one-writer lock: a second `loom train` of the same run is refused while this one lives."""
+    ws = Workspace(Path(config.workspace))
+    return exclusive(ws.lock_file(f"run-{config.name}"), f"run '{config.name}' in {ws.root}",
+                     lambda line: note(f"note: {line}"))
 
 
 def launch_ranks(config: TrainConfig, nproc: int) -> None:
@@ -23,7 +34,8 @@ def launch_ranks(config: TrainConfig, nproc: int) -> None:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "trainer", *config_to_args(config)]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")])),
+           RUN_LOCK_HELD: "1"}
     result = subprocess.run(command, env=env)
     if result.returncode:
         raise UserError(f"training failed in one of its {nproc} processes (exit {result.returncode}); "

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from loom.errors import UserError
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE, Schedule, load_schedule, target_shares
+from mixtures import SCHEDULE_FILE, load_schedule, target_shares
 from trainer import checkpoint, metrics
 from trainer.config import TrainConfig, lr_schedule
 from trainer.data import Batch, RankLoader, SequenceReader, validation_batches
@@ -37,7 +37,7 @@ class Run:
         if not (folder / SCHEDULE_FILE).is_file():
             raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
                             f"run `loom mix build {config.mixture}` first")
-        self.schedule: Schedule = load_schedule(folder, Workspace(Path(config.workspace)))
+        self.schedule, self.data = load_schedule(folder, Workspace(Path(config.workspace)))
         meta = self.schedule.meta
         self.sources = sorted({s for c in meta["components"] for s in c["sources"]})
         try:
@@ -62,8 +62,7 @@ class Run:
                                 "to continue it, or --run-name NAME for a new one")
             return None
         if found is None:
-            raise UserError(f"run '{self.config.name}' has no complete checkpoint in {run_dir / 'checkpoints'}; "
-                            "start it without --resume")
+            return None  # stopped before its first checkpoint: resuming it is starting it again
         state = checkpoint.read_state(found)
         if state["schedule_fingerprint"] != self.fingerprint:
             raise UserError(f"run '{self.config.name}' was trained on another build of mixture "
@@ -188,7 +187,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                                     metrics.STARTED_AT: time.time()})
         metrics.keep_metrics_before(run_dir, start_step)
     meta = schedule.meta
-    reader = SequenceReader(schedule, config.mixture_dir, Path(config.workspace), run.sources)
+    reader = SequenceReader(schedule, config.mixture_dir, run.data, run.sources)
     per_rank = schedule.global_batch // ranks.world_size
     validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
     loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)

@@ -71,8 +71,12 @@ class Prepare(ShardStage):
     def funnel_path(self, ws, shard) -> Path:
         return ws.stage_part("funnel", shard.source.name, shard.index)
 
+    def quarantine_path(self, ws, shard) -> Path:
+        """The shard's malformed records; published as the generation's quarantine/<source>/part-NNNNN.jsonl."""
+        return ws.stage_part("quarantine", shard.source.name, shard.index, "jsonl")
+
     def outputs(self, ws, shard) -> list[Path]:
-        return [*super().outputs(ws, shard), self.funnel_path(ws, shard), ws.quarantine_part(shard.source.name, shard.index)]
+        return [*super().outputs(ws, shard), self.funnel_path(ws, shard), self.quarantine_path(ws, shard)]
 
     def run(self, ctx, shard, fingerprint: str) -> dict:
         ws = ctx.workspace
@@ -97,7 +101,7 @@ class Prepare(ShardStage):
                 n_kept += len(batch)
         write_parquet(funnel.table(), self.funnel_path(ws, shard))
         quarantine = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in funnel.quarantine)
-        write_text(quarantine, ws.quarantine_part(shard.source.name, shard.index))
+        write_text(quarantine, self.quarantine_path(ws, shard))
         stats = {"records": len(funnel.rows), "kept": n_kept, "malformed": len(funnel.quarantine)}
         mark_done(self.marker(ws, shard), fingerprint, stats)
         return stats

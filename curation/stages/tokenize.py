@@ -1,7 +1,5 @@
 """Stage 6, per shard: tokenize the documents still in and write the curated Parquet, with each one's quality
-bucket and near-duplicate cluster."""
-
-from pathlib import Path
+bucket and near-duplicate cluster (in work/tokenize/; curation.publish puts it in a generation)."""
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,9 +20,6 @@ class Tokenize(ShardStage):
 
     def inputs(self, ctx) -> str:
         return tokenizer_fingerprint(ctx.tokenizer)
-
-    def part_path(self, ws, shard) -> Path:
-        return ws.curated_part(shard.source.name, shard.index)  # the stage writes the curated data itself
 
     def run(self, ctx, shard, fingerprint: str) -> dict:
         ws = ctx.workspace

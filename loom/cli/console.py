@@ -1,12 +1,17 @@
-"""What every command shares: the rich console it prints to, and a UserError raised anywhere below a command
-shown as one line on stderr, with exit status 2."""
+"""What every command shares: the rich console it prints to; a UserError raised anywhere below a command shown
+as one line on stderr, with exit status 2; Ctrl-C as one line, with exit status 130; the locks of the targets a
+command writes."""
 
 import sys
+from contextlib import nullcontext
+from pathlib import Path
 
 import click
 from rich.console import Console
 
-from loom.errors import EXIT_USER_ERROR, UserError, error_line
+from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
+from loom.lock import exclusive
+from loom.workspace import Workspace
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 
@@ -18,11 +23,40 @@ class UserFacingError(click.ClickException):
         click.echo(error_line(self.message), err=True)
 
 
+class Interrupted(click.ClickException):
+    """Ctrl-C: one line saying how to go on (by default, the same command again)."""
+
+    exit_code = EXIT_INTERRUPTED
+
+    def __init__(self, message: str = INTERRUPTED):
+        super().__init__(message)
+
+    def show(self, file=None):
+        click.echo(self.message, err=True)
+
+
 class LoomGroup(click.Group):
-    """Turns a UserError anywhere below into one line on stderr and exit status 2."""
+    """Turns a UserError anywhere below into one line on stderr and exit status 2, and Ctrl-C into one line and
+    exit status 130."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except UserError as err:
             raise UserFacingError(str(err)) from None
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+
+
+def note(line: str) -> None:
+    console.print(f"note: {line}")
+
+
+def workspace_lock(ws: Workspace):
+    """The one-writer lock of what curation writes: work/, generations/, published.json and the models."""
+    return exclusive(ws.lock_file("workspace"), f"workspace {ws.root}", note)
+
+
+def writes_models(ws: Workspace, output: Path):
+    """The workspace's lock when `output` is one of its models (curation reads them), else nothing to hold."""
+    return workspace_lock(ws) if Path(output).resolve().parent == ws.models.resolve() else nullcontext()

@@ -8,8 +8,9 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from loom.cli.console import console
+from loom.cli.console import console, note, workspace_lock
 from loom.cli.options import sources_option, sources_path, tokenizer_path, workers_option
+from loom.io import remove_temporary_files
 from loom.workspace import Workspace
 
 
@@ -42,14 +43,31 @@ def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_mod
     from curation.run import dask_client
 
     started = time.monotonic()
-    shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
-    if quality_model:
-        console.print(f"Scoring quality with {quality_model}")
-    with dask_client(scheduler, workers, on_start=announce_cluster) as client, stage_progress() as progress:
-        summary = curate_shards(shards, ctx, client, progress)
+    with workspace_lock(ws):
+        shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
+        if removed := remove_temporary_files(ws.work, ws.generations, ws.models):
+            note(f"removed {len(removed)} temporary files that killed runs left in {ws.root}")
+        note_ignored_folders(ws, {s.source.name for s in shards})
+        if quality_model:
+            console.print(f"Scoring quality with {quality_model}")
+        with dask_client(scheduler, workers, on_start=announce_cluster) as client, stage_progress() as progress:
+            summary = curate_shards(shards, ctx, client, progress)
     print_summary(summary)
     console.print(f"Curated in {time.monotonic() - started:.1f}s")
     return summary
+
+
+def note_ignored_folders(ws: Workspace, sources: set[str]) -> None:
+    """Says what this curation leaves out: folders of sources no longer in sources.toml, and the curated data
+    of a workspace curated before generations (no view or mixture reads either)."""
+    old = sorted({p.name for p in ws.work.glob("*/*") if p.is_dir() and p.name not in sources})
+    if old:
+        note(f"sources no longer in sources.toml are left out: {', '.join(old)} (their work/*/NAME folders can "
+             "be removed)")
+    legacy = [name for name in ("curated", "manifest", "quarantine") if (ws.root / name).is_dir()]
+    if legacy:
+        note(f"{', '.join(legacy)} at the top of {ws.root} are from an older Loom and are no longer read; "
+             "remove them once this run has published")
 
 
 @contextmanager
@@ -84,6 +102,7 @@ def print_summary(summary: list[dict]) -> None:
 
 
 def print_outputs(ws: Workspace) -> None:
-    console.print(f"Curated Parquet: {ws.curated}/<source>/part-*.parquet")
-    console.print(f"Manifest:        {ws.manifest}/{{shards,documents,funnel}}.parquet")
-    console.print(f"Quarantine:      {ws.quarantine}/<source>/part-*.jsonl")
+    gen = ws.published()
+    console.print(f"Curated Parquet: {gen.curated}/<source>/part-*.parquet")
+    console.print(f"Manifest:        {gen.manifest}/{{shards,documents,funnel}}.parquet")
+    console.print(f"Quarantine:      {gen.quarantine}/<source>/part-*.jsonl")

@@ -6,8 +6,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from loom.cli.console import LoomGroup, console
+from loom.cli.console import LoomGroup, console, note
 from loom.errors import UserError
+from loom.io import remove_temporary_files
+from loom.lock import exclusive
 from loom.workspace import Workspace, examples_dir
 
 
@@ -66,7 +68,9 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> No
     if total_tokens or steps:
         spec = dataclasses.replace(spec, total_tokens=total_tokens, steps=steps)
     out = ws.mixture_dir(spec.name)
-    meta = compile_mixture(spec, ws, out)
+    with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
+        remove_temporary_files(out)
+        meta = compile_mixture(spec, ws, out)
     print_plan(out)
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from loom.cli.console import LoomGroup, console
+from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import sources_option, sources_path
 from loom.workspace import Workspace
 
@@ -32,8 +32,10 @@ def quality_train(ws: Workspace, positive, negative, sources, output, **hyperpar
     """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
     from curation.quality import TrainingConfig
 
-    train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
-                  Path(output) if output else ws.quality_model)
+    output = Path(output) if output else ws.quality_model
+    with writes_models(ws, output):
+        train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
+                      output)
 
 
 def names(value: str | None) -> list[str] | None:

@@ -4,7 +4,7 @@ import dataclasses
 
 import click
 
-from loom.cli.console import console
+from loom.cli.console import console, workspace_lock
 from loom.cli.curate import print_outputs, run_curation
 from loom.cli.mix import build_mixture
 from loom.cli.options import workers_option
@@ -24,12 +24,13 @@ def quickstart(ws: Workspace, workers):
     from reports.build import curation_report
 
     write_bundled_sources(ws)
-    if not ws.tokenizer.exists():
-        train_tokenizer(ws.sources_file, 8192, 2000, ws.tokenizer)
-    if not ws.quality_model.exists():
-        from curation.quality import TrainingConfig
+    with workspace_lock(ws):
+        if not ws.tokenizer.exists():
+            train_tokenizer(ws.sources_file, 8192, 2000, ws.tokenizer)
+        if not ws.quality_model.exists():
+            from curation.quality import TrainingConfig
 
-        train_quality(ws.sources_file, None, None, TrainingConfig(), ws.quality_model)
+            train_quality(ws.sources_file, None, None, TrainingConfig(), ws.quality_model)
     run_curation(ws, ws.sources_file, ws.tokenizer, ws.quality_model, None, workers)
     build_mixture(ws, "sample")
     train_quickstart_run(ws)

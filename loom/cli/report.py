@@ -52,7 +52,7 @@ def report_open(ws: Workspace, name):
     """Print the path of mixture NAME's report (or the curation report), and open it where a browser is."""
     from reports.html import REPORT_FILE
 
-    path = ws.mixture_dir(name) / REPORT_FILE if name else ws.curation_report
+    path = ws.mixture_dir(name) / REPORT_FILE if name else ws.published().curation_report
     if not path.is_file():
         fix = f"loom report mixture {name}" if name else "loom report curation"
         raise UserError(f"no report at {path}; write it with `{fix}`")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from loom.cli.console import LoomGroup, console
+from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import sources_option, sources_path, tokenizer_path
 from loom.workspace import Workspace
 
@@ -23,7 +23,9 @@ def tokenizer():
 @click.pass_obj
 def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output):
     """Train a byte-level BPE on the sources' text."""
-    train_tokenizer(sources_path(ws, sources), vocab_size, max_docs, tokenizer_path(ws, output))
+    output = tokenizer_path(ws, output)
+    with writes_models(ws, output):
+        train_tokenizer(sources_path(ws, sources), vocab_size, max_docs, output)
 
 
 def train_tokenizer(sources_file: Path, vocab_size: int, max_docs: int, output: Path) -> None:

@@ -2,9 +2,13 @@
 
 import click
 
-from loom.cli.console import console
+from loom.cli.console import Interrupted, console
+from loom.io import remove_temporary_files
 from loom.workspace import Workspace
 from trainer.options import config_from_options, train_options
+
+
+RESUME_RUN = "interrupted; run the same command with --resume to go on from the last checkpoint"
 
 
 @click.command()
@@ -22,11 +26,17 @@ def train_run(config, nproc: int) -> None:
     from reports.run import run_report
     from trainer import launch_ranks
     from trainer import train as train_here
+    from trainer.launch import run_lock
     from trainer.metrics import METRICS_FILE
 
-    if nproc == 1:
-        train_here(config, report=run_report, log=console.print)
-    else:
-        launch_ranks(config, nproc)
+    with run_lock(config, console.print):
+        remove_temporary_files(config.run_dir)
+        try:
+            if nproc == 1:
+                train_here(config, report=run_report, log=console.print)
+            else:
+                launch_ranks(config, nproc)
+        except KeyboardInterrupt:
+            raise Interrupted(RESUME_RUN) from None
     console.print(f"Run report: {config.run_dir / REPORT_FILE}")
     console.print(f"Metrics:    {config.run_dir / METRICS_FILE} (or `loom sql \"SELECT step, loss FROM metrics\"`)")

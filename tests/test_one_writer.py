@@ -1,0 +1,189 @@
+"""One writer per target, and readers that only see published data: real `loom` processes racing, killed with
+SIGKILL and interrupted with SIGINT in the middle of a re-curation."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import LOOM, copy_curated, published, run_loom
+from loom.lock import exclusive
+from loom.workspace import Workspace
+
+SPEC = """name = "tinymix"
+seq_len = 32
+global_batch = 8
+steps = 12
+[weights]
+web = 0.4
+docs = 0.4
+fortunes = 0.2
+"""
+SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--eval-every", 6, "--report-every", 6]
+
+
+@pytest.fixture
+def ws(tmp_path, curated_slice, slice_tokenizer, slice_sources) -> Path:
+    """The curated slice in a workspace of its own, with its sources.toml and the `tinymix` mixture built."""
+    ws = copy_curated(curated_slice, slice_tokenizer, tmp_path / "ws")
+    text = slice_sources.read_text(encoding="utf-8")
+    (ws / "sources.toml").write_text(f'root = "{slice_sources.parent}"\n{text}', encoding="utf-8")
+    (ws / "mixtures").mkdir(exist_ok=True)
+    (ws / "mixtures" / "tinymix.toml").write_text(SPEC)
+    run_loom("-w", ws, "mix", "build", "tinymix")
+    return ws
+
+
+def change_sources(ws: Path, drop: str | None = None) -> None:
+    """Another config: fortunes filtered differently (its shards are redone), and `drop` left out."""
+    text = (ws / "sources.toml").read_text(encoding="utf-8")
+    text = text.replace('paths = ["fortunes/*.jsonl.zst"]', 'paths = ["fortunes/*.jsonl.zst"]\nfilters = ["c4"]')
+    if drop:
+        blocks = text.split("[[source]]")
+        text = "[[source]]".join(b for b in blocks if f'name = "{drop}"' not in b)
+    (ws / "sources.toml").write_text(text, encoding="utf-8")
+
+
+def start(*args) -> subprocess.Popen:
+    """A `loom` command in a session of its own, so that a signal can reach it and its Dask workers at once."""
+    return subprocess.Popen([*LOOM, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+
+
+def wait_for(condition, timeout: float = 120, every: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(every)
+    raise AssertionError("timed out")
+
+
+def lock_holder(ws: Path, target: str) -> int | None:
+    try:
+        return json.loads(Workspace(ws).lock_file(target).read_text())["pid"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
+
+
+def published_files(ws: Path) -> dict[str, bytes]:
+    root = published(ws)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def funnel_and_documents(ws: Path) -> tuple[int, int]:
+    """Kept rows in the funnel, and documents `loom sql` sees."""
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    counted = run_loom("-w", ws, "sql", "SELECT count(*) AS n FROM documents", "--format", "json")
+    return sum(r["fate"] == "kept" for r in funnel), json.loads(counted.stdout)[0]["n"]
+
+
+def test_a_second_curate_is_refused_while_the_first_runs(ws):
+    change_sources(ws, drop="code")
+    first = start("-w", ws, "curate", "--workers", 2)
+    wait_for(lambda: lock_holder(ws, "workspace") == first.pid)
+    (ws / "other.toml").write_text((ws / "sources.toml").read_text().replace('"c4"', '"fineweb"'))
+    second = run_loom("-w", ws, "curate", "--sources", ws / "other.toml", check=False)
+    assert second.returncode == 2
+    assert second.stderr.startswith(f"error: workspace {ws} is in use by pid {first.pid} on ")
+    assert len(second.stderr.splitlines()) == 1
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    # the first writer's result, whole: its sources, and the funnel's kept rows are the curated rows
+    info = json.loads((published(ws) / "manifest" / "curation.json").read_text())
+    assert sorted(info["sources"]) == ["docs", "fortunes", "web"]
+    kept, documents = funnel_and_documents(ws)
+    assert kept == documents > 0
+    # a source no longer configured is in no view, and curate said it left it out
+    assert "sources no longer in sources.toml are left out: code" in out
+    listed = run_loom("-w", ws, "sql", "SELECT DISTINCT source FROM documents UNION SELECT source FROM funnel "
+                      "UNION SELECT source FROM quarantine", "--format", "json")
+    assert "code" not in {row["source"] for row in json.loads(listed.stdout)}
+
+
+def test_kill_9_in_a_recuration_leaves_the_published_data_and_train_refuses_once_it_changed(ws):
+    before = published_files(ws)
+    generation = Workspace(ws).published().id
+    change_sources(ws)
+    curate = start("-w", ws, "curate", "--workers", 2)
+    rewritten = ws / "work" / "tokenize" / "fortunes" / "part-00000.parquet"
+    mtime = rewritten.stat().st_mtime_ns
+    wait_for(lambda: any(rewritten.parent.glob(".part-00000.parquet.tmp-*"))
+             or rewritten.stat().st_mtime_ns != mtime, every=0.005)
+    os.killpg(curate.pid, signal.SIGKILL)
+    curate.communicate(timeout=60)
+
+    # nothing was published: readers and a run see exactly the data the mixture was built on
+    assert Workspace(ws).published().id == generation and published_files(ws) == before
+    kept, documents = funnel_and_documents(ws)
+    assert kept == documents
+    run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", "before", "--max-steps", 2, *SMALL)
+
+    again = run_loom("-w", ws, "curate", "--workers", 2)
+    assert "took over the lock of workspace" in again.stdout and "ended without releasing it" in again.stdout
+    assert Workspace(ws).published().id != generation
+    assert (ws / "generations" / generation).is_dir()  # kept as the previous generation, for readers still on it
+    refused = run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", "after", *SMALL, check=False)
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1
+    assert "mixture 'tinymix' was built on other curated data" in refused.stderr
+    assert "loom mix build tinymix" in refused.stderr
+    assert not (ws / "runs" / "after").exists()
+
+
+def test_ctrl_c_stops_a_curation_with_one_line_and_the_rerun_resumes(ws):
+    generation = Workspace(ws).published().id
+    change_sources(ws)
+    started = time.time()
+    curate = start("-w", ws, "curate", "--workers", 2)
+    wait_for(lambda: any(p.stat().st_mtime > started for p in (ws / "work").rglob("*")), every=0.2)  # tasks run
+    os.killpg(curate.pid, signal.SIGINT)
+    out, err = curate.communicate(timeout=120)
+    assert curate.returncode == 130
+    assert err == "interrupted; run the same command again to resume\n"
+    assert Workspace(ws).published().id == generation
+
+    stale = ws / "work" / "tokenize" / "docs" / ".part-00000.parquet.tmp-999999"
+    stale.write_bytes(b"left by a killed writer")
+    again = run_loom("-w", ws, "curate", "--workers", 2)
+    assert not stale.exists() and re.search(r"removed \d+ temporary files", again.stdout)  # the stopped job's too
+    assert Workspace(ws).published().id != generation
+    kept, documents = funnel_and_documents(ws)
+    assert kept == documents
+
+
+def test_two_trainings_of_one_run_at_once_one_is_refused(ws):
+    first = start("-w", ws, "train", "--mixture", "tinymix", "--run-name", "dup", *SMALL)
+    wait_for(lambda: lock_holder(ws, "run-dup") == first.pid)
+    second = run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", "dup", *SMALL, check=False)
+    assert second.returncode == 2 and len(second.stderr.splitlines()) == 1
+    assert f"run 'dup' in {ws} is in use by pid {first.pid}" in second.stderr
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    steps = [json.loads(line)["step"] for line in (ws / "runs" / "dup" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(12))  # one record per step, written by one writer
+
+
+def test_a_mixture_being_built_is_not_built_twice(ws):
+    with exclusive(Workspace(ws).lock_file("mixture-tinymix"), "mixture 'tinymix'"):
+        refused = run_loom("-w", ws, "mix", "build", "tinymix", check=False)
+    assert refused.returncode == 2 and f"is in use by pid {os.getpid()}" in refused.stderr
+    run_loom("-w", ws, "mix", "build", "tinymix")  # released: builds
+
+
+def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws):
+    run = start("-w", ws, "train", "--mixture", "tinymix", "--run-name", "stopped", *SMALL)
+    metrics = ws / "runs" / "stopped" / "metrics.jsonl"
+    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1)
+    os.killpg(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 130
+    assert err == "interrupted; run the same command with --resume to go on from the last checkpoint\n"
+    run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", "stopped", *SMALL, "--resume")
+    steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
+    assert steps == list(range(12))
