@@ -12,6 +12,7 @@ from loom.io import expand_glob
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
 SOURCE_NAME = r"[a-z0-9_-]+"  # a source's name, also the first part of a mixture's slice key
 NAME_PATTERN = re.compile(SOURCE_NAME)
+DEFAULT_MAX_DOC_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class SourceConfig:
     filter_options: dict = field(default_factory=dict)  # filter name -> datatrove constructor arguments
     quality_threshold: float | None = None  # remove documents whose quality score is lower
     keep_fraction: float | None = None  # or keep only this top fraction of the source by quality
+    max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES  # a larger record (line, text, file) is set aside as too_large
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
 
     def shard_paths(self) -> list[Path]:
@@ -198,6 +200,9 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         value = values.get(key)
         if value is not None and (not isinstance(value, (int, float)) or not (0 <= value <= 1) or (value == 0 and not low_inclusive)):
             raise UserError(f"{where}: `{key}` must be a number in {'[0, 1]' if low_inclusive else '(0, 1]'}")
+    limit = values.get("max_doc_bytes", DEFAULT_MAX_DOC_BYTES)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise UserError(f"{where}: `max_doc_bytes` must be a whole number of bytes, at least 1 (default {DEFAULT_MAX_DOC_BYTES})")
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     return SourceConfig(**values, base_dir=str(base_dir))

@@ -5,6 +5,7 @@ import json
 import zlib
 from collections import Counter
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -91,7 +92,11 @@ SOURCE_ERRORS = [
     ('name = "web"\nformat = "xml"\npaths = ["x"]', "`format` = 'xml' is unknown"),
     ('name = "web"\nformat = "jsonl"\npaths = ["nowhere/*.jsonl"]', "path 'nowhere/*.jsonl' matches no file"),
     ('name = "web"\nformat = "jsonl"\npaths = ["x"]\npathz = 1', "unknown key 'pathz'"),
-    ('name = "web"\nformat = "jsonl"\npaths = ["fake.jsonl.gz"]', "fake.jsonl.gz is not a readable jsonl.gz file"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["table.parquet"]',
+     'table.parquet is a Parquet file, not JSON lines; set format = "parquet" for source \'web\''),
+    ('name = "web"\nformat = "parquet"\npaths = ["packed.jsonl.gz"]',
+     'packed.jsonl.gz is gzip-compressed, not a Parquet file; set format = "jsonl.gz" for source \'web\''),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nmax_doc_bytes = 0', "`max_doc_bytes` must be a whole number"),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilters = ["c5"]', "unknown filter 'c5'"),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_options.c4 = {min_num_sentences = 2, colour = 1}',
      "filter_options.c4 has unknown option 'colour'"),
@@ -101,10 +106,8 @@ SOURCE_ERRORS = [
 @pytest.mark.parametrize("entry, message", SOURCE_ERRORS)
 def test_a_bad_sources_file_stops_with_one_line(tmp_path, slice_tokenizer, entry, message):
     (tmp_path / "ok.jsonl").write_text('{"text": "hello"}\n')
-    (tmp_path / "fake.jsonl.gz").write_text('{"text": "not gzip at all"}\n')
-    fmt = "jsonl.gz" if "fake" in entry else None
-    if fmt:
-        entry = entry.replace('format = "jsonl"', f'format = "{fmt}"')
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(b'{"text": "hello"}\n'))
+    pq.write_table(pa.table({"text": ["hello"]}), tmp_path / "table.parquet")
     (tmp_path / "sources.toml").write_text(f"[[source]]\n{entry}\n")
     result = run_loom("-w", tmp_path / "ws", "curate", "--sources", tmp_path / "sources.toml", "--tokenizer",
                       slice_tokenizer, check=False, timeout=60)
@@ -112,6 +115,7 @@ def test_a_bad_sources_file_stops_with_one_line(tmp_path, slice_tokenizer, entry
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
+    assert not (tmp_path / "ws" / "work").exists()  # stopped before any compute
 
 
 def test_missing_tokenizer_and_unreachable_scheduler_stop_with_one_line(tmp_path, slice_sources, slice_tokenizer):

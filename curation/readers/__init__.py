@@ -2,8 +2,10 @@
 registry below that maps each `format` of sources.toml to its reader.
 
 A malformed record is never dropped here: it comes out with `problem` set, and the shard runner counts it in
-the funnel and writes it to quarantine. A shard that cannot be opened at all is caught before the job starts
-by `check_readable`, so the user gets one clear line instead of a failed task.
+the funnel and writes it to quarantine. Compression is taken from a file's first bytes (streams.py), so the
+three JSON-lines formats read the same files; a shard whose first bytes say it is another container (a Parquet
+file in a jsonl source, JSON lines in a parquet one) is caught before the job starts by `check_readable`, so
+the user gets one clear line instead of a failed task.
 """
 
 from pathlib import Path
@@ -15,9 +17,9 @@ from curation.readers.jsonl import JsonLinesReader
 from curation.readers.parquet import ParquetReader
 
 READERS = {
-    "jsonl": JsonLinesReader(),
-    "jsonl.gz": JsonLinesReader("gzip"),
-    "jsonl.zst": JsonLinesReader("zstd"),
+    "jsonl": JsonLinesReader(),  # one reader: compression comes from the bytes; the three names stay valid
+    "jsonl.gz": JsonLinesReader(),
+    "jsonl.zst": JsonLinesReader(),
     "parquet": ParquetReader(),
     "text-dir": FolderReader((".txt",)),
     "html-dir": FolderReader((".html", ".htm"), html=True),

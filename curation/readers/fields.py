@@ -1,10 +1,10 @@
-"""A record from a row's fields: the text field taken out, the rest kept as the document's metadata."""
+"""A record from a row's fields: the text field taken out, the rest kept as the document's metadata; the records
+of what is not one (a document over the size limit), and the error for a file of the wrong kind."""
 
 from curation.document import Record
 from loom.errors import UserError
-from loom.io import file_size, open_input
 
-RAW_PREVIEW_CHARS = 2000  # of a malformed record, kept in quarantine
+RAW_PREVIEW_CHARS = 2000  # of a malformed record, kept in quarantine (in bytes, for one too large to read)
 
 
 def record_from_fields(source, obj: dict, index: int, raw: str = "") -> Record:
@@ -20,14 +20,13 @@ def record_from_fields(source, obj: dict, index: int, raw: str = "") -> Record:
     return Record(index=index, text=text, meta=obj)
 
 
-def check_header(source, shard, magic: bytes) -> None:
-    """A non-empty file must start with its format's magic bytes."""
-    if file_size(shard) == 0:
-        return
-    with open_input(shard) as fh:
-        head = fh.read(len(magic))
-    if not head.startswith(magic):
-        raise UserError(
-            f"source '{source.name}': {shard} is not a readable {source.format} file (wrong header); "
-            "re-create it or fix `format` in sources.toml"
-        )
+def too_large(index: int, size: int, limit: int, start: bytes, where: str = "") -> Record:
+    """A document over the source's `max_doc_bytes`: set aside with only its first bytes, never held whole."""
+    return Record(index=index, problem="too_large", detail=f"{where}{size} bytes, over max_doc_bytes = {limit}",
+                  raw=start[:RAW_PREVIEW_CHARS].decode("utf-8", "replace"))
+
+
+def wrong_container(source, shard, what: str, right_format: str) -> UserError:
+    """The one line for an input whose first bytes say it is not what the source's `format` reads."""
+    return UserError(f"source '{source.name}': {shard} {what}; set format = \"{right_format}\" for source "
+                     f"'{source.name}' (or fix `paths` in sources.toml)")

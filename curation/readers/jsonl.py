@@ -1,62 +1,64 @@
-"""JSON lines, plain, gzip or zstd: one object per line, the text in `text_field`."""
+"""JSON lines, plain, gzip or zstd (whichever the file's first bytes say): one object per line, the text in
+`text_field`. A line longer than the source's `max_doc_bytes` is set aside unread, holding only its start."""
 
-import gzip
-import io
 import json
-import zlib
+import re
 from pathlib import Path
 from typing import Iterator
 
-import zstandard
-
 from curation.document import Record
-from curation.readers.fields import check_header, record_from_fields
-from loom.io import open_input
+from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
+from curation.readers.streams import Corrupt, Line, Truncated, decompressed, lines, sniff, without_bom
 
-MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}
+# A JSON escape of a UTF-16 surrogate: the only way a lone one (not valid Unicode) gets into a decoded line
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class JsonLinesReader:
     shard_kind = "file"
     html = False
 
-    def __init__(self, compression: str | None = None):
-        self.compression = compression
-
     def check(self, source, shard: Path) -> None:
-        if self.compression:
-            check_header(source, shard, MAGIC[self.compression])
-
-    def _open(self, shard: Path):
-        raw = open_input(shard)
-        if self.compression == "gzip":
-            return gzip.open(raw)
-        if self.compression == "zstd":
-            return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))
-        return raw
+        if sniff(shard) == "parquet":
+            raise wrong_container(source, shard, "is a Parquet file, not JSON lines", "parquet")
 
     def read(self, source, shard: Path) -> Iterator[Record]:
         index = 0
-        with self._open(shard) as lines:
-            try:
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    yield parse_line(source, line, index)
-                    index += 1
-            except (EOFError, OSError, zlib.error, zstandard.ZstdError) as err:
-                yield Record(index=index, problem="truncated_file", detail=f"stopped reading {shard.name}: {err}")
+        try:
+            for line in lines(without_bom(decompressed(shard)), source.max_doc_bytes, RAW_PREVIEW_CHARS):
+                if line.size <= source.max_doc_bytes and not line.data.strip():
+                    continue
+                yield parse_line(source, line, index)
+                index += 1
+        except Truncated as err:
+            yield Record(index=index, problem="truncated_file", detail=f"{shard.name}: {err}; read {index} records")
+        except Corrupt as err:
+            yield Record(index=index, problem="corrupt_file", detail=f"{shard.name}: {err}; read {index} records")
 
 
-def parse_line(source, line: bytes, index: int) -> Record:
+def parse_line(source, line: Line, index: int) -> Record:
+    if line.size > source.max_doc_bytes:
+        return too_large(index, line.size, source.max_doc_bytes, line.data)
     try:
-        decoded = line.decode("utf-8")
+        decoded = line.data.decode("utf-8")
     except UnicodeDecodeError as err:
-        return Record(index=index, problem="invalid_utf8", detail=str(err), raw=line.decode("utf-8", "replace"))
+        return Record(index=index, problem="invalid_utf8", detail=str(err), raw=line.data.decode("utf-8", "replace"))
     try:
         obj = json.loads(decoded)
-    except json.JSONDecodeError as err:
+    except (ValueError, RecursionError) as err:  # ValueError: bad JSON, or an integer of over 4300 digits
         return Record(index=index, problem="malformed_json", detail=str(err), raw=decoded)
     if not isinstance(obj, dict):
         return Record(index=index, problem="malformed_json", detail="line is not a JSON object", raw=decoded)
+    if SURROGATE_ESCAPE.search(line.data) and not encodable(obj):
+        return Record(index=index, problem="invalid_unicode", detail="a \\u escape gives a lone UTF-16 surrogate",
+                      raw=decoded)
     return record_from_fields(source, obj, index, raw=decoded)
+
+
+def encodable(obj: dict) -> bool:
+    """Whether every string of an object (keys too) is valid Unicode, so that it can be written as UTF-8."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,282 @@
+"""Hostile and odd input never kills a curation job: each bad record ends as one malformed record with its reason,
+compression is read from the bytes, a container of the wrong kind is refused before any compute, and a huge
+document is set aside without being held whole."""
+
+import gzip
+import json
+import random
+import tracemalloc
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from conftest import run_loom
+from curation.config import SourceConfig
+from curation.job import plan_shards
+from curation.readers import read_shard
+from curation.readers.fields import RAW_PREVIEW_CHARS
+from curation.readers.streams import LineSplitter
+from loom.errors import UserError
+
+BOM = b"\xef\xbb\xbf"
+WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "si", "tu") for b in ("ba", "de", "fi", "go", "hu", "ja")]
+
+
+def texts(n: int, seed: int) -> list[str]:
+    """Distinct texts that share few word 5-grams, so neither dedup stage removes any."""
+    rng = random.Random(seed)
+    return [f"Text {seed}-{i}: " + " ".join(rng.choices(WORDS, k=24)) + "." for i in range(n)]
+
+
+def jsonl(lines: list[str]) -> bytes:
+    return b"".join(json.dumps({"text": t}).encode() + b"\n" for t in lines)
+
+
+def source(fmt: str = "jsonl", **settings) -> SourceConfig:
+    return SourceConfig(name="s", format=fmt, paths=("*",), **settings)
+
+
+def read(path: Path, fmt: str = "jsonl", **settings) -> list:
+    return list(read_shard(source(fmt, **settings), path))
+
+
+COMPRESS = {"plain": lambda data: data, "gzip": gzip.compress, "zstd": zstandard.ZstdCompressor().compress}
+
+
+def complete_lines(compression: str, cut: bytes) -> int:
+    """How many whole lines a decompressor gets out of a cut-short file."""
+    if compression == "gzip":
+        return zlib.decompressobj(wbits=31).decompress(cut).count(b"\n")
+    reader = zstandard.ZstdDecompressor().stream_reader(cut)
+    return reader.read().count(b"\n")
+
+
+def test_a_lone_surrogate_is_invalid_unicode_and_the_other_lines_are_read(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"text": "ok one"}\n{"text": "x \\ud800"}\n{"text": "ok two", "title": "\\udc00"}\n'
+                     b'{"text": "a pair \\ud83d\\ude00 is fine"}\n')
+    records = read(path)
+    assert [r.problem for r in records] == [None, "invalid_unicode", "invalid_unicode", None]
+    assert records[3].text == "a pair \U0001F600 is fine"
+    assert "\\ud800" in records[1].raw
+
+
+def test_json_that_breaks_the_parser_is_malformed_json(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"[" * 100_000 + b"\n" + b'{"text": "x", "n": ' + b"7" * 5000 + b"}\n" + b'{"text": "ok"}\n')
+    assert [r.problem for r in read(path)] == ["malformed_json", "malformed_json", None]
+
+
+@pytest.mark.parametrize("compression", ["plain", "gzip", "zstd"])
+def test_a_byte_order_mark_costs_no_record(tmp_path, compression):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(COMPRESS[compression](BOM + jsonl(["first", "second"])))
+    assert [(r.problem, r.text) for r in read(path)] == [(None, "first"), (None, "second")]
+
+
+@pytest.mark.parametrize("fmt, suffix", [("text-dir", ".txt"), ("html-dir", ".html")])
+def test_a_byte_order_mark_is_dropped_from_a_folders_file(tmp_path, fmt, suffix):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / f"a{suffix}").write_bytes(BOM + "<p>héllo</p>".encode())
+    [record] = read(tmp_path / "d", fmt)
+    assert record.problem is None and record.text == "<p>héllo</p>"
+
+
+@pytest.mark.parametrize("declared", ["jsonl", "jsonl.gz", "jsonl.zst"])
+@pytest.mark.parametrize("compression", ["plain", "gzip", "zstd"])
+def test_compression_is_taken_from_the_bytes_whatever_is_declared(tmp_path, declared, compression):
+    path = tmp_path / "a.jsonl.gz"  # the name says nothing either
+    path.write_bytes(COMPRESS[compression](jsonl(["one", "two", "three"])))
+    plan_shards([SourceConfig(name="s", format=declared, paths=(str(path),))])
+    assert [(r.problem, r.text) for r in read(path, declared)] == [(None, "one"), (None, "two"), (None, "three")]
+
+
+def test_a_compressed_file_in_a_text_folder_is_decompressed(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_bytes(gzip.compress("packed text".encode()))
+    (tmp_path / "d" / "b.txt").write_bytes(zstandard.ZstdCompressor().compress(b"zstd text"))
+    assert [r.text for r in read(tmp_path / "d", "text-dir")] == ["packed text", "zstd text"]
+
+
+CONTAINER_MISMATCHES = [
+    ("jsonl", "parquet", 'is a Parquet file, not JSON lines; set format = "parquet" for source \'s\''),
+    ("jsonl.gz", "parquet", 'is a Parquet file, not JSON lines; set format = "parquet" for source \'s\''),
+    ("parquet", "gzip", 'is gzip-compressed, not a Parquet file; set format = "jsonl.gz" for source \'s\''),
+    ("parquet", "zstd", 'is zstd-compressed, not a Parquet file; set format = "jsonl.zst" for source \'s\''),
+    ("parquet", "plain", 'is not a Parquet file (it has no PAR1 header); set format = "jsonl" for source \'s\''),
+]
+
+
+@pytest.mark.parametrize("declared, actual, message", CONTAINER_MISMATCHES)
+def test_a_container_of_the_wrong_kind_is_refused_at_planning(tmp_path, declared, actual, message):
+    path = tmp_path / "input.data"
+    if actual == "parquet":
+        pq.write_table(pa.table({"text": ["one"]}), path)
+    else:
+        path.write_bytes(COMPRESS[actual](jsonl(["one"])))
+    with pytest.raises(UserError) as raised:
+        plan_shards([SourceConfig(name="s", format=declared, paths=(str(path),))])
+    assert str(raised.value).startswith(f"source 's': {path} {message}")
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+def test_a_cut_compressed_file_keeps_what_precedes_the_cut_and_counts_one_truncated_file(tmp_path, compression):
+    lines = texts(4000, seed=1)
+    full = COMPRESS[compression](jsonl(lines))
+    cut = full[: len(full) * 2 // 3]
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(cut)
+    records = read(path)
+    before = complete_lines(compression, cut)
+    assert 0 < before < len(lines)
+    assert [r.text for r in records[:-1]] == lines[:before]
+    assert records[-1].problem == "truncated_file" and records[-1].index == before
+    assert Counter(r.problem for r in records) == {None: before, "truncated_file": 1}
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+def test_damaged_compressed_data_is_a_corrupt_file(tmp_path, compression):
+    lines = texts(4000, seed=2)
+    damaged = bytearray(COMPRESS[compression](jsonl(lines)))
+    for i in range(len(damaged) // 2, len(damaged) // 2 + 64):
+        damaged[i] ^= 0x5A
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(bytes(damaged))
+    records = read(path)
+    assert records[-1].problem == "corrupt_file"
+    assert [r.text for r in records[:100]] == lines[:100]  # what lies before the damage; gzip may decode some
+    assert Counter(r.problem for r in records)["corrupt_file"] == 1  # garbage before it notices
+
+
+def test_several_gzip_members_and_zstd_frames_are_read_whole(tmp_path):
+    first, second = texts(3, seed=3), texts(3, seed=4)
+    for name, compress in (("g", gzip.compress), ("z", zstandard.ZstdCompressor().compress)):
+        path = tmp_path / name
+        path.write_bytes(compress(jsonl(first)) + compress(jsonl(second)))
+        assert [r.text for r in read(path)] == first + second
+
+
+@pytest.mark.parametrize("compression", ["plain", "gzip", "zstd"])
+def test_a_line_over_max_doc_bytes_is_too_large_and_only_its_start_is_kept(tmp_path, compression):
+    limit = 10_000
+    at_limit = json.dumps({"text": "y" * (limit - 12)})
+    assert len(at_limit) == limit
+    big = json.dumps({"text": "x" * 300_000})
+    lines = [json.dumps({"text": "before"}), big, at_limit, json.dumps({"text": "after"})]
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(COMPRESS[compression](("\n".join(lines) + "\n").encode()))
+    records = read(path, max_doc_bytes=limit)
+    assert [r.problem for r in records] == [None, "too_large", None, None]
+    assert records[1].detail == f"{len(big)} bytes, over max_doc_bytes = {limit}"
+    assert records[1].raw == big[:RAW_PREVIEW_CHARS]
+
+
+def test_a_parquet_text_and_a_folders_file_over_max_doc_bytes_are_too_large(tmp_path):
+    pq.write_table(pa.table({"text": ["small", "z" * 5000, "also small"], "n": [1, 2, 3]}), tmp_path / "a.parquet")
+    records = read(tmp_path / "a.parquet", "parquet", max_doc_bytes=4096)
+    assert [(r.problem, r.text) for r in records] == [(None, "small"), ("too_large", None), (None, "also small")]
+    assert records[1].raw == "z" * RAW_PREVIEW_CHARS and records[2].meta == {"n": 3}
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_bytes(b"w" * 5000)
+    (tmp_path / "d" / "b.txt").write_bytes(zstandard.ZstdCompressor().compress(b"q" * 100_000))
+    (tmp_path / "d" / "c.txt").write_bytes(b"fits")
+    records = read(tmp_path / "d", "text-dir", max_doc_bytes=4096)
+    assert [(r.problem, r.detail) for r in records[:2]] == [
+        ("too_large", "d/a.txt: 5000 bytes, over max_doc_bytes = 4096"),
+        ("too_large", "d/b.txt: 100000 bytes, over max_doc_bytes = 4096")]
+    assert records[2].text == "fits"
+
+
+def test_reading_a_huge_line_holds_about_max_doc_bytes_not_the_line(tmp_path):
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text": "' + b"abcdefgh " * 4_000_000 + b'"}\n{"text": "after"}\n', 1))
+    tracemalloc.start()
+    records = read(path, max_doc_bytes=1 << 20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [r.problem for r in records] == ["too_large", None]
+    assert peak < 8 << 20, f"peak {peak} bytes for a 36 MB line"
+
+
+def test_the_line_splitter_never_holds_more_than_the_limit():
+    splitter, limit = LineSplitter(limit=1000, preview=100), 1000
+    out = []
+    for chunk in [b"a" * 700, b"a" * 700 + b"\nshort\n" + b"b" * 999, b"b", b"\nc" * 3]:
+        out += list(splitter.feed(chunk))
+        assert len(splitter.current.head) <= limit
+    out.append(splitter.rest())
+    assert [(len(line.data), line.size) for line in out] == [(100, 1400), (5, 5), (1000, 1000), (1, 1), (1, 1),
+                                                              (1, 1)]
+
+
+def test_a_parquet_string_that_is_not_utf8_is_invalid_utf8(tmp_path):
+    raw = pa.array([b"good text", b"bad \xff\xfe text", b"more good text"], pa.binary())
+    column = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())  # Parquet writers do not all check UTF-8
+    pq.write_table(pa.table({"text": column, "n": [1, 2, 3]}), tmp_path / "a.parquet")
+    records = read(tmp_path / "a.parquet", "parquet")
+    assert [(r.problem, r.text) for r in records] == [(None, "good text"), ("invalid_utf8", None),
+                                                      (None, "more good text")]
+    assert "bad \ufffd\ufffd text" in records[1].raw
+
+
+def test_an_empty_parquet_file_is_one_empty_file_record(tmp_path):
+    (tmp_path / "a.parquet").write_bytes(b"")
+    plan_shards([SourceConfig(name="s", format="parquet", paths=(str(tmp_path / "a.parquet"),))])
+    assert [r.problem for r in read(tmp_path / "a.parquet", "parquet")] == ["empty_file"]
+
+
+LIMIT = 65_536  # the end-to-end source's max_doc_bytes
+
+
+def write_hostile_source(root: Path) -> dict:
+    """One jsonl source of four files, each hostile in its own way; returns what curation should make of it."""
+    (root / "lines").mkdir()
+    good = texts(6, seed=10)
+    big = json.dumps({"text": "huge " + " ".join(texts(2000, seed=11))})
+    assert len(big) > LIMIT
+    (root / "lines" / "a.jsonl").write_bytes(
+        BOM + jsonl(good[:3]) + b'{"text": "lone \\ud800 surrogate"}\n' + big.encode() + b"\n" + jsonl(good[3:]))
+    packed = texts(5, seed=12)
+    (root / "lines" / "b.jsonl.gz").write_bytes(gzip.compress(jsonl(packed)))  # declared plain jsonl
+    cut_records = 0
+    for name, compression, seed in (("c.jsonl.gz", "gzip", 13), ("d.jsonl.zst", "zstd", 14)):
+        full = COMPRESS[compression](jsonl(texts(2000, seed=seed)))
+        cut = full[: len(full) * 2 // 3]
+        (root / "lines" / name).write_bytes(cut)
+        cut_records += complete_lines(compression, cut)
+    (root / "sources.toml").write_text(f"""
+[[source]]
+name = "lines"
+format = "jsonl"
+paths = ["lines/*"]
+filters = []
+max_doc_bytes = {LIMIT}
+""")
+    kept = len(good) + len(packed) + cut_records
+    return {"records": kept + 4, "kept": kept, "first_text": good[0], "big": big,
+            "reasons": {"invalid_unicode": 1, "too_large": 1, "truncated_file": 2}}
+
+
+def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_every_bad_one(tmp_path, slice_tokenizer):
+    expected = write_hostile_source(tmp_path)
+    ws = tmp_path / "ws"
+    result = run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer,
+                      "--workers", 1, check=False)
+    assert result.returncode == 0, result.stderr
+    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    assert len(funnel) == expected["records"]  # every input record, and the two cuts, in exactly one row
+    assert Counter(row["reason"] for row in funnel if row["fate"] == "malformed") == expected["reasons"]
+    assert Counter(row["fate"] for row in funnel) == {"kept": expected["kept"], "malformed": 4}
+    curated = pq.read_table(ws / "curated", columns=["text", "n_chars"]).to_pylist()
+    assert len(curated) == expected["kept"] and expected["first_text"] in {row["text"] for row in curated}
+    assert max(row["n_chars"] for row in curated) < LIMIT
+    quarantined = [json.loads(line) for part in sorted((ws / "quarantine" / "lines").glob("*.jsonl"))
+                   for line in part.read_text().splitlines()]
+    [too_large] = [row for row in quarantined if row["reason"] == "too_large"]
+    assert too_large["raw"] == expected["big"][:RAW_PREVIEW_CHARS]
