@@ -122,22 +122,43 @@ def workspace_views(root: Path) -> WorkspaceViews:
             names.append(name)
         except duckdb.Error as err:
             notes.append(f"left out view {name}: {str(err).splitlines()[0]}")
-    jsonl = dict.fromkeys(view.pattern for view in VIEWS if has_files(view, root) and view.pattern.endswith(".jsonl"))
-    return WorkspaceViews(con, names, [*notes, *(note for p in jsonl for note in unreadable_lines(con, root, p))])
+    for pattern in dict.fromkeys(v.pattern for v in VIEWS if v.pattern.endswith(".jsonl") and has_files(v, root)):
+        try:
+            notes += unreadable_lines(con, root, pattern)
+        except duckdb.Error as err:
+            notes.append(f"could not check {pattern} for unreadable lines: {str(err).splitlines()[0]}")
+    return WorkspaceViews(con, names, notes)
 
 
 def sandboxed_connection(root: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory connection that reaches files under `root` and nothing else, reading or writing (DuckDB refuses
-    every other path, URLs included), installs and loads no extension, and whose configuration is locked, so no
-    query can undo any of that. DuckDB spills to a folder inside the workspace, not the current directory."""
+    """An in-memory connection that reaches files under `root` (and what symlinks in it lead to) and nothing else,
+    reading or writing (DuckDB refuses every other path, URLs included), installs and loads no extension, and whose
+    configuration is locked, so no query can undo any of that. DuckDB spills inside the workspace, not in `.`."""
     check_root(root)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
                                  "allow_community_extensions": False})
     con.execute("SET temp_directory = ?", [str(root / SPILL_FOLDER)])
-    con.execute("SET allowed_directories = ?", [[f"{root}/"]])
+    folders, files = linked_targets(root)
+    con.execute("SET allowed_directories = ?", [[f"{root}/", *folders]])
+    con.execute("SET allowed_paths = ?", [files])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
+
+
+def linked_targets(root: Path) -> tuple[list[str], list[str]]:
+    """The folders and files outside `root` that the views' files reach through a symlink inside it (curated/ linked
+    to another disk): DuckDB resolves links before it checks a path, and they are the workspace's as much."""
+    folders, files = set(), set()
+    for view in VIEWS:
+        for name in glob.glob(os.path.join(glob.escape(str(root)), view.pattern)):
+            path = Path(name)
+            for link in (p for p in [path, *path.parents] if p.is_relative_to(root) and p.is_symlink()):
+                if link.is_dir():
+                    folders.add(f"{link.resolve()}/")
+                else:
+                    files.add(str(link.resolve()))
+    return sorted(folders), sorted(files)
 
 
 def check_root(root: Path) -> None:
