@@ -168,7 +168,8 @@ def check_root(root: Path) -> None:
     if shown != str(root):
         raise UserError(f"the workspace path {shown} is not valid UTF-8, which DuckDB needs; rename the folder")
     if glob.has_magic(str(root)):
-        raise UserError(f"the workspace path {root} holds [, * or ?, which DuckDB reads as a pattern; rename the folder")
+        raise UserError(f"the workspace path {root} holds [, * or ?, which DuckDB reads as a pattern; "
+                        "rename the folder")
 
 
 def unreadable_lines(con: duckdb.DuckDBPyConnection, root: Path, pattern: str) -> list[str]:

@@ -34,7 +34,8 @@ def small_ws(tmp_path) -> Path:
     (tmp_path / "outside").mkdir()
     (tmp_path / "secret.txt").write_text("secret\n")
     (tmp_path / "bait").mkdir()
-    (tmp_path / "bait" / "schema.sql").write_text(f"COPY (SELECT 42) TO {literal(tmp_path / 'outside' / 'imported.csv')};\n")
+    imported = literal(tmp_path / "outside" / "imported.csv")
+    (tmp_path / "bait" / "schema.sql").write_text(f"COPY (SELECT 42) TO {imported};\n")
     (tmp_path / "bait" / "load.sql").write_text("")
     return ws
 
@@ -80,7 +81,8 @@ def test_no_query_reads_outside_the_workspace_or_writes_anywhere(small_ws):
         results = list(pool.map(lambda q: run_loom("-w", small_ws, "sql", q, check=False), queries))
     for query, result in zip(queries, results):
         assert result.returncode == 2, (query, result.stdout, result.stderr)
-        assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("error: "), (query, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, (query, result.stderr)
+        assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr, (query, result.stderr)
     assert "Permission Error" in run_loom("-w", small_ws, "sql", "SELECT * FROM glob('/root/*')", check=False).stderr
     assert files_under(tmp) == before and not any((tmp / "outside").iterdir())
     assert not PWNED.exists()
@@ -134,7 +136,8 @@ def test_output_and_db_are_the_files_the_user_names_never_sql(small_ws):
     missing = run_loom("-w", small_ws, "sql", "--output", "no/such/folder.csv", query, cwd=cwd, check=False)
     assert missing.returncode == 2 and missing.stderr.strip() == \
         "error: cannot write no/such/folder.csv: the folder no/such does not exist"
-    assert sorted(p.name for p in cwd.iterdir()) == sorted(["bob's.db", "it's.json", "it's.parquet", "x.csv' (FORMAT csv); COPY (SELECT 42) TO '"])
+    written = ["bob's.db", "it's.json", "it's.parquet", injected.split("/")[0]]
+    assert sorted(p.name for p in cwd.iterdir()) == sorted(written)
 
 
 def test_a_workspace_path_with_a_quote_a_space_and_non_ascii(quickstart_ws, tmp_path):
