@@ -1,5 +1,6 @@
 """`loom sql`: read-only queries over a workspace's views (views.py), their results as an aligned table, CSV,
-JSON or a file, and the views materialized into a DuckDB database file."""
+JSON or a file, and the views materialized into a DuckDB database file. The query runs on the sandboxed
+connection; the files the user names (--output, --db) are written from Python, their paths never part of SQL."""
 
 import csv
 import json
@@ -8,31 +9,31 @@ from pathlib import Path
 from typing import TextIO
 
 import duckdb
+import pyarrow.parquet as pq
 
 from loom.errors import UserError
-from loom.sql import literal
-from reports.views import connect, is_read_only
+from loom.io import atomic_path
+from reports.views import WorkspaceViews, is_read_only, workspace_views
 
-COPY_OPTIONS = {"csv": "FORMAT csv, HEADER", "json": "FORMAT json, ARRAY true", "parquet": "FORMAT parquet",
-                "table": "FORMAT csv, HEADER"}  # a table written to a file is CSV
 CELL_WIDTH = 60  # an aligned table cuts longer values
+BATCH_ROWS = 100_000  # rows a file is written in at a time
 
 
-def open_views(root: Path) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
-    """A connection with the workspace's views, and their names; refused when there is nothing to query."""
-    con, views = connect(root)
-    if not views:
+def open_views(root: Path) -> WorkspaceViews:
+    """The workspace's views on a sandboxed connection; refused when there is nothing to query."""
+    views = workspace_views(root)
+    if not views.names:
         raise UserError(f"{root} has nothing to query yet; run `loom curate` (or `loom quickstart`) first")
-    return con, views
+    return views
 
 
 def materialize(con: duckdb.DuckDBPyConnection, views: list[str], path: Path) -> None:
-    """Every view as a table of a new DuckDB database file."""
-    path.unlink(missing_ok=True)
-    con.execute(f"ATTACH {literal(path)} AS target")
-    for name in views:
-        con.execute(f"CREATE TABLE target.{name} AS SELECT * FROM {name}")
-    con.execute("DETACH target")
+    """Every view as a table of a new DuckDB database file. A second connection opens only that file and is given
+    each view's rows as Arrow batches: it runs no SQL the user wrote, and the sandbox stays shut."""
+    with writing(path) as tmp:
+        with duckdb.connect(str(tmp)) as target:
+            for name in views:
+                target.from_arrow(con.table(name).to_arrow_reader(BATCH_ROWS)).create(name)
 
 
 @contextmanager
@@ -54,9 +55,32 @@ def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDB
     return con.sql(query)
 
 
-def copy_to(con: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, fmt: str, output: str) -> None:
-    relation.to_view("loom_result")
-    con.execute(f"COPY (SELECT * FROM loom_result) TO {literal(output)} ({COPY_OPTIONS[fmt]})")
+def write_file(relation: duckdb.DuckDBPyRelation, fmt: str, path: Path) -> None:
+    """The result as a file, whole or not at all: Parquet, JSON as on stdout, CSV otherwise (a table too)."""
+    with writing(path) as tmp:
+        if fmt == "parquet":
+            batches = relation.to_arrow_reader(BATCH_ROWS)
+            with pq.ParquetWriter(tmp, batches.schema, compression="zstd") as writer:
+                for batch in batches:
+                    writer.write_batch(batch)
+        elif fmt == "json":
+            tmp.write_text(as_json(relation) + "\n", encoding="utf-8")
+        else:
+            with tmp.open("w", encoding="utf-8", newline="") as out:
+                write_csv(relation, out)
+
+
+@contextmanager
+def writing(path: Path):
+    """A temporary path next to `path`, renamed onto it when the block finishes; a file that cannot be written
+    is the user's to fix, said in one line. Its folder must exist: a mistyped path creates no folders."""
+    if not Path(path).parent.is_dir():
+        raise UserError(f"cannot write {path}: the folder {Path(path).parent} does not exist")
+    try:
+        with atomic_path(Path(path)) as tmp:
+            yield tmp
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def write_csv(relation: duckdb.DuckDBPyRelation, out: TextIO) -> None:

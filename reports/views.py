@@ -1,16 +1,28 @@
 """DuckDB views over a workspace: the manifests, the curated data, compiled mixtures and training runs.
-A view exists only when the files behind it do, so the list grows as a workspace does."""
+A view exists only when the files behind it do, so the list grows as a workspace does. The connection they are
+defined on is sandboxed by DuckDB's own settings: it reaches files under the workspace folder and nothing else."""
 
 import glob
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from loom.errors import UserError
 from loom.sql import literal
 from loom.workspace import Workspace
 
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA"}
+# What `loom sql` runs, a fence behind the sandbox: SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM and VALUES parse as
+# one), EXPLAIN of such a statement (EXPLAIN ANALYZE runs it), and the pragmas that only report.
+READ_ONLY_STATEMENTS = {"SELECT"}
+READ_ONLY_PRAGMAS = {"database_list", "platform", "show", "show_tables", "show_tables_expanded", "table_info",
+                     "version"}
+EXPLAINED = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^)'\"]*\)\s*)?(?P<statement>.*)",
+                       re.IGNORECASE | re.DOTALL)  # options holding a quote are not skipped: the rest fails to parse
+SPILL_FOLDER = ".duckdb_tmp"  # inside the workspace: where DuckDB spills a query larger than memory
+PRAGMA_NAME = re.compile(r"\s*PRAGMA\s+(?P<name>\w+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -43,8 +55,9 @@ VIEWS = (
     View("quarantine", "quarantine/*/*.jsonl", """
         SELECT split_part(filename, '/', -2) AS source, input, record, reason, detail, raw
         FROM read_json({ws:quarantine/*/*.jsonl}, format = 'newline_delimited', filename = true,
-                       columns = {{input: 'VARCHAR', record: 'BIGINT', reason: 'VARCHAR', detail: 'VARCHAR',
-                                   raw: 'VARCHAR'}})""", published=True),
+                       ignore_errors = true, columns = {{input: 'VARCHAR', record: 'BIGINT', reason: 'VARCHAR',
+                                                         detail: 'VARCHAR', raw: 'VARCHAR'}})
+        WHERE reason IS NOT NULL""", published=True),
     View("dedup_clusters", "manifest/dedup_clusters.parquet",
          "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})", published=True),
     View("quality_buckets", "manifest/quality_buckets.parquet",
@@ -66,34 +79,136 @@ VIEWS = (
     View("metrics", "runs/*/metrics.jsonl", """
         SELECT split_part(filename, '/', -2) AS run, * EXCLUDE (filename)
         FROM read_json_auto({ws:runs/*/metrics.jsonl}, format = 'newline_delimited', filename = true,
-                            union_by_name = true)"""),
+                            union_by_name = true, ignore_errors = true)
+        WHERE step IS NOT NULL"""),
     View("runs", "runs/*/metrics.jsonl", """
         SELECT run, count(*) AS records, max(step) AS last_step, arg_max(loss, step) AS last_loss
         FROM metrics GROUP BY run"""),
 )
 
 
-def available_views(root: Path) -> list[tuple[str, str]]:
+def available_views(root: Path, folders: dict[bool, Path] | None = None) -> list[tuple[str, str]]:
     """(name, CREATE VIEW statement) of each view whose files exist, in dependency order."""
-    ws = Workspace(Path(root).resolve())
-    data = ws.published().root  # read once: every view sees the same generation
-    statements = []
-    for view in VIEWS:
-        folder = data if view.published else ws.root
-        if glob.glob(str(folder / view.pattern)):
-            body = " ".join(view.sql.format(ws=WorkspacePaths(folder)).split())
-            statements.append((view.name, f"CREATE OR REPLACE VIEW {view.name} AS {body};"))
-    return statements
+    root = Path(root).resolve()
+    folders = folders or view_folders(root)
+    return [(view.name, create_statement(view, folders[view.published])) for view in VIEWS
+            if has_files(view, folders[view.published])]
+
+
+def view_folders(root: Path) -> dict[bool, Path]:
+    """Where a view's files are, by its `published`: the published generation's folder (asked once, so that every
+    view sees the same generation), or the workspace's."""
+    return {True: Workspace(root).published().root, False: root}
+
+
+def has_files(view: View, folder: Path) -> bool:
+    return bool(glob.glob(os.path.join(glob.escape(str(folder)), view.pattern)))
+
+
+def create_statement(view: View, folder: Path) -> str:
+    body = " ".join(view.sql.format(ws=WorkspacePaths(folder)).split())
+    return f"CREATE OR REPLACE VIEW {view.name} AS {body};"
+
+
+@dataclass
+class WorkspaceViews:
+    con: duckdb.DuckDBPyConnection  # sandboxed: see sandboxed_connection
+    names: list[str]
+    notes: list[str]  # what a reader should know: lines skipped, views left out
 
 
 def connect(root: Path) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
-    """An in-memory DuckDB connection with the workspace's views defined; and their names."""
-    con = duckdb.connect()
-    views = available_views(root)
-    for _, statement in views:
-        con.execute(statement)
-    return con, [name for name, _ in views]
+    """A sandboxed in-memory DuckDB connection with the workspace's views defined; and their names."""
+    views = workspace_views(root)
+    return views.con, views.names
+
+
+def workspace_views(root: Path) -> WorkspaceViews:
+    """The workspace's views on a sandboxed connection. A view its files cannot make (a run's metrics.jsonl with no
+    readable line yet) is left out with a note, so the other views still answer; unreadable JSONL lines are noted."""
+    root = Path(root).resolve()
+    folders = view_folders(root)
+    con = sandboxed_connection(root, folders)
+    names, notes = [], []
+    for name, statement in available_views(root, folders):
+        try:
+            con.execute(statement)
+            names.append(name)
+        except duckdb.Error as err:
+            notes.append(f"left out view {name}: {str(err).splitlines()[0]}")
+    jsonl = {(folders[v.published], v.pattern) for v in VIEWS
+             if v.pattern.endswith(".jsonl") and has_files(v, folders[v.published])}
+    for folder, pattern in sorted(jsonl):
+        try:
+            notes += unreadable_lines(con, root, folder, pattern)
+        except duckdb.Error as err:
+            notes.append(f"could not check {pattern} for unreadable lines: {str(err).splitlines()[0]}")
+    return WorkspaceViews(con, names, notes)
+
+
+def sandboxed_connection(root: Path, folders: dict[bool, Path]) -> duckdb.DuckDBPyConnection:
+    """An in-memory connection that reaches files under `root` (and what symlinks in it lead to) and nothing else,
+    reading or writing (DuckDB refuses every other path, URLs included), installs and loads no extension, and whose
+    configuration is locked, so no query can undo any of that. DuckDB spills inside the workspace, not in `.`."""
+    check_root(root)
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                                 "allow_community_extensions": False})
+    con.execute("SET temp_directory = ?", [str(root / SPILL_FOLDER)])
+    linked, files = linked_targets(root, folders)
+    con.execute("SET allowed_directories = ?", [[f"{root}/", *linked]])
+    con.execute("SET allowed_paths = ?", [files])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def linked_targets(root: Path, folders: dict[bool, Path]) -> tuple[list[str], list[str]]:
+    """The folders and files outside `root` that the views' files reach through a symlink inside it (curated/ linked
+    to another disk): DuckDB resolves links before it checks a path, and they are the workspace's as much."""
+    folders, files = set(), set()
+    for view in VIEWS:
+        for name in glob.glob(os.path.join(glob.escape(str(folders[view.published])), view.pattern)):
+            path = Path(name)
+            for link in (p for p in [path, *path.parents] if p.is_relative_to(root) and p.is_symlink()):
+                if link.is_dir():
+                    folders.add(f"{link.resolve()}/")
+                else:
+                    files.add(str(link.resolve()))
+    return sorted(folders), sorted(files)
+
+
+def check_root(root: Path) -> None:
+    """DuckDB takes paths as UTF-8 and reads `[`, `*` and `?` in them as a glob (escaping them would also widen
+    the sandbox to another folder's name), so a workspace path must be UTF-8 without those."""
+    shown = os.fsencode(root).decode("utf-8", "backslashreplace")
+    if shown != str(root):
+        raise UserError(f"the workspace path {shown} is not valid UTF-8, which DuckDB needs; rename the folder")
+    if glob.has_magic(str(root)):
+        raise UserError(f"the workspace path {root} holds [, * or ?, which DuckDB reads as a pattern; "
+                        "rename the folder")
+
+
+def unreadable_lines(con: duckdb.DuckDBPyConnection, root: Path, folder: Path, pattern: str) -> list[str]:
+    """A note per JSONL file under `pattern` in `folder` with lines that do not parse (a writer killed mid-line);
+    the views skip those lines."""
+    rows = con.execute(f"""SELECT filename, count(*) FROM read_ndjson_objects({format(WorkspacePaths(folder), pattern)},
+                           filename = true, ignore_errors = true)
+                           WHERE json IS NULL GROUP BY filename ORDER BY filename""").fetchall()
+    return [f"skipped {n} unreadable line{'' if n == 1 else 's'} in {Path(name).relative_to(root)}" for name, n in rows]
 
 
 def is_read_only(con: duckdb.DuckDBPyConnection, query: str) -> bool:
-    return all(s.type.name in READ_ONLY_STATEMENTS for s in con.extract_statements(query))
+    """Whether every statement of `query` only reads (see READ_ONLY_STATEMENTS)."""
+    statements = con.extract_statements(query)
+    return bool(statements) and all(reads_only(con, statement) for statement in statements)
+
+
+def reads_only(con: duckdb.DuckDBPyConnection, statement) -> bool:
+    kind = statement.type.name
+    if kind == "EXPLAIN":
+        explained = EXPLAINED.match(statement.query)
+        return bool(explained) and is_read_only(con, explained["statement"])
+    if kind == "PRAGMA":
+        pragma = PRAGMA_NAME.match(statement.query)
+        return bool(pragma) and pragma["name"].lower() in READ_ONLY_PRAGMAS
+    return kind in READ_ONLY_STATEMENTS

@@ -27,26 +27,29 @@ def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
     if show_views:
         click.echo("\n".join(statement for _, statement in available_views(ws.root)))
         return
-    con, views = open_views(ws.root)
+    views = open_views(ws.root)
+    for note in views.notes:
+        click.echo(f"note: {note}", err=True)
     if db:
-        materialize(con, views, Path(db))
-        console.print(f"Wrote {len(views)} tables to {Path(db)}: {', '.join(views)}")
+        with one_line_errors(views.names):
+            materialize(views.con, views.names, Path(db))
+        console.print(f"Wrote {len(views.names)} tables to {Path(db)}: {', '.join(views.names)}")
         return
     if query is None:
         query = sys.stdin.read()
-    with one_line_errors(views):
-        relation = read_only_query(con, query)
+    with one_line_errors(views.names):
+        relation = read_only_query(views.con, query)
         if relation is not None:
-            print_result(con, relation, fmt, output, limit)
+            print_result(relation, fmt, output, limit)
 
 
-def print_result(con, relation, fmt: str, output: str | None, limit: int) -> None:
-    from reports.sql import as_json, as_table, copy_to, write_csv
+def print_result(relation, fmt: str, output: str | None, limit: int) -> None:
+    from reports.sql import as_json, as_table, write_csv, write_file
 
     if fmt == "parquet" and not output:
         raise UserError("--format parquet needs --output FILE")
     if output:
-        copy_to(con, relation, fmt, output)
+        write_file(relation, fmt, Path(output))
         console.print(f"Wrote {output}")
     elif fmt == "csv":
         write_csv(relation, sys.stdout)
