@@ -8,6 +8,7 @@ from rich.table import Table
 
 from loom.cli.console import LoomGroup, console
 from loom.errors import UserError
+from loom.names import check_name
 from loom.workspace import Workspace, examples_dir
 
 
@@ -48,7 +49,7 @@ def mix_show(ws: Workspace, name):
     """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
     from mixtures import PLAN_FILE
 
-    out = ws.mixture_dir(name)
+    out = ws.mixture_dir(check_name("mixture", name))
     if not (out / PLAN_FILE).exists():
         raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
     print_plan(out)
