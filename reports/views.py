@@ -61,7 +61,8 @@ VIEWS = (
     View("metrics", "runs/*/metrics.jsonl", """
         SELECT split_part(filename, '/', -2) AS run, * EXCLUDE (filename)
         FROM read_json_auto({ws:runs/*/metrics.jsonl}, format = 'newline_delimited', filename = true,
-                            union_by_name = true)"""),
+                            union_by_name = true, ignore_errors = true)
+        WHERE step IS NOT NULL"""),  # a torn line (a killed writer) reads as nulls: skipped, as read_metrics does
     View("runs", "runs/*/metrics.jsonl", """
         SELECT run, count(*) AS records, max(step) AS last_step, arg_max(loss, step) AS last_loss
         FROM metrics GROUP BY run"""),
