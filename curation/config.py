@@ -1,6 +1,5 @@
 """Sources config (`sources.toml`): what raw corpora exist and how to curate each."""
 
-import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -8,10 +7,10 @@ from pathlib import Path
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
 from loom.io import expand_glob
+from loom.names import NAME, NAME_PATTERN
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
-SOURCE_NAME = r"[a-z0-9_-]+"  # a source's name, also the first part of a mixture's slice key
-NAME_PATTERN = re.compile(SOURCE_NAME)
+SOURCE_NAME = NAME  # a source's name, also the first part of a mixture's slice key
 DEFAULT_MAX_DOC_BYTES = 8 * 1024 * 1024
 
 

@@ -4,14 +4,15 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, fields
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from loom.errors import UserError, reject_unknown_keys
+from loom.names import check_name
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
              "validation_sequences", "weights", "midtrain", "phase"}
-NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a phase's name is a label, never a path
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,7 @@ class MixtureSpec:
 
 def parse_spec(raw: dict, where: str) -> MixtureSpec:
     reject_unknown_keys(raw, SPEC_KEYS, where)
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise UserError(f"{where}: `name` must be a name of letters, digits, '.', '_' or '-'")
+    name = check_name("mixture", raw.get("name"), f"{where}: `name`")
     ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed", "validation_sequences")
             if k in raw}
     for key, value in ints.items():
@@ -52,12 +51,26 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     if ("total_tokens" in raw) == ("steps" in raw):
         raise UserError(f"{where}: give exactly one of `total_tokens` or `steps` (with `global_batch`)")
     max_epochs = raw.get("max_epochs", 8.0)
-    if not isinstance(max_epochs, (int, float)) or max_epochs <= 0:
-        raise UserError(f"{where}: `max_epochs` must be a positive number")
-    tokenizer = raw.get("tokenizer", "models/tokenizer.json")
-    if not isinstance(tokenizer, str):
-        raise UserError(f"{where}: `tokenizer` must be a path to a tokenizer.json")
+    if not is_finite_number(max_epochs) or max_epochs <= 0:
+        raise UserError(f"{where}: `max_epochs` = {max_epochs!r} must be a positive, finite number")
+    tokenizer = _tokenizer_path(raw.get("tokenizer", "models/tokenizer.json"), where)
     return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs), **ints)
+
+
+def is_finite_number(value) -> bool:
+    """A TOML int or float, neither a boolean nor nan or +-inf (valid TOML floats)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _tokenizer_path(value, where: str) -> str:
+    """A path relative to the workspace that stays inside it."""
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{where}: `tokenizer` must be a path to a tokenizer.json, relative to the workspace")
+    path = PurePath(value)
+    if path.is_absolute() or ".." in path.parts:
+        raise UserError(f"{where}: `tokenizer` = {value!r} leaves the workspace; give a path inside it, "
+                        "relative to it, such as models/tokenizer.json")
+    return value
 
 
 def _phases(raw: dict, where: str) -> tuple[Phase, ...]:
@@ -86,9 +99,9 @@ def _phase(entry, where: str) -> Phase:
     if not isinstance(entry, dict) or set(entry) - {"name", "fraction", "weights"}:
         raise UserError(f"{where}: a phase has `name`, `fraction` and `weights` only")
     name, fraction = entry.get("name"), entry.get("fraction")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+    if not isinstance(name, str) or not PHASE_NAME.fullmatch(name):
         raise UserError(f"{where}: `name` must be a name of letters, digits, '.', '_' or '-'")
-    if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+    if not is_finite_number(fraction) or not 0 < fraction <= 1:
         raise UserError(f"{where} ('{name}'): `fraction` must be in (0, 1]")
     return Phase(name, float(fraction), _weights(entry.get("weights"), f"{where} ('{name}') weights"))
 
@@ -97,8 +110,8 @@ def _weights(table, where: str) -> tuple[tuple[str, float], ...]:
     if not isinstance(table, dict) or not table:
         raise UserError(f"{where}: must be a table of key = weight")
     for key, weight in table.items():
-        if not isinstance(weight, (int, float)) or isinstance(weight, bool):
-            raise UserError(f"{where}: the weight of '{key}' must be a number")
+        if not is_finite_number(weight):
+            raise UserError(f"{where}: the weight of '{key}' is {weight!r}; a weight is a finite number >= 0")
         if weight < 0:
             raise UserError(f"{where}: the weight of '{key}' is negative ({weight}); weights are shares, >= 0")
     if not any(weight > 0 for weight in table.values()):
@@ -121,6 +134,7 @@ def find_spec(name_or_path: str, workspace_mixtures: Path, builtin: Path) -> Pat
         if not as_path.is_file():
             raise UserError(f"no mixture spec at {as_path}")
         return as_path
+    check_name("mixture", name_or_path)
     for folder in (workspace_mixtures, builtin):
         candidate = folder / f"{name_or_path}.toml"
         if candidate.is_file():

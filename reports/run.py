@@ -12,7 +12,7 @@ from trainer.metrics import (
     GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE, MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS,
     PEAK_SOURCE, PHASE, PHASES, RUN, RUN_FILE, RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS,
     TARGET_SHARES, TOKENS_PER_SECOND, TOKENS_SEEN, UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WORLD_SIZE,
-    read_metrics, read_run,
+    METRICS_FILE, read_metrics_counted, read_run,
 )
 
 REFRESH_SECONDS = 15
@@ -105,9 +105,13 @@ def run_report(run_dir: Path) -> Path:
     if not (run_dir / RUN_FILE).is_file():
         raise UserError(f"no training run in {run_dir} (no {RUN_FILE}); start one with `loom train --mixture NAME`")
     info = read_run(run_dir)
-    records = read_metrics(run_dir)
+    records, unreadable = read_metrics_counted(run_dir)
     markers = phase_markers(info)
     body = [f"<h1>Training run {esc(info[RUN])}</h1>", headline(info, records)]
+    if unreadable:
+        body.append(f'<p class="note" id="unreadable-metrics">{unreadable} unreadable line(s) of {METRICS_FILE} '
+                    "skipped: a line being written, or one torn by a killed run "
+                    "(<code>loom train --resume</code> drops it).</p>")
     if records:
         flags, spike_table = spikes(records)
         validated = [r for r in records if r.get(VAL_LOSS) is not None]

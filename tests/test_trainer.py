@@ -15,6 +15,7 @@ from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule
 from trainer.data import RankLoader, SequenceReader
 from trainer.distributed import Ranks, exit_rank, local, teardown, wrap
+from trainer.metrics import keep_metrics_before, read_metrics_counted
 from trainer.model import Transformer, model_config
 from trainer.norms import GroupNorms
 
@@ -254,3 +255,36 @@ def test_a_moe_run_logs_router_bias_norms_and_expert_load(train_ws):
     assert all(r["update_norm_by_group"]["layers.1.ffn.router_bias"] > 0 for r in records)
     assert records[-1]["param_norm_by_group"]["layers.1.ffn.router_bias"] > 0
     assert all(r["expert_load_max_over_mean"] >= 1 for r in records)
+
+
+def test_a_torn_last_metrics_line_is_skipped_by_readers_and_repaired_by_resume(train_ws):
+    """A killed writer leaves `{"step": 6, "lo` without a newline: the report and `loom sql` skip it and say so,
+    `--resume` drops it before appending, and the file is whole again with each step once."""
+    train(train_ws, "torn", "--max-steps", 6)
+    path = train_ws / "runs" / "torn" / "metrics.jsonl"
+    with path.open("a") as fh:
+        fh.write('{"step": 6, "lo')
+    reported = run_loom("-w", train_ws, "report", "run", "torn")
+    assert "Traceback" not in reported.stderr
+    page = (train_ws / "runs" / "torn" / "report.html").read_text()
+    assert 'id="unreadable-metrics">1 unreadable line(s) of metrics.jsonl skipped' in page
+    queried = run_loom("-w", train_ws, "sql", "SELECT count(*) AS n, max(step) AS last FROM metrics WHERE run = 'torn'",
+                       "--format", "csv")
+    assert queried.stdout.split() == ["n,last", "6,5"]
+    resumed = train(train_ws, "torn", "--resume")
+    warnings = [line for line in resumed.stderr.splitlines() if "unreadable" in line]
+    assert len(warnings) == 1 and "dropped 1 unreadable line(s)" in warnings[0], resumed.stderr
+    end = json.loads((train_ws / "runs" / "torn" / "run.json").read_text())["end_step"]  # 12, or 14 once rebuilt
+    assert [r["step"] for r in metrics(train_ws, "torn")] == list(range(end))  # every line parses, each step once
+    assert path.read_text().endswith("}\n")
+    run_loom("-w", train_ws, "report", "run", "torn")
+    assert "unreadable-metrics" not in (train_ws / "runs" / "torn" / "report.html").read_text()
+
+
+def test_an_unreadable_metrics_line_anywhere_is_skipped_counted_and_dropped_on_resume(tmp_path):
+    lines = ['{"step": 0, "loss": 1.0}', '{"step": 1, "lo', "[1, 2]", "", '{"step": 2, "loss": 0.5}', '{"step": 3, "lo']
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines))
+    records, unreadable = read_metrics_counted(tmp_path)
+    assert [r["step"] for r in records] == [0, 2] and unreadable == 3
+    assert keep_metrics_before(tmp_path, 2) == 3
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 0, "loss": 1.0}\n'

@@ -1,9 +1,12 @@
 """What a training run is: the mixture, the model size and the optimizer's schedule, as a frozen dataclass."""
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from loom.errors import UserError
+from loom.names import check_name
 from loom.workspace import Workspace
 
 SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridden per run
@@ -44,6 +47,15 @@ class TrainConfig:
     device: str = "auto"  # auto: cuda when there is one, else cpu
     peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, or measured on CPU
     spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
+
+    def __post_init__(self):
+        """The names become folders (mixtures/MIXTURE/, runs/NAME/): checked before any folder or compute."""
+        check_name("mixture", self.mixture, "--mixture")
+        check_name("run", self.name, "--run-name" if self.run_name else "the default --run-name, MIXTURE-MODEL")
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserError(f"--{field.name.replace('_', '-')} is {value}; give a finite number")
 
     @property
     def name(self) -> str:

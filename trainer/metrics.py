@@ -3,6 +3,7 @@ what the run is and how it stands. The training loop writes these keys and the r
 module imports no torch, so the report (and `loom sql`) can use it without."""
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -65,27 +66,48 @@ RUNNING, FINISHED, STOPPED, FAILED = "running", "finished", "stopped", "failed"
 
 
 def read_metrics(run_dir: Path) -> list[dict]:
+    return read_metrics_counted(run_dir)[0]
+
+
+def read_metrics_counted(run_dir: Path) -> tuple[list[dict], int]:
+    """The records of metrics.jsonl, and how many of its lines could not be read and were skipped: a killed
+    writer leaves its last line torn (`{"step": 12, "lo`), and a reader may meet the line being written."""
+    lines, unreadable = _whole_lines(Path(run_dir) / METRICS_FILE)
+    return [record for _, record in lines], unreadable
+
+
+def keep_metrics_before(run_dir: Path, step: int) -> int:
+    """On resume, keep the whole lines of the steps before the checkpoint (later steps are trained again, and
+    appended after them) and drop any torn line, so the file is whole again and each step appears once.
+    Returns the number of unreadable lines dropped, said once on stderr."""
     path = Path(run_dir) / METRICS_FILE
     if not path.exists():
-        return []
-    lines = path.read_text().splitlines()
-    records = []
-    for i, line in enumerate(lines):
+        return 0
+    lines, unreadable = _whole_lines(path)
+    write_text("".join(line + "\n" for line, record in lines if record[STEP] < step), path)
+    if unreadable:
+        print(f"warning: dropped {unreadable} unreadable line(s) of {path} (torn by a killed run); kept the whole "
+              f"lines of steps before {step}", file=sys.stderr)
+    return unreadable
+
+
+def _whole_lines(path: Path) -> tuple[list[tuple[str, dict]], int]:
+    """(line, record) for each line that is a whole record with a step; and the count of the other lines."""
+    if not path.exists():
+        return [], 0
+    whole, unreadable = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i != len(lines) - 1:  # only the line being written may be incomplete
-                raise
-    return records
-
-
-def keep_metrics_before(run_dir: Path, step: int) -> None:
-    """On resume, drop the lines of steps after the checkpoint: they are trained again."""
-    path = Path(run_dir) / METRICS_FILE
-    if not path.exists():
-        return
-    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)[STEP] < step]
-    path.write_text("".join(line + "\n" for line in kept))
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and type(record.get(STEP)) is int:
+            whole.append((line, record))
+        else:
+            unreadable += 1
+    return whole, unreadable
 
 
 def read_run(run_dir: Path) -> dict:

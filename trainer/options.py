@@ -11,7 +11,7 @@ from trainer.config import SIZES, TrainConfig
 
 HELP = {
     "mixture": "A compiled mixture of the workspace (`loom mix build NAME`)",
-    "run_name": "Its folder is WORKSPACE/runs/RUN_NAME [default: MIXTURE-MODEL]",
+    "run_name": "Its folder is WORKSPACE/runs/RUN_NAME: lowercase letters, digits, '_' or '-' [default: MIXTURE-MODEL]",
     "model": "Named model size", "d_model": "Override the size's width", "n_layers": "Override its depth",
     "n_heads": "Override its heads", "n_experts": "Mixture-of-experts feed-forward with N experts (0: dense)",
     "top_k": "Experts per token", "lr": "Peak learning rate", "min_lr_ratio": "Final LR as a fraction of the peak",

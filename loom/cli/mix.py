@@ -10,6 +10,7 @@ from loom.cli.console import LoomGroup, console, note
 from loom.errors import UserError
 from loom.io import remove_temporary_files
 from loom.lock import exclusive
+from loom.names import check_name
 from loom.workspace import Workspace, examples_dir
 
 
@@ -50,7 +51,7 @@ def mix_show(ws: Workspace, name):
     """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
     from mixtures import PLAN_FILE
 
-    out = ws.mixture_dir(name)
+    out = ws.mixture_dir(check_name("mixture", name))
     if not (out / PLAN_FILE).exists():
         raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
     print_plan(out)

@@ -8,6 +8,7 @@ import click
 
 from loom.cli.console import LoomGroup, console
 from loom.errors import UserError
+from loom.names import check_name
 from loom.workspace import Workspace
 
 
@@ -23,7 +24,7 @@ def report_mixture(ws: Workspace, name):
     """Write WORKSPACE/mixtures/NAME/report.html (`loom mix build` writes it too)."""
     from reports.build import mixture_report
 
-    console.print(f"Report: {mixture_report(ws.root, name)}")
+    console.print(f"Report: {mixture_report(ws.root, check_name('mixture', name))}")
 
 
 @report.command("curation")
@@ -42,7 +43,7 @@ def report_run(ws: Workspace, run):
     """Write WORKSPACE/runs/RUN/report.html (training rewrites it as it goes)."""
     from reports.run import run_report
 
-    console.print(f"Report: {run_report(ws.run_dir(run))}")
+    console.print(f"Report: {run_report(ws.run_dir(check_name('run', run)))}")
 
 
 @report.command("open")
@@ -52,7 +53,7 @@ def report_open(ws: Workspace, name):
     """Print the path of mixture NAME's report (or the curation report), and open it where a browser is."""
     from reports.html import REPORT_FILE
 
-    path = ws.mixture_dir(name) / REPORT_FILE if name else ws.published().curation_report
+    path = ws.mixture_dir(check_name("mixture", name)) / REPORT_FILE if name else ws.published().curation_report
     if not path.is_file():
         fix = f"loom report mixture {name}" if name else "loom report curation"
         raise UserError(f"no report at {path}; write it with `{fix}`")
