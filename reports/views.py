@@ -162,12 +162,12 @@ def sandboxed_connection(root: Path, folders: dict[bool, Path]) -> duckdb.DuckDB
     return con
 
 
-def linked_targets(root: Path, folders: dict[bool, Path]) -> tuple[list[str], list[str]]:
+def linked_targets(root: Path, view_roots: dict[bool, Path]) -> tuple[list[str], list[str]]:
     """The folders and files outside `root` that the views' files reach through a symlink inside it (curated/ linked
     to another disk): DuckDB resolves links before it checks a path, and they are the workspace's as much."""
     folders, files = set(), set()
     for view in VIEWS:
-        for name in glob.glob(os.path.join(glob.escape(str(folders[view.published])), view.pattern)):
+        for name in glob.glob(os.path.join(glob.escape(str(view_roots[view.published])), view.pattern)):
             path = Path(name)
             for link in (p for p in [path, *path.parents] if p.is_relative_to(root) and p.is_symlink()):
                 if link.is_dir():

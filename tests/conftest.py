@@ -113,8 +113,9 @@ def bundled_quality_model(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
-    """One `loom curate` of the slice on a LocalCluster with 2 worker processes."""
-    workspace = tmp_path_factory.mktemp("ws")
+    """One `loom curate` of the slice on a LocalCluster with 2 worker processes, into a workspace whose path holds a
+    quote, spaces and non-ASCII letters (every path Loom builds SQL or files from must take them)."""
+    workspace = tmp_path_factory.mktemp("ws") / "it's a wörk space"
     result = run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
                       "--workers", 2)
     return workspace, result

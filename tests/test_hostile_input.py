@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from conftest import run_loom
+from conftest import published, run_loom
 from curation.config import SourceConfig
 from curation.job import plan_shards
 from curation.readers import read_shard
@@ -269,14 +269,14 @@ def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_ever
     result = run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer,
                       "--workers", 1, check=False)
     assert result.returncode == 0, result.stderr
-    funnel = pq.read_table(ws / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
     assert len(funnel) == expected["records"]  # every input record, and the two cuts, in exactly one row
     assert Counter(row["reason"] for row in funnel if row["fate"] == "malformed") == expected["reasons"]
     assert Counter(row["fate"] for row in funnel) == {"kept": expected["kept"], "malformed": 4}
-    curated = pq.read_table(ws / "curated", columns=["text", "n_chars"]).to_pylist()
+    curated = pq.read_table(published(ws) / "curated", columns=["text", "n_chars"]).to_pylist()
     assert len(curated) == expected["kept"] and expected["first_text"] in {row["text"] for row in curated}
     assert max(row["n_chars"] for row in curated) < LIMIT
-    quarantined = [json.loads(line) for part in sorted((ws / "quarantine" / "lines").glob("*.jsonl"))
+    quarantined = [json.loads(line) for part in sorted((published(ws) / "quarantine" / "lines").glob("*.jsonl"))
                    for line in part.read_text().splitlines()]
     [too_large] = [row for row in quarantined if row["reason"] == "too_large"]
     assert too_large["raw"] == expected["big"][:RAW_PREVIEW_CHARS]

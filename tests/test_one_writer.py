@@ -31,7 +31,7 @@ SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--eval-every", 6, "-
 @pytest.fixture
 def ws(tmp_path, curated_slice, slice_tokenizer, slice_sources) -> Path:
     """The curated slice in a workspace of its own, with its sources.toml and the `tinymix` mixture built."""
-    ws = copy_curated(curated_slice, slice_tokenizer, tmp_path / "ws")
+    ws = copy_curated(curated_slice, slice_tokenizer, tmp_path / "bob's ws")
     text = slice_sources.read_text(encoding="utf-8")
     (ws / "sources.toml").write_text(f'root = "{slice_sources.parent}"\n{text}', encoding="utf-8")
     (ws / "mixtures").mkdir(exist_ok=True)
