@@ -21,11 +21,10 @@ PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
 RUN_LOCK_HELD = "LOOM_RUN_LOCK_HELD"  # set for ranks whose launcher holds the run's lock
 
 
-def run_lock(config: TrainConfig, note=print):
+def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
     """The run's one-writer lock: a second `loom train` of the same run is refused while this one lives."""
     ws = Workspace(Path(config.workspace))
-    return exclusive(ws.lock_file(f"run-{config.name}"), f"run '{config.name}' in {ws.root}",
-                     lambda line: note(f"note: {line}"))
+    return exclusive(ws.lock_file(f"run-{config.name}"), f"run '{config.name}' in {ws.root}", note)
 
 
 def launch_ranks(config: TrainConfig, nproc: int) -> None:

@@ -49,7 +49,7 @@ class LoomGroup(click.Group):
 
 
 def note(line: str) -> None:
-    console.print(f"note: {line}")
+    console.print(f"note: {line}", soft_wrap=True, markup=False)  # one line, whatever the width: paths stay whole
 
 
 def workspace_lock(ws: Workspace):

@@ -2,7 +2,7 @@
 
 import click
 
-from loom.cli.console import Interrupted, console
+from loom.cli.console import Interrupted, console, note
 from loom.io import remove_temporary_files
 from loom.workspace import Workspace
 from trainer.options import config_from_options, train_options
@@ -29,7 +29,7 @@ def train_run(config, nproc: int) -> None:
     from trainer.launch import run_lock
     from trainer.metrics import METRICS_FILE
 
-    with run_lock(config, console.print):
+    with run_lock(config, note):
         remove_temporary_files(config.run_dir)
         try:
             if nproc == 1:
