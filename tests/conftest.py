@@ -18,6 +18,13 @@ PAGES_PER_LANGUAGE = 6
 DOCS_PER_SHARD = 40
 
 
+def pytest_collection_modifyitems(items):
+    """A test on the quickstart workspace is slow: the fixture alone runs `loom quickstart` (about 4 minutes)."""
+    for item in items:
+        if "quickstart_ws" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 def published(workspace: Path) -> Path:
     """The folder of a workspace's published generation: its curated/, manifest/ and quarantine/."""
     from loom.workspace import Workspace

@@ -107,6 +107,7 @@ def test_a_second_curate_is_refused_while_the_first_runs(ws):
     assert "code" not in {row["source"] for row in json.loads(listed.stdout)}
 
 
+@pytest.mark.slow
 def test_kill_9_in_a_recuration_leaves_the_published_data_and_train_refuses_once_it_changed(ws):
     before = published_files(ws)
     generation = Workspace(ws).published().id
@@ -136,6 +137,7 @@ def test_kill_9_in_a_recuration_leaves_the_published_data_and_train_refuses_once
     assert not (ws / "runs" / "after").exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_curation_with_one_line_and_the_rerun_resumes(ws):
     generation = Workspace(ws).published().id
     change_sources(ws)

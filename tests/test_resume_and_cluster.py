@@ -29,6 +29,7 @@ def done_markers(ws: Path, stage: str) -> dict[str, float]:
     return {str(p.relative_to(ws)): json.loads(p.read_text())["finished"] for p in (ws / "work" / stage).glob("*/*.done")}
 
 
+@pytest.mark.slow
 def test_a_killed_job_resumes_to_the_same_outputs(tmp_path, curated_slice, slice_sources, slice_tokenizer):
     clean_ws, _ = curated_slice
     ws = tmp_path / "ws"
@@ -56,6 +57,7 @@ def test_a_killed_job_resumes_to_the_same_outputs(tmp_path, curated_slice, slice
         assert resumed[name].equals(clean[name]), name
 
 
+@pytest.mark.slow
 def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes_its_source(tmp_path, curated_slice,
                                                                                             slice_sources, slice_tokenizer):
     clean_ws, _ = curated_slice
