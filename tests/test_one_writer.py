@@ -179,13 +179,17 @@ def test_a_mixture_being_built_is_not_built_twice(ws):
 
 
 def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws):
-    run = start("-w", ws, "train", "--mixture", "tinymix", "--run-name", "stopped", *SMALL)
+    long_spec = SPEC.replace("tinymix", "longmix").replace("steps = 12", "steps = 400")
+    (ws / "mixtures" / "longmix.toml").write_text(long_spec)
+    run_loom("-w", ws, "mix", "build", "longmix")  # a run that is still going when it is stopped
+    train = ["-w", ws, "train", "--mixture", "longmix", "--run-name", "stopped", *SMALL]
+    run = start(*train)
     metrics = ws / "runs" / "stopped" / "metrics.jsonl"
     wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1)
     os.killpg(run.pid, signal.SIGINT)
     _, err = run.communicate(timeout=120)
     assert run.returncode == 130
     assert err == "interrupted; run the same command with --resume to go on from the last checkpoint\n"
-    run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", "stopped", *SMALL, "--resume")
+    run_loom(*train, "--resume", "--max-steps", 12)
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
     assert steps == list(range(12))
