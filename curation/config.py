@@ -7,7 +7,7 @@ from pathlib import Path
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
 from loom.io import expand_glob
-from loom.names import NAME, NAME_PATTERN
+from loom.names import NAME, is_name
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
 SOURCE_NAME = NAME  # a source's name, also the first part of a mixture's slice key
@@ -169,7 +169,7 @@ def _parse_quality(table, path: Path) -> QualityConfig:
 def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> SourceConfig:
     where = f"{path}: source #{index + 1}"
     name = entry.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+    if not is_name(name):
         raise UserError(f"{where}: `name` = {name!r} is invalid; use lowercase letters, digits, '_' or '-'")
     where = f"{path}: source '{name}'"
     reject_unknown_keys(entry, SOURCE_KEYS, where)

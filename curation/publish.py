@@ -15,14 +15,15 @@ from curation.stages.tokenize import TOKENIZE
 from loom.io import text_digest, write_text
 from loom.workspace import Generation, Workspace
 
+
 def generation_id(ctx, shards: list, stats: dict[str, dict]) -> str:
     """Named after everything it is made of, so that an unchanged rerun finds it already built."""
     parts = [f"{s.key}:{s.rank}:{stats[s.key]['fingerprint']}" for s in shards]
     return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), length=16)
 
 
-def publish(ctx, shards: list, stats: dict[str, dict]) -> tuple[Generation, list[Generation]]:
-    """Builds the job's generation unless it exists, publishes it; returns it and the generations removed."""
+def publish(ctx, shards: list, stats: dict[str, dict]) -> Generation:
+    """Builds the job's generation unless it exists, publishes it, and removes those before the previous one."""
     ws: Workspace = ctx.workspace
     previous = ws.published()
     gen = ws.generation(generation_id(ctx, shards, stats))
@@ -35,7 +36,8 @@ def publish(ctx, shards: list, stats: dict[str, dict]) -> tuple[Generation, list
         write_manifest(ctx, staging, shards, stats)
         staging.root.rename(gen.root)
     write_text(json.dumps({"generation": gen.id, "published": time.time()}), ws.published_file)
-    return gen, remove_old_generations(ws, keep={gen.id, previous.id})
+    remove_old_generations(ws, keep={gen.id, previous.id})
+    return gen
 
 
 def link_or_copy(source: Path, target: Path) -> None:
@@ -48,14 +50,9 @@ def link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def remove_old_generations(ws: Workspace, keep: set[str]) -> list[Generation]:
-    """Generations that are neither kept nor being built by a live job (this one holds the workspace lock, so
-    any temporary folder is a killed job's)."""
-    if not ws.generations.is_dir():
-        return []
-    removed = []
-    for folder in sorted(ws.generations.iterdir()):
+def remove_old_generations(ws: Workspace, keep: set[str]) -> None:
+    """Removes every generation folder not in `keep`, temporary ones included: the caller holds the workspace's
+    lock, so a temporary folder is a killed job's."""
+    for folder in ws.generations.iterdir():
         if folder.name not in keep:
             shutil.rmtree(folder)
-            removed.append(Generation(folder, folder.name))
-    return removed

@@ -109,5 +109,4 @@ def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=S
     """Runs the planned job on `client`'s cluster and publishes its generation; returns the per-source summary.
     The caller holds the workspace's lock."""
     stats, removals = run_stages(shards, ctx, client, progress, stages)
-    gen, _ = publish(replace(ctx, removals=removals), shards, stats)
-    return source_summary(gen)
+    return source_summary(publish(replace(ctx, removals=removals), shards, stats))

@@ -51,7 +51,9 @@ class Workspace:
         return self.root / "generations"
 
     def generation(self, generation_id: str) -> "Generation":
-        return Generation(self.generations / generation_id, generation_id) if generation_id else Generation(self.root, "")
+        """Generation "" is a workspace's own top-level folders (see `published`)."""
+        folder = self.generations / generation_id if generation_id else self.root
+        return Generation(folder, generation_id)
 
     @property
     def published_file(self) -> Path:

@@ -128,6 +128,17 @@ def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     return workspace, result
 
 
+def write_spec(ws: Path, name: str, body: str) -> Path:
+    """The workspace's mixtures/NAME.toml: `body` after its name line."""
+    (ws / "mixtures").mkdir(exist_ok=True)
+    spec = ws / "mixtures" / f"{name}.toml"
+    spec.write_text(f'name = "{name}"\n{body}')
+    return spec
+
+
+TINY_MODEL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2]  # a model that trains a step in well under a second
+
+
 def copy_curated(curated_slice, slice_tokenizer, destination: Path) -> Path:
     """A workspace of its own with the curated slice and its tokenizer in place, for tests that change it."""
     shutil.copytree(curated_slice[0], destination)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import copy_curated, published, run_loom
+from conftest import copy_curated, published, run_loom, write_spec
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import SequenceIndex, load_schedule, load_spec
@@ -107,11 +107,6 @@ def test_a_small_component_is_reshuffled_each_epoch_and_stops_at_its_epoch_count
 def mix_ws(tmp_path_factory, curated_slice, slice_tokenizer):
     """A copy of the curated slice's workspace with its tokenizer in place."""
     return copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("mixws") / "ws")
-
-
-def write_spec(ws, name, body):
-    (ws / "mixtures").mkdir(exist_ok=True)
-    (ws / "mixtures" / f"{name}.toml").write_text(f'name = "{name}"\n{body}')
 
 
 GOOD = """seq_len = 64

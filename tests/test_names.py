@@ -3,7 +3,7 @@ numbers are finite; a workspace whose path has quotes, spaces and non-ASCII lett
 
 import pytest
 
-from conftest import copy_curated, run_loom
+from conftest import TINY_MODEL, copy_curated, run_loom, write_spec
 from loom.errors import UserError
 from loom.names import check_name
 
@@ -14,7 +14,7 @@ steps = 12
 web = 0.5
 docs = 0.5
 """
-SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--checkpoint-every", 6, "--eval-every", 6,
+SMALL = [*TINY_MODEL, "--checkpoint-every", 6, "--eval-every", 6,
          "--report-every", 6, "--warmup-steps", 2]
 
 
@@ -23,8 +23,7 @@ def odd_ws(tmp_path_factory, curated_slice, slice_tokenizer):
     """The curated slice in a workspace whose path has a quote, a double quote, spaces and non-ASCII letters,
     with mixture `tiny` built and a 6-step run `first` trained in it."""
     ws = copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("names") / "it's a \"wörk\" space")
-    (ws / "mixtures").mkdir(exist_ok=True)
-    (ws / "mixtures" / "tiny.toml").write_text('name = "tiny"\n' + TINY)
+    write_spec(ws, "tiny", TINY)
     run_loom("-w", ws, "mix", "build", "tiny")
     run_loom("-w", ws, "train", "--mixture", "tiny", "--run-name", "first", "--max-steps", 6, *SMALL)
     return ws

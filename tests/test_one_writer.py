@@ -12,12 +12,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, copy_curated, published, run_loom
+from conftest import LOOM, TINY_MODEL, copy_curated, published, run_loom, write_spec
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
-SPEC = """name = "tinymix"
-seq_len = 32
+SPEC = """seq_len = 32
 global_batch = 8
 steps = 12
 [weights]
@@ -25,7 +24,7 @@ web = 0.4
 docs = 0.4
 fortunes = 0.2
 """
-SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--eval-every", 6, "--report-every", 6]
+SMALL = [*TINY_MODEL, "--eval-every", 6, "--report-every", 6]
 
 
 @pytest.fixture
@@ -34,8 +33,7 @@ def ws(tmp_path, curated_slice, slice_tokenizer, slice_sources) -> Path:
     ws = copy_curated(curated_slice, slice_tokenizer, tmp_path / "bob's ws")
     text = slice_sources.read_text(encoding="utf-8")
     (ws / "sources.toml").write_text(f'root = "{slice_sources.parent}"\n{text}', encoding="utf-8")
-    (ws / "mixtures").mkdir(exist_ok=True)
-    (ws / "mixtures" / "tinymix.toml").write_text(SPEC)
+    write_spec(ws, "tinymix", SPEC)
     run_loom("-w", ws, "mix", "build", "tinymix")
     return ws
 
@@ -185,8 +183,7 @@ def test_a_mixture_being_built_is_not_built_twice(ws):
 
 
 def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws):
-    long_spec = SPEC.replace("tinymix", "longmix").replace("steps = 12", "steps = 400")
-    (ws / "mixtures" / "longmix.toml").write_text(long_spec)
+    write_spec(ws, "longmix", SPEC.replace("steps = 12", "steps = 400"))
     run_loom("-w", ws, "mix", "build", "longmix")  # a run that is still going when it is stopped
     train = ["-w", ws, "train", "--mixture", "longmix", "--run-name", "stopped", *SMALL]
     run = start(*train)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import published, run_loom
+from conftest import published, run_loom, write_spec
 
 CHROMIUM = shutil.which("chromium")
 PAYLOADS = [
@@ -84,11 +84,9 @@ def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
 @pytest.fixture(scope="module")
 def five_source_mixture(quickstart_ws):
     ws, _ = quickstart_ws
-    (ws / "mixtures").mkdir(exist_ok=True)
-    (ws / "mixtures" / "five.toml").write_text(
-        'name = "five"\nseq_len = 128\nglobal_batch = 32\ntotal_tokens = 1_000_000\n[weights]\nweb = 0.25\n'
-        'docs = 0.3\ncode = 0.3\nreference = 0.1\nfortunes = 0.05\n[midtrain]\ndocs = 0.5\n'
-        '"code:quality_bucket>=3" = 0.3\nreference = 0.2\n')
+    write_spec(ws, "five", 'seq_len = 128\nglobal_batch = 32\ntotal_tokens = 1_000_000\n[weights]\nweb = 0.25\n'
+                           'docs = 0.3\ncode = 0.3\nreference = 0.1\nfortunes = 0.05\n[midtrain]\ndocs = 0.5\n'
+                           '"code:quality_bucket>=3" = 0.3\nreference = 0.2\n')
     run_loom("-w", ws, "mix", "build", "five")
     return ws, ws / "mixtures" / "five" / "report.html"
 

@@ -9,7 +9,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from conftest import LOOM_SCRIPT, copy_curated, run_loom
+from conftest import LOOM_SCRIPT, TINY_MODEL, copy_curated, run_loom, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule
@@ -31,15 +31,14 @@ fortunes = 0.2
 docs = 0.6
 code = 0.4
 """
-SMALL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2, "--checkpoint-every", 6, "--eval-every", 4,
+SMALL = [*TINY_MODEL, "--checkpoint-every", 6, "--eval-every", 4,
          "--report-every", 4, "--warmup-steps", 2]
 
 
 @pytest.fixture(scope="module")
 def train_ws(tmp_path_factory, curated_slice, slice_tokenizer):
     ws = copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("trainws") / "ws")
-    (ws / "mixtures").mkdir(exist_ok=True)
-    (ws / "mixtures" / "tinymix.toml").write_text('name = "tinymix"\n' + SPEC)
+    write_spec(ws, "tinymix", SPEC)
     run_loom("-w", ws, "mix", "build", "tinymix")
     return ws
 
