@@ -81,6 +81,17 @@ def write_parquet(table: pa.Table, path: Path) -> None:
         pq.write_table(table, tmp, compression="zstd")
 
 
+def read_parquet(path: Path, columns: list[str] | None = None, filters=None) -> pa.Table:
+    """A Parquet file (or some of its columns or rows), read whole. Every read of a workspace's Parquet goes
+    through here or `parquet_file`, so that a workspace on object storage is read the same way."""
+    return pq.read_table(path, columns=columns, filters=filters)
+
+
+def parquet_file(path: Path) -> pq.ParquetFile:
+    """A Parquet file opened for reading in batches or row groups."""
+    return pq.ParquetFile(path)
+
+
 def write_text(text: str, path: Path) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

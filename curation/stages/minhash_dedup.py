@@ -9,13 +9,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curation.minhash import connected_components, estimated_jaccard, pairs_in_buckets, verify_pairs
 from curation.schema import NEAR_DUPLICATE_CLUSTERS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.minhash import MINHASH
-from loom.io import mark_done, write_parquet
+from loom.io import mark_done, read_parquet, write_parquet
 
 
 class MinHashDedup(GlobalStage):
@@ -106,7 +105,7 @@ def signature_rows(ws, shards: list, keys: np.ndarray) -> pa.Table:
     wanted = pa.array(keys, pa.int64())
     parts = []
     for shard in shards:
-        table = pq.read_table(MINHASH.part_path(ws, shard))
+        table = read_parquet(MINHASH.part_path(ws, shard))
         parts.append(table.filter(pc.is_in(table["key"], wanted)))
     return pa.concat_tables(parts).sort_by("key")
 

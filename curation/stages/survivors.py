@@ -6,22 +6,22 @@ from typing import Iterator
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curation.stages.base import removals_relation
 from curation.stages.prepare import PREPARE
+from loom.io import parquet_file, read_parquet
 
 
 def shard_rows(path: Path, shard, columns: list[str]) -> pa.Table:
     """The rows of a table over all shards that belong to one shard."""
-    return pq.read_table(path, columns=columns, filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)])
+    return read_parquet(path, columns=columns, filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)])
 
 
 def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
     """Some columns of every prepared shard, with the shard's source, index and rank added."""
     parts = []
     for shard in shards:
-        table = pq.read_table(PREPARE.part_path(ctx.workspace, shard), columns=columns)
+        table = read_parquet(PREPARE.part_path(ctx.workspace, shard), columns=columns)
         n = table.num_rows
         parts.append(table.append_column("source", pa.array([shard.source.name] * n, pa.string()))
                      .append_column("shard", pa.array([shard.index] * n, pa.int32()))
@@ -46,7 +46,7 @@ def removed_records(ctx, shard) -> pa.Array:
 
 def surviving_batches(ctx, shard, batch_size: int, columns: list[str] | None = None) -> Iterator[pa.Table]:
     dropped = removed_records(ctx, shard)
-    prepared = pq.ParquetFile(PREPARE.part_path(ctx.workspace, shard))
+    prepared = parquet_file(PREPARE.part_path(ctx.workspace, shard))
     for batch in prepared.iter_batches(batch_size=batch_size, columns=columns):
         docs = pa.Table.from_batches([batch]).filter(pc.invert(pc.is_in(batch["record"], dropped)))
         if docs.num_rows:
