@@ -30,6 +30,12 @@ def open_input(path: Path):
     return open(path, "rb")
 
 
+def local_file(path) -> Path:
+    """A file as a local path that a library can only open by name (a fastText model, a tokenizer). A local file
+    is itself; a remote one is fetched once per process into a local cache."""
+    return Path(path)
+
+
 def file_size(path: Path) -> int:
     return Path(path).stat().st_size
 
