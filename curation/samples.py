@@ -26,7 +26,7 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
     def texts():
         for shard in source.shard_paths():
             check_readable(source, shard)
-            docs: Iterator = (Doc(record=r.index, text=r.text) for r in read_shard(source, shard) if r.problem is None)
+            docs: Iterator = (Doc(record=r.index, text=r.text, meta=r.meta) for r in read_shard(source, shard) if r.problem is None)
             for step in steps:
                 docs = step.run(docs, _Discard())
             yield from (doc.text for doc in docs)

@@ -15,6 +15,7 @@ from curation.document import Record
 from curation.readers.folder import FolderReader
 from curation.readers.jsonl import JsonLinesReader
 from curation.readers.parquet import ParquetReader
+from curation.readers.warc import WarcReader
 
 READERS = {
     "jsonl": JsonLinesReader(),  # one reader: compression comes from the bytes; the three names stay valid
@@ -23,6 +24,7 @@ READERS = {
     "parquet": ParquetReader(),
     "text-dir": FolderReader((".txt",)),
     "html-dir": FolderReader((".html", ".htm"), html=True),
+    "warc": WarcReader(),  # WARC/WET, plain or gzip: one document per response or conversion record
 }
 FORMATS = tuple(READERS)
 

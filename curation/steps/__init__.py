@@ -11,6 +11,7 @@ from curation.steps.filters import HeuristicFilters
 from curation.steps.langid import LanguageId
 from curation.steps.normalize import Normalize
 from curation.steps.quality import QualityScore
+from curation.steps.responses import SetAsideResponses
 
 
 class Step(Protocol):
@@ -20,8 +21,11 @@ class Step(Protocol):
 
 
 def reading_steps(source) -> list[Step]:
-    """What makes a record's text a document's: HTML extraction (for HTML sources), then normalization."""
-    return ([ExtractHtml()] if reader_for(source.format).html else []) + [Normalize()]
+    """What makes a record's text a document's: web responses that are not text pages set aside (WARC), HTML
+    extraction (for sources that hold HTML), then normalization."""
+    reader = reader_for(source.format)
+    responses = [SetAsideResponses()] if getattr(reader, "http_responses", False) else []
+    return responses + ([ExtractHtml()] if reader.html else []) + [Normalize()]
 
 
 def document_steps(source, quality_model: str | None = None) -> list[Step]:

@@ -1,5 +1,15 @@
+from curation.readers.warc import is_html
+
+
+def is_page(doc) -> bool:
+    """Whether a document is HTML: every one of an html-dir source; one that names its content type (a WARC
+    record) only when that type is HTML, so a WARC's plain-text records (a WET file's) are not extracted."""
+    content_type = doc.meta.get("content_type")
+    return content_type is None or is_html(content_type)
+
+
 class ExtractHtml:
-    """Main text of an HTML page, with datatrove's Trafilatura extractor."""
+    """Main text of an HTML page, with datatrove's Trafilatura extractor; other documents pass unchanged."""
 
     name = "extract"
 
@@ -12,6 +22,9 @@ class ExtractHtml:
 
     def run(self, docs, funnel):
         for doc in docs:
+            if not is_page(doc):
+                yield doc
+                continue
             try:
                 text = self.extractor.extract(doc.text)
             except Exception as err:  # trafilatura raises many kinds on broken markup

@@ -1,0 +1,229 @@
+"""The records of a WARC file, plain or gzip (one member per record, as Common Crawl writes them, or any other
+cut), read forward in bounded memory, and what is left of a damaged one.
+
+warcio's own iterator reads a cut plain WARC as a shorter last record and fails on a bad gzip member with no
+way on, so the framing is done here: a record is its header lines and `Content-Length` bytes of block. A file
+that ends inside a record gives one `Damaged` ("truncated_file") and stops; a gzip member that does not
+inflate ("corrupt_file") or a header that is not a WARC record's ("malformed_record") gives one `Damaged`, and
+reading goes on at the next place a record can start (the next gzip member whose content starts "WARC/", or
+the next line starting "WARC/1." of a plain file). A block's digest (`WARC-Block-Digest`, sha1) is checked when
+the block is held whole, so damage inside a plain file's record is caught too."""
+
+import base64
+import hashlib
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from curation.readers.streams import MAGIC, OUT_BYTES, READ_BYTES, Corrupt, Truncated
+from loom.io import open_input
+
+MAX_HEADER_BYTES = 1 << 16  # of a record's WARC header lines together
+GZIP_MEMBER = MAGIC["gzip"] + b"\x08"  # a gzip member's first bytes (deflate)
+PLAIN_RECORD = b"\nWARC/1."  # a record's first line, at the start of a line
+
+
+@dataclass
+class Frame:
+    offset: int  # where the record starts in the file (of a gzip file: where its member starts)
+    headers: dict[str, str]  # WARC header names lowercased
+    block: bytes  # the block, whole when it is at most the `keep` asked for, else its first `keep` bytes
+    size: int  # the block's length in bytes
+
+    @property
+    def type(self) -> str:
+        return self.headers.get("warc-type", "")
+
+
+@dataclass
+class Damaged:
+    offset: int
+    problem: str  # truncated_file, corrupt_file, malformed_record, digest_mismatch
+    detail: str
+
+
+class BadRecord(Exception):
+    """What should be a record's header is not one."""
+
+
+def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]:
+    """Every record of a WARC file in order, holding at most `keep(headers)` bytes of each block."""
+    with open_input(path) as fh:
+        content = Content(fh, fh.read(2) == MAGIC["gzip"])
+        while True:
+            start = content.offset()
+            try:
+                frame = next_frame(content, keep)
+                if frame is None:
+                    return
+                yield checked(frame)
+                continue
+            except Truncated as err:
+                yield Damaged(start, "truncated_file", f"{path.name}: {err} (record at byte {start})")
+                return
+            except Corrupt as err:
+                yield Damaged(start, "corrupt_file", f"{path.name}: gzip member at byte {content.member}: {err}")
+                after = content.member
+            except BadRecord as err:
+                yield Damaged(start, "malformed_record", f"{path.name}: record at byte {start}: {err}")
+                after = start
+            if not content.resync(after):
+                return
+
+
+def next_frame(content: "Content", keep: Callable[[dict], int]) -> Frame | None:
+    """The next record, or None at the end of the file."""
+    line = content.readline()
+    while line in (b"\r\n", b"\n"):  # the blank lines that end the record before
+        line = content.readline()
+    if not line:
+        return None
+    offset = content.offset_of_line(line)
+    if not line.startswith(b"WARC/"):
+        raise BadRecord(f"it starts {line[:40]!r}, not WARC/")
+    headers, total = {}, len(line)
+    while (line := content.readline()) not in (b"\r\n", b"\n"):
+        total += len(line)
+        if total > MAX_HEADER_BYTES:
+            raise BadRecord(f"its header is over {MAX_HEADER_BYTES} bytes")
+        if not line.endswith(b"\n"):
+            raise Truncated("the file ends inside a record's header")
+        name, sep, value = line.decode("utf-8", "replace").partition(":")
+        if not sep:
+            raise BadRecord(f"header line {line[:40]!r} has no ':'")
+        headers[name.strip().lower()] = value.strip()
+    try:
+        size = int(headers["content-length"])
+    except (KeyError, ValueError):
+        raise BadRecord("no valid Content-Length") from None
+    block = content.take(size, keep(headers))
+    return Frame(offset, headers, block, size)
+
+
+def checked(frame: Frame) -> Frame | Damaged:
+    """The frame, or Damaged when its whole block is held and does not match its sha1 block digest."""
+    algorithm, _, digest = frame.headers.get("warc-block-digest", "").partition(":")
+    if algorithm.lower() != "sha1" or len(frame.block) != frame.size:
+        return frame
+    actual = hashlib.sha1(frame.block).digest()
+    if digest.upper() in (base64.b32encode(actual).decode(), actual.hex().upper()):
+        return frame
+    return Damaged(frame.offset, "digest_mismatch", f"record at byte {frame.offset}: its block does not match "
+                                                    f"WARC-Block-Digest {frame.headers['warc-block-digest']}")
+
+
+class Content:
+    """A WARC file's content (inflated if it is gzip), read forward from a buffer of at most a few MB."""
+
+    def __init__(self, fh, gzip: bool):
+        self.fh, self.gzip = fh, gzip
+        fh.seek(0)
+        self.buf = bytearray()
+        self.start = 0  # of a plain file: the file offset of buf[0]
+        self.fed = 0  # the file offset after the last raw bytes read
+        self.member = 0  # of a gzip file: where the member being inflated starts
+        self.stream = zlib.decompressobj(wbits=31)
+
+    def offset(self) -> int:
+        return self.member if self.gzip else self.start
+
+    def offset_of_line(self, line: bytes) -> int:
+        return self.member if self.gzip else self.start - len(line)
+
+    def _more(self) -> bool:
+        """Adds content to the buffer; False at the end of the file (Truncated inside a gzip member)."""
+        if not self.gzip:
+            chunk = self.fh.read(READ_BYTES)
+            self.fed += len(chunk)
+            self.buf += chunk
+            return bool(chunk)
+        pending = self.stream.unused_data if self.stream.eof else self.stream.unconsumed_tail
+        if not pending:
+            pending = self.fh.read(READ_BYTES)
+            self.fed += len(pending)
+            if not pending:
+                if self.stream.eof:
+                    return False
+                raise Truncated("the file ends inside a gzip member")
+        if self.stream.eof:  # the next member
+            self.member = self.fed - len(pending)
+            self.stream = zlib.decompressobj(wbits=31)
+        try:
+            self.buf += self.stream.decompress(pending, OUT_BYTES)
+        except zlib.error as err:
+            raise Corrupt(str(err)) from None
+        return True
+
+    def _consume(self, n: int) -> bytes:
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        self.start += len(out)
+        return out
+
+    def readline(self) -> bytes:
+        """The next line with its newline (without one at the end of the file), at most MAX_HEADER_BYTES."""
+        while (end := self.buf.find(b"\n")) < 0 and len(self.buf) <= MAX_HEADER_BYTES:
+            if not self._more():
+                return self._consume(len(self.buf))
+        return self._consume(end + 1 if end >= 0 else MAX_HEADER_BYTES + 1)
+
+    def take(self, size: int, keep: int) -> bytes:
+        """The next `size` bytes, of which only the first `keep` are held."""
+        held, left = bytearray(), size
+        while left:
+            if not self.buf and not self._more():
+                raise Truncated(f"the file ends inside a record's block ({size - left} of {size} bytes)")
+            piece = self._consume(min(left, len(self.buf)))
+            left -= len(piece)
+            if len(held) < keep:
+                held += piece[: keep - len(held)]
+        return bytes(held)
+
+    def resync(self, after: int) -> bool:
+        """Go to the first place after file offset `after` where a record can start; False when there is none."""
+        position = after + 1
+        while (found := self._find(GZIP_MEMBER if self.gzip else PLAIN_RECORD, position)) is not None:
+            if not self.gzip:
+                self._restart(found + 1)
+                return True
+            self._restart(found)
+            try:
+                while len(self.buf) < 5 and self._more():
+                    pass
+                if self.buf.startswith(b"WARC/"):
+                    return True
+            except (Truncated, Corrupt):
+                pass
+            position = found + 1
+        return False
+
+    def _restart(self, offset: int) -> None:
+        self.fh.seek(offset)
+        self.buf.clear()
+        self.start = self.fed = self.member = offset
+        self.stream = zlib.decompressobj(wbits=31)
+
+    def _find(self, pattern: bytes, position: int) -> int | None:
+        """The file offset of the first `pattern` at or after `position` in the raw file."""
+        self.fh.seek(position)
+        carry = b""
+        while chunk := self.fh.read(READ_BYTES):
+            window = carry + chunk
+            if (hit := window.find(pattern)) >= 0:
+                return position - len(carry) + hit
+            position += len(chunk)
+            carry = window[-(len(pattern) - 1):]
+        return None
+
+
+def head(path: Path, n: int) -> bytes:
+    """The first `n` bytes of a WARC file's content (fewer when it is shorter or damaged there)."""
+    with open_input(path) as fh:
+        content = Content(fh, fh.read(2) == MAGIC["gzip"])
+        try:
+            while len(content.buf) < n and content._more():
+                pass
+        except (Truncated, Corrupt):
+            pass
+        return bytes(content.buf[:n])
