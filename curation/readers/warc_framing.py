@@ -52,7 +52,7 @@ def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]
     with open_input(path) as fh:
         content = Content(fh, fh.read(2) == MAGIC["gzip"])
         while True:
-            start = content.offset()
+            content.record = content.offset()
             try:
                 frame = next_frame(content, keep)
                 if frame is None:
@@ -60,14 +60,17 @@ def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]
                 yield checked(frame)
                 continue
             except Truncated as err:
-                yield Damaged(start, "truncated_file", f"{path.name}: {err} (record at byte {start})")
+                at = content.where()
+                yield Damaged(at, "truncated_file", f"{path.name}: {err} (record at byte {at})")
                 return
             except Corrupt as err:
-                yield Damaged(start, "corrupt_file", f"{path.name}: gzip member at byte {content.member}: {err}")
-                after = content.member
+                at = content.where()
+                yield Damaged(at, "corrupt_file", f"{path.name}: gzip member at byte {at}: {err}")
+                after = at
             except BadRecord as err:
-                yield Damaged(start, "malformed_record", f"{path.name}: record at byte {start}: {err}")
-                after = start
+                at = content.where()
+                yield Damaged(at, "malformed_record", f"{path.name}: record at byte {at}: {err}")
+                after = at
             if not content.resync(after):
                 return
 
@@ -79,7 +82,7 @@ def next_frame(content: "Content", keep: Callable[[dict], int]) -> Frame | None:
         line = content.readline()
     if not line:
         return None
-    offset = content.offset_of_line(line)
+    offset = content.record = content.offset_of_line(line)
     if not line.startswith(b"WARC/"):
         raise BadRecord(f"it starts {line[:40]!r}, not WARC/")
     headers, total = {}, len(line)
@@ -123,10 +126,15 @@ class Content:
         self.start = 0  # of a plain file: the file offset of buf[0]
         self.fed = 0  # the file offset after the last raw bytes read
         self.member = 0  # of a gzip file: where the member being inflated starts
+        self.record = 0  # where the record being read starts, as far as it is known
         self.stream = zlib.decompressobj(wbits=31)
 
     def offset(self) -> int:
         return self.member if self.gzip else self.start
+
+    def where(self) -> int:
+        """Where the record being read starts: of a gzip file, the member being inflated."""
+        return self.member if self.gzip else self.record
 
     def offset_of_line(self, line: bytes) -> int:
         return self.member if self.gzip else self.start - len(line)
