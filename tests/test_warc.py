@@ -79,9 +79,12 @@ def test_one_document_per_response_record_with_its_url_and_date_in_meta():
     assert first["record_id"].startswith("<urn:uuid:")
 
 
-def test_the_gzip_warc_gives_the_same_documents_as_the_plain_one():
+def test_the_gzip_warc_gives_the_same_documents_as_the_plain_one(tmp_path):
     plain, packed = read(WARC / "handbook.warc"), read(WARC / "handbook.warc.gz")
     assert [(r.index, r.text, r.meta) for r in packed] == [(r.index, r.text, r.meta) for r in plain]
+    one_member = tmp_path / "whole.warc.gz"  # gzip of the whole file, as `gzip handbook.warc` makes it
+    one_member.write_bytes(gzip.compress((WARC / "handbook.warc").read_bytes()))
+    assert [(r.index, r.text, r.meta) for r in read(one_member)] == [(r.index, r.text, r.meta) for r in plain]
 
 
 def test_html_is_extracted_as_html_dir_extracts_the_same_page_and_wet_text_is_not_extracted_again(tmp_path):

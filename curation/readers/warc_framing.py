@@ -50,7 +50,7 @@ class BadRecord(Exception):
 def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]:
     """Every record of a WARC file in order, holding at most `keep(headers)` bytes of each block."""
     with open_input(path) as fh:
-        content = Content(fh, fh.read(2) == MAGIC["gzip"])
+        content = Content(fh)
         while True:
             content.record = content.offset()
             try:
@@ -117,11 +117,13 @@ def checked(frame: Frame) -> Frame | Damaged:
 
 
 class Content:
-    """A WARC file's content (inflated if it is gzip), read forward from a buffer of at most a few MB."""
+    """A WARC file's content (inflated if it is gzip), read forward from a buffer of at most a few MB. Only
+    `resync` seeks, so an undamaged file is read as a stream."""
 
-    def __init__(self, fh, gzip: bool):
-        self.fh, self.gzip = fh, gzip
-        fh.seek(0)
+    def __init__(self, fh):
+        self.fh = fh
+        self.first = fh.read(len(MAGIC["gzip"]))  # the raw bytes `_read` hands out before the file's next ones
+        self.gzip = self.first == MAGIC["gzip"]
         self.buf = bytearray()
         self.start = 0  # of a plain file: the file offset of buf[0]
         self.fed = 0  # the file offset after the last raw bytes read
@@ -142,14 +144,12 @@ class Content:
     def _more(self) -> bool:
         """Adds content to the buffer; False at the end of the file (Truncated inside a gzip member)."""
         if not self.gzip:
-            chunk = self.fh.read(READ_BYTES)
-            self.fed += len(chunk)
+            chunk = self._read()
             self.buf += chunk
             return bool(chunk)
         pending = self.stream.unused_data if self.stream.eof else self.stream.unconsumed_tail
         if not pending:
-            pending = self.fh.read(READ_BYTES)
-            self.fed += len(pending)
+            pending = self._read()
             if not pending:
                 if self.stream.eof:
                     return False
@@ -162,6 +162,11 @@ class Content:
         except zlib.error as err:
             raise Corrupt(str(err)) from None
         return True
+
+    def _read(self) -> bytes:
+        raw, self.first = self.first or self.fh.read(READ_BYTES), b""
+        self.fed += len(raw)
+        return raw
 
     def _consume(self, n: int) -> bytes:
         out = bytes(self.buf[:n])
@@ -208,6 +213,7 @@ class Content:
 
     def _restart(self, offset: int) -> None:
         self.fh.seek(offset)
+        self.first = b""
         self.buf.clear()
         self.start = self.fed = self.member = offset
         self.stream = zlib.decompressobj(wbits=31)
@@ -228,7 +234,7 @@ class Content:
 def head(path: Path, n: int) -> bytes:
     """The first `n` bytes of a WARC file's content (fewer when it is shorter or damaged there)."""
     with open_input(path) as fh:
-        content = Content(fh, fh.read(2) == MAGIC["gzip"])
+        content = Content(fh)
         try:
             while len(content.buf) < n and content._more():
                 pass
