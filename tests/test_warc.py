@@ -175,6 +175,30 @@ def test_a_page_over_max_doc_bytes_is_too_large_and_a_huge_one_is_never_held_who
     assert record.problem == "too_large" and peak < 8 << 20
 
 
+def write_warc(path: Path, records: list[tuple[str, bytes, str]]) -> Path:
+    """A gzip WARC of response records: (url, block, WARC Content-Type)."""
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for url, block, content_type in records:
+            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(block), length=len(block),
+                                                          warc_content_type=content_type))
+    return path
+
+
+def test_a_response_too_large_to_hold_is_still_set_aside_for_what_it_is(tmp_path):
+    video = b"\x00\x01" * (1 << 20)
+    path = write_warc(tmp_path / "mixed.warc.gz", [
+        (f"{make_warc.SITE}/film.mp4", b"HTTP/1.1 200 OK\r\nContent-Type: video/mp4\r\n\r\n" + video,
+         "application/http; msgtype=response"),
+        ("dns:debian-handbook.info", b"20240506070800\ndebian-handbook.info. 300 IN A 192.0.2.7\n", "text/dns"),
+    ])
+    records = read(path, max_doc_bytes=65_536)
+    assert [r.problem for r in records] == [None, None]
+    assert [(r.meta["content_type"], r.text) for r in records] == [("video/mp4", ""), ("text/dns", "")]
+    _, removed = prepared(source(path, max_doc_bytes=65_536), path)
+    assert [reason for _, _, reason, _ in removed] == ["not_text", "not_http"]
+
+
 def test_a_file_that_is_not_a_warc_is_refused_at_planning_with_one_line(tmp_path):
     (tmp_path / "a.warc").write_text(json.dumps({"text": "hello"}) + "\n")
     with pytest.raises(UserError, match=r'holds JSON lines, not WARC records; set format = "jsonl"'):

@@ -70,21 +70,20 @@ def document(source, frame: Frame, index: int) -> Record:
     meta = {"url": headers.get("warc-target-uri", ""), "date": headers.get("warc-date", ""),
             "record_id": headers.get("warc-record-id", ""), "warc_type": frame.type}
     where = f"{meta['url'] or 'record'} (byte {frame.offset}): "
-    if frame.size > len(frame.block):
-        return too_large(index, frame.size, source.max_doc_bytes, frame.block, where)
-    if frame.type == "conversion":
-        content_type, payload = headers.get("content-type", "text/plain"), frame.block
-    else:
+    whole = frame.size == len(frame.block)
+    content_type, payload = headers.get("content-type", ""), frame.block
+    if frame.type == "response" and is_http(meta["url"]):
         try:
             content_type, payload = http_payload(frame, meta, source.max_doc_bytes + 1)
         except Exception as err:  # warcio's parsers and decoders raise many kinds on a broken response
             return Record(index=index, problem="malformed_http", detail=f"{where}{err}"[:500],
                           raw=frame.block[:RAW_PREVIEW_CHARS].decode("utf-8", "replace"))
-    meta["content_type"] = media_type(content_type)
+    meta["content_type"] = media_type(content_type or ("text/plain" if frame.type == "conversion" else ""))
     if set_aside(meta):
         return Record(index=index, text="", meta=meta)  # the response step removes it, saying why
-    if len(payload) > source.max_doc_bytes:
-        return too_large(index, len(payload), source.max_doc_bytes, payload, where)
+    if not whole or len(payload) > source.max_doc_bytes:
+        size = frame.size if not whole else len(payload)
+        return too_large(index, size, source.max_doc_bytes, payload, where)
     charset = text_charset(content_type, payload, meta["content_type"])
     try:
         text = payload.decode(charset)
@@ -98,28 +97,36 @@ def document(source, frame: Frame, index: int) -> Record:
 
 def http_payload(frame: Frame, meta: dict, limit: int) -> tuple[str, bytes]:
     """An HTTP response's content type and body (chunked and content encodings undone), at most `limit` bytes
-    of it; its status goes into `meta`. Only the status and headers are read of a response set aside."""
+    of it; its status goes into `meta`. Of a response set aside or held only in part, only the status and
+    headers are read (they come first, so a response too large to hold still says what it is)."""
     stream = io.BytesIO(frame.block)
     http = HTTP.parse(stream)
     if not http.protocol.startswith("HTTP/"):
         raise ValueError(f"its block starts {frame.block[:20]!r}, not an HTTP status line")
     meta["status"] = int(http.get_statuscode())
     content_type = http.get_header("content-type") or frame.headers.get("warc-identified-payload-type", "")
-    if set_aside({**meta, "content_type": media_type(content_type)}):
-        return content_type, b""
+    if set_aside({**meta, "content_type": media_type(content_type)}) or frame.size > len(frame.block):
+        return content_type, frame.block[stream.tell():]
     body = ArcWarcRecord("warc", "response", None, stream, http, None, frame.size).content_stream()
     return content_type, body.read(limit)
 
 
 def set_aside(meta: dict) -> tuple[str, str] | None:
     """Why a WARC document is not a text page (the funnel's reason and detail), or None when it is one."""
+    url = meta.get("url", "")
+    if meta.get("warc_type") == "response" and not is_http(url):
+        return "not_http", f"a {meta.get('content_type') or 'response'} record of {url}"  # e.g. a crawler's dns:
     status = meta.get("status")
     if status is not None and not 200 <= status < 300:
-        return "http_status", f"HTTP status {status}: {meta.get('url', '')}"
+        return "http_status", f"HTTP status {status}: {url}"
     content_type = meta.get("content_type", "")
     if not is_text(content_type):
-        return "not_text", f"content type {content_type or '(none)'}: {meta.get('url', '')}"
+        return "not_text", f"content type {content_type or '(none)'}: {url}"
     return None
+
+
+def is_http(url: str) -> bool:
+    return url.lower().startswith(("http://", "https://"))
 
 
 def media_type(content_type: str) -> str:
