@@ -35,11 +35,12 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
 
 
 def file_source(path: Path) -> SourceConfig:
-    """A file given on the command line instead of a source name: JSON lines or Parquet with a `text` field."""
-    fmt = FILE_SUFFIXES.get(path.suffix)
+    """A file given on the command line instead of a source name: JSON lines or Parquet with a `text` field, or
+    a WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
+    fmt = "warc" if ".warc" in path.suffixes else FILE_SUFFIXES.get(path.suffix)
     if fmt is None or not path.is_file():
         raise UserError(f"'{path}' is neither a source in sources.toml nor a .jsonl, .jsonl.gz, .jsonl.zst or "
-                        ".parquet file with a `text` field")
+                        ".parquet file with a `text` field, nor a .warc or .warc.gz file")
     return SourceConfig(name="file", format=fmt, paths=(str(path.resolve()),))
 
 

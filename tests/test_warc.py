@@ -22,7 +22,7 @@ from curation.config import SourceConfig
 from curation.document import Doc
 from curation.job import plan_shards
 from curation.readers import read_shard
-from curation.samples import source_texts
+from curation.samples import file_source, source_texts
 from curation.steps import reading_steps
 from loom.errors import UserError
 
@@ -115,6 +115,8 @@ def test_a_response_that_is_not_a_text_page_is_a_document_set_aside_with_its_rea
 def test_texts_for_the_tokenizer_and_the_quality_model_leave_out_what_curation_sets_aside():
     texts = list(source_texts(source(WARC / "handbook.warc")))
     assert len(texts) == 8 and all("Not Found" not in t and "PNG" not in t for t in texts)
+    wet = list(source_texts(file_source(WARC / "handbook.warc.wet.gz")))  # a file named on the command line
+    assert wet == [t.strip() for t in texts]
 
 
 def response_offsets(path: Path) -> list[tuple[int, int]]:
