@@ -42,8 +42,8 @@ def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str
 # alphabetic-word ratio, and windows cut mid-sentence fail C4's line punctuation. prose_corpus is made of clean
 # English sentences of the bundled texts: a sentence counts when its text is English (lid.176), it has 6-40
 # words, starts with a capital, ends with . ! or ?, and every word is letters (an apostrophe or hyphen
-# allowed) or digits, with at most a bracket or quote and one punctuation mark around it: ~9,800 sentences,
-# 150k words. An original is 2-4 paragraphs of 3-6 sentences drawn from the whole pool (none twice in a
+# allowed) or digits, with at most a bracket or quote and one punctuation mark around it: 9,442 sentences,
+# 146k words. An original is 2-4 paragraphs of 3-6 sentences drawn from the whole pool (none twice in a
 # document), so two originals share a few sentences at most (no accidental near duplicates at any size, and
 # the same make-up at every size). As in dedup.py, 40% of the unique documents are planted near duplicates
 # (word edits at a rate from dedup.RATES; a word's trailing punctuation stays, so a paragraph still ends a

@@ -1,7 +1,8 @@
 """Cost as the corpus grows: Loom's whole curate job at 1x, 4x and 16x the corpus, memory per process and stage.
 
     python bench/scale.py [--docs 2000] [--shards 2] [--sizes 1,4,16] [--corpus prose|web] [--workers 2]
-                          [--seed 1234] [--workdir DIR] [--keep]
+                          [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json]
+    python bench/scale.py --report FILE.json     # the report of a saved run, without running it again
 
 Each size k is its own corpus of k x --docs documents in k x --shards jsonl.gz shards, so that a shard holds
 the same number of documents at every size, as in any sharded corpus that grows. The default corpus
@@ -61,9 +62,10 @@ HOLDS = {
 CLIENT_HOLDS = "the client also hosts the scheduler: task metadata grows with the number of shards (2 -> 32)"
 
 
-def process_sample() -> tuple[float, float, float]:
-    """This process's peak resident MB since the last call, what it holds once freed memory is handed back
-    (the next peak starts from there), and its CPU seconds so far."""
+def process_sample() -> tuple[float, float, float, float]:
+    """This process's peak resident MB since the last call; what it holds once freed memory is handed back
+    (the next peak starts from there); its CPU seconds before and after doing so (the collection is not the
+    stage's)."""
     import ctypes
     import gc
     import resource
@@ -74,17 +76,20 @@ def process_sample() -> tuple[float, float, float]:
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
 
-    peak = status("VmHWM:")
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    peak, cpu_before = status("VmHWM:"), cpu()
     gc.collect()
     pa.default_memory_pool().release_unused()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return peak, status("VmRSS:"), usage.ru_utime + usage.ru_stime
+    return peak, status("VmRSS:"), cpu_before, cpu()
 
 
-def worker_sample(dask_worker) -> tuple[str, float, float, float]:
+def worker_sample(dask_worker) -> tuple[str, float, float, float, float]:
     return (f"worker {dask_worker.name}", *process_sample())
 
 
@@ -103,9 +108,9 @@ class StageMemory:
         if self.current:
             self.stages[self.current] = {
                 name: {"peak": peak, "working": peak - self.held.get(name, peak), "cpu": cpu - self.cpu.get(name, cpu)}
-                for name, peak, _, cpu in samples}
-        self.held = {name: held for name, _, held, _ in samples}
-        self.cpu = {name: cpu for name, _, _, cpu in samples}
+                for name, peak, _, cpu, _ in samples}
+        self.held = {name: held for name, _, held, _, _ in samples}
+        self.cpu = {name: cpu for name, _, _, _, cpu in samples}
         self.current = stage
 
 
@@ -192,6 +197,10 @@ def per_doubling(a: float, b: float, factor: float) -> float:
     return (b / max(a, 1e-3)) ** (1 / math.log2(factor))
 
 
+def total_cpu(result: dict) -> float:
+    return sum(p["cpu"] for procs in result["memory"].values() for p in procs.values())
+
+
 def report_time(results: list[dict]) -> None:
     stages = list(results[0]["stages"])
     print(f"\n{'size':>5} {'docs':>8} {'shards':>6} {'MB':>6} {'kept':>7} {'seconds':>8}  " + " ".join(f"{s[:13]:>13}" for s in stages))
@@ -204,8 +213,10 @@ def report_time(results: list[dict]) -> None:
     for a, b in zip(results, results[1:]):
         factor = b["k"] / a["k"]
         total = per_doubling(a["total"], b["total"], factor)
+        cpu = per_doubling(total_cpu(a), total_cpu(b), factor)
         print(f"  {a['k']}x -> {b['k']}x total {b['total'] / a['total']:.2f}x = {total:.2f}x per doubling "
-              f"{'PASS' if total <= TIME_TARGET else 'FAIL'}")
+              f"{'PASS' if total <= TIME_TARGET else 'FAIL'} (CPU of all processes {total_cpu(a):.0f}s -> "
+              f"{total_cpu(b):.0f}s, {cpu:.2f}x per doubling: what a busy machine does not move)")
         for s in stages:
             ratio = per_doubling(a["stages"][s], b["stages"][s], factor)
             verdict = "PASS" if ratio <= TIME_TARGET else "FAIL"
@@ -234,7 +245,7 @@ def report_memory(results: list[dict]) -> None:
     print(f"  and {CLIENT_HOLDS}")
 
 
-def report_projection(results: list[dict], workers: int) -> None:
+def report_projection(results: list[dict]) -> None:
     """The inputs of a projection to PROJECT_DOCS documents, from the largest size, and the projection."""
     r = results[-1]
     scale = PROJECT_DOCS / r["summary"]["docs_in"]
@@ -258,19 +269,20 @@ def report_projection(results: list[dict], workers: int) -> None:
           f"{gb(2 * r['text_bytes'] * r['candidates_per_doc'], 'minhash_dedup'):,.0f} GB (or shingle hashes "
           f"{gb(16 * r['shingles'] * r['candidates_per_doc'], 'minhash_dedup'):,.0f} GB), verified edges per "
           f"components round {gb(16 * r['verified_per_doc'], 'minhash_dedup'):,.0f} GB")
-    kinds, cpu = {}, {}
+    serial, parallel = {}, {}  # CPU seconds one process must spend, and those that spread over the workers
     for stage, procs in r["memory"].items():
         spent = [p["cpu"] for name, p in procs.items() if name != "client"]
-        client = procs["client"]["cpu"]
-        on_client = client > sum(spent)
-        kinds[stage] = "client" if on_client else "one process" if sum(spent) > 0.2 and max(spent) > 0.75 * sum(spent) else "spread"
-        cpu[stage] = client if on_client else sum(spent)
-    print("  CPU ms per input document and where it ran: " + ", ".join(
-        f"{s} {1e3 * cpu[s] / r['summary']['docs_in']:.2f} ({kinds[s]})" for s in cpu))
+        client = procs["client"]["cpu"]  # the scheduler's too: counted only where the client does the stage's work
+        one_task = sum(spent) > 0.2 and max(spent) > 4 * min(spent)  # the other workers stayed (nearly) idle
+        serial[stage] = (client if client > max(spent) else 0) + (sum(spent) if one_task else 0)
+        parallel[stage] = 0 if one_task else sum(spent)
+    ms = lambda seconds: 1e3 * seconds / r["summary"]["docs_in"]  # noqa: E731
+    print("  CPU ms per input document, in one process (the client's, or one task's) + spread over the workers: "
+          + ", ".join(f"{s} {ms(serial[s]):.2f} + {ms(parallel[s]):.2f}" for s in serial))
     for n in PROJECT_WORKERS:
-        hours = {s: scale * cpu[s] / (n if kinds[s] == "spread" else 1) / 3600 for s in cpu}
-        print(f"time at {PROJECT_DOCS:,} documents on {n} workers (that CPU per document; work on the client or in one "
-              f"task serial, the rest divided by {n}; scheduler overhead left out): {sum(hours.values()):,.1f} h = "
+        hours = {s: scale * (serial[s] + parallel[s] / n) / 3600 for s in serial}
+        print(f"time at {PROJECT_DOCS:,} documents on {n} workers (that CPU per document, the spread part divided by "
+              f"{n}; scheduling and network left out): {sum(hours.values()):,.1f} h = "
               + ", ".join(f"{s} {h:,.1f} h" for s, h in hours.items()))
     first = results[0]
     grows = []
@@ -279,11 +291,23 @@ def report_projection(results: list[dict], workers: int) -> None:
             before = first["memory"][stage].get(proc)
             if before and cell["peak"] > PEAK_TARGET * before["peak"]:
                 per_million = (cell["peak"] - before["peak"]) / (r["summary"]["docs_in"] - first["summary"]["docs_in"]) * 1e6
-                grows.append(f"{stage}/{proc} {per_million:,.0f} MB per million documents "
-                             f"(~{per_million * PROJECT_DOCS / 1e6 / 1e3:,.0f} GB at {PROJECT_DOCS:,})")
+                grows.append(f"{stage}/{proc} {per_million:,.0f} MB per million documents (~{per_million:,.0f} GB at 1B)")
     flat = max(cell["peak"] for procs in r["memory"].values() for cell in procs.values())
-    print(f"memory per process at {PROJECT_DOCS:,}: flat processes stay at their measured peak (largest {flat:.0f} MB); "
-          + ("growing, extrapolated linearly over all documents: " + "; ".join(grows) if grows else "none grows"))
+    print(f"memory per process at {PROJECT_DOCS:,}: a process whose peak is flat keeps it (largest here {flat:.0f} MB) "
+          f"while a shard keeps its {r['docs'] // r['shards']:,} documents; "
+          + ("grew past the target here, extrapolated linearly: " + "; ".join(grows) if grows else "none grew past the target here"))
+    one = lambda per_doc, stage: per_doc * r["entering"][stage] * scale / 1e9  # noqa: E731
+    print(f"  what one process would hold at {PROJECT_DOCS:,} if a global stage kept all its rows (Arrow bytes, before "
+          f"any engine overhead): quality_select {one(r['quality_row'], 'quality_select'):,.0f} GB, exact_dedup "
+          f"{one(r['id_row'], 'exact_dedup'):,.0f} GB, minhash_dedup's client (edges 16 B + ~150 B of union-find per "
+          f"clustered document, ~2 per edge) {one(r['verified_per_doc'] * (16 + 300), 'minhash_dedup'):,.0f} GB; "
+          f"sharded into partitions of a shard's documents, each holds the same as at {r['k']}x")
+
+
+def report(results: list[dict]) -> None:
+    report_time(results)
+    report_memory(results)
+    report_projection(results)
 
 
 def main() -> None:
@@ -292,10 +316,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,4,16")
     parser.add_argument("--corpus", choices=("prose", "web"), default="prose",
                         help="prose: ~99%% pass the filters (default); web: the mosaics of earlier runs, ~5%%")
+    parser.add_argument("--save", type=Path, help="write every size's figures to this JSON file")
+    parser.add_argument("--report", type=Path, help="print the report of a JSON file that --save wrote, and stop")
     parser.add_argument("--measure", nargs=3, type=Path, metavar=("WORKSPACE", "CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         measure(*args.measure, args.workers)
+        return
+    if args.report:
+        report(json.loads(args.report.read_text()))
         return
     sizes = [int(k) for k in args.sizes.split(",")]
 
@@ -312,9 +341,9 @@ def main() -> None:
                   f"{s['kept']:,} ({s['kept'] / s['docs_in']:.0%}; filtered {s['filtered']:,}, duplicate "
                   f"{s['duplicate']:,}); load average {machine_load()}", flush=True)
             results.append(result)
-        report_time(results)
-        report_memory(results)
-        report_projection(results, args.workers)
+        if args.save:
+            args.save.write_text(json.dumps(results))
+        report(results)
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
 
 
