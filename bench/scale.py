@@ -42,6 +42,7 @@ TIME_TARGET = 2.1  # at most this much more time per doubling of the corpus
 PEAK_TARGET = 1.15  # every process's peak per stage at the largest size over the smallest
 PROJECT_DOCS = 1_000_000_000
 PROJECT_WORKERS = (100, 1000)
+GLOBAL_STAGES = ("quality_select", "exact_dedup", "minhash_dedup", "publish")  # see every shard at once
 
 # What a process holds at most during each stage, and so whether its peak can stay flat as the corpus grows.
 HOLDS = {
@@ -136,8 +137,8 @@ def workspace_figures(ws: Path, summary: dict, corpus: Path) -> dict:
         table = pq.read_table(path, columns=columns)
         return table.nbytes / max(table.num_rows, 1)
 
-    def removed(stage: str) -> int:
-        return pq.ParquetFile(work / stage / "removals.parquet").metadata.num_rows
+    def removed(stage: str) -> int:  # one removals table, or one per partition once the stage is sharded
+        return rows((work / stage).glob("**/removals*.parquet"))
 
     prepared, sigs, bands = parts("prepare"), parts("minhash"), parts("minhash_bands")
     n_prepared, n_signed = rows(prepared), rows(sigs)
@@ -159,8 +160,8 @@ def workspace_figures(ws: Path, summary: dict, corpus: Path) -> dict:
         "bands_per_doc": rows(bands) / max(n_signed, 1),
         "band_row": row_bytes(bands[0], None) if bands else 0.0,
         "shingles": sum(len(shingles(t, ngram)) for t in sample) / max(len(sample), 1),
-        "candidates_per_doc": dedup["candidate_pairs"] / max(n_signed, 1),
-        "verified_per_doc": dedup["verified_pairs"] / max(n_signed, 1),
+        "candidates_per_doc": dedup.get("candidate_pairs", 0) / max(n_signed, 1),
+        "verified_per_doc": dedup.get("verified_pairs", 0) / max(n_signed, 1),
         "curated_bytes": disk(parts("tokenize")) / max(summary["kept"], 1),
         "tokens_per_doc": summary["tokens"] / max(summary["kept"], 1),
         "funnel_bytes": disk(parts("funnel")) / summary["docs_in"],
@@ -208,7 +209,7 @@ def report_time(results: list[dict]) -> None:
         print(f"{str(r['k']) + 'x':>5} {r['docs']:>8,} {r['shards']:>6} {r['mb']:>6.1f} {r['summary']['kept']:>7,} "
               f"{r['total']:>8.1f}  " + " ".join(f"{r['stages'][s]:>12.1f}s" for s in stages))
     print("documents entering each stage: " + "; ".join(
-        f"{r['k']}x " + ", ".join(f"{s} {r['entering'][s]:,}" for s in stages) for r in results))
+        f"{r['k']}x " + ", ".join(f"{s} {r['entering'][s]:,}" for s in stages if s in r["entering"]) for r in results))
     print(f"time ratio per doubling (target <= {TIME_TARGET}x; 1x -> 4x is two doublings, so the root of the ratio):")
     for a, b in zip(results, results[1:]):
         factor = b["k"] / a["k"]
@@ -279,6 +280,10 @@ def report_projection(results: list[dict]) -> None:
     ms = lambda seconds: 1e3 * seconds / r["summary"]["docs_in"]  # noqa: E731
     print("  CPU ms per input document, in one process (the client's, or one task's) + spread over the workers: "
           + ", ".join(f"{s} {ms(serial[s]):.2f} + {ms(parallel[s]):.2f}" for s in serial))
+    whole = {s: sum(p["cpu"] for p in procs.values()) for s, procs in r["memory"].items() if s in GLOBAL_STAGES}
+    print(f"  the global stages' whole CPU (every process's, scheduler included), if each stayed in one process at "
+          f"{PROJECT_DOCS:,}: " + ", ".join(f"{s} {scale * cpu / 3600:,.1f} h" for s, cpu in whole.items())
+          + " (at this size idle workers' CPU blurs which process did a small stage's work)")
     for n in PROJECT_WORKERS:
         hours = {s: scale * (serial[s] + parallel[s] / n) / 3600 for s in serial}
         print(f"time at {PROJECT_DOCS:,} documents on {n} workers (that CPU per document, the spread part divided by "
