@@ -1,12 +1,14 @@
-"""Loom's whole curate job as the end-to-end benchmarks (curate_vs_datatrove.py, scale.py) run it: a web-like corpus
-written as jsonl.gz shards, a workspace with its own sources.toml and tokenizer, the job on a LocalCluster,
-each stage timed through `curate`'s progress callback."""
+"""Loom's whole curate job as the end-to-end benchmarks (curate_vs_datatrove.py, scale.py) run it: a web-like
+corpus (or prose_corpus, which mostly passes the filters) written as jsonl.gz shards, a workspace with its own
+sources.toml and tokenizer, the job on a LocalCluster, each stage timed through `curate`'s progress callback."""
 
 import argparse
+import functools
 import gzip
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -29,6 +31,113 @@ def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str
     texts, _ = build_corpus(n_docs - n_copies, seed, real_first)
     rng = random.Random(seed)
     texts = texts + [texts[rng.randrange(len(texts))] for _ in range(n_copies)]
+    rng.shuffle(texts)
+    return texts
+
+
+# ---- prose_corpus: documents that mostly pass the default filters (scale.py's default) ---------------------
+# web_like_corpus keeps ~5% through the default filters: its windows are cut from every bundled corpus in
+# proportion to length, so most of a mosaic is Python source, reStructuredText or ASCII tables, and spaCy
+# counts each bracket, backtick and `=` as a word: 76% of 2,000 of its documents fail Gopher quality's 80%
+# alphabetic-word ratio, and windows cut mid-sentence fail C4's line punctuation. prose_corpus is made of clean
+# English sentences of the bundled texts: a sentence counts when its text is English (lid.176), it has 6-40
+# words, starts with a capital, ends with . ! or ?, and every word is letters (an apostrophe or hyphen
+# allowed) or digits, with at most a bracket or quote and one punctuation mark around it: 9,442 sentences,
+# 146k words. An original is 2-4 paragraphs of 3-6 sentences drawn from the whole pool (none twice in a
+# document), so two originals share a few sentences at most (no accidental near duplicates at any size, and
+# the same make-up at every size). As in dedup.py, 40% of the unique documents are planted near duplicates
+# (word edits at a rate from dedup.RATES; a word's trailing punctuation stays, so a paragraph still ends a
+# sentence), then EXACT_FRACTION of all documents are exact copies; shuffled. 99.5% pass the filters.
+
+CLEAN_WORD = re.compile(r"""^[("']?(?:[A-Za-z][A-Za-z'-]*|\d+)[)"']?[.,;:!?]?[)"']?$""")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+PARAGRAPH = re.compile(r"\n\s*\n")
+WORD_CORE = re.compile(r"^(.*?)([^\w]*\s*)$", re.S)  # a token's word, and the punctuation and space after it
+
+
+@functools.cache
+def sentence_pool() -> tuple[list[str], list[str]]:
+    """Clean English sentences of the bundled texts, and the lowercase words they use (the edit vocabulary)."""
+    from curation.fasttext_model import load_fasttext
+    from curation.steps.langid import lid_model_path
+    from dedup import real_texts
+
+    lid = load_fasttext(str(lid_model_path()))
+    sentences = []
+    for text in real_texts():
+        labels, _ = lid.predict(text[:10_000].replace("\n", " "), k=1)
+        if labels[0] != "__label__en":
+            continue
+        for paragraph in PARAGRAPH.split(text):
+            for sentence in SENTENCE_END.split(" ".join(paragraph.split())):
+                words = sentence.split()
+                if (6 <= len(words) <= 40 and sentence[0].isupper() and sentence[-1] in ".!?"
+                        and all(CLEAN_WORD.match(w) for w in words)):
+                    sentences.append(sentence)
+    sentences = sorted(set(sentences))
+    vocab = sorted({w.strip("()\"'.,;:!?").lower() for s in sentences for w in s.split()} - {""})
+    return sentences, vocab
+
+
+def original(rng: random.Random, sentences: list[str]) -> str:
+    """2-4 paragraphs of 3-6 sentences drawn from the pool, no sentence twice."""
+    sizes = [rng.randint(3, 6) for _ in range(rng.randint(2, 4))]
+    drawn = rng.sample(range(len(sentences)), sum(sizes))
+    paragraphs, start = [], 0
+    for size in sizes:
+        paragraphs.append(" ".join(sentences[i] for i in drawn[start:start + size]))
+        start += size
+    return "\n\n".join(paragraphs)
+
+
+def edit(text: str, rate: float, rng: random.Random, nrng, vocab: list[str]) -> str:
+    """Deletes, substitutes or inserts a word at Binomial(n, rate) places (at least one), one third each; a
+    deleted or substituted word leaves its punctuation behind, so a paragraph still ends a sentence."""
+    from dedup import TOKEN
+
+    tokens = TOKEN.findall(text)
+    k = min(len(tokens), max(1, int(nrng.binomial(len(tokens), rate))))
+    for pos in sorted(rng.sample(range(len(tokens)), k), reverse=True):
+        op, word = rng.randrange(3), vocab[rng.randrange(len(vocab))]
+        tail = WORD_CORE.match(tokens[pos]).group(2)
+        if op == 0:
+            del tokens[pos]
+            if tail.strip() and pos > 0:
+                tokens[pos - 1] = tokens[pos - 1].rstrip() + tail
+        elif op == 1:
+            tokens[pos] = word + tail
+        else:
+            tokens.insert(pos, word + " ")
+    return "".join(tokens)
+
+
+def prose_corpus(n_docs: int, seed: int, exact_fraction: float = EXACT_FRACTION) -> list[str]:
+    """n_docs texts: originals, DUP_FRACTION of them planted near duplicates, then `exact_fraction` of the
+    total exact copies of others; shuffled. Normalized texts are unique before the exact copies."""
+    import numpy as np
+
+    from curation.steps.normalize import normalize_text
+    from dedup import DUP_FRACTION, RATES
+
+    sentences, vocab = sentence_pool()
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    n_copies = int(n_docs * exact_fraction)
+    n_unique = n_docs - n_copies
+    n_originals = n_unique - int(n_unique * DUP_FRACTION)
+    texts: list[str] = []
+    seen: set[str] = set()
+
+    def add(text: str) -> None:
+        text = normalize_text(text)
+        if text and text not in seen:
+            seen.add(text)
+            texts.append(text)
+
+    while len(texts) < n_originals:
+        add(original(rng, sentences))
+    while len(texts) < n_unique:
+        add(edit(texts[rng.randrange(n_originals)], RATES[rng.randrange(len(RATES))], rng, nrng, vocab))
+    texts += [texts[rng.randrange(len(texts))] for _ in range(n_copies)]
     rng.shuffle(texts)
     return texts
 
@@ -78,17 +187,32 @@ def bench_tokenizer(texts: list[str], out: Path) -> Path:
 
 class StageClock:
     """`curate`'s progress callback, which the job calls as each stage starts: a stage's time is the gap to
-    the next stage's start. `on_stage(name)` runs first, so that it can read what the stage before left."""
+    the next stage's start. When the last stage has finished every shard, `publish` starts (the manifest and
+    the generation, which `curate` builds after the stages). `on_stage(name)` runs first, so that it can read
+    what the stage before left."""
 
     def __init__(self, on_stage=None):
+        from curation.stages import STAGES
+
         self.on_stage = on_stage
+        self.last = STAGES[-1].name
         self.starts: dict[str, float] = {}
 
-    def __call__(self, stage: str, total: int):
+    def _start(self, stage: str) -> None:
         if self.on_stage:
             self.on_stage(stage)
         self.starts[stage] = time.perf_counter()
-        return lambda n=1: None
+
+    def __call__(self, stage: str, total: int):
+        self._start(stage)
+        done = 0
+
+        def advance(n: int = 1) -> None:
+            nonlocal done
+            done += n
+            if stage == self.last and done >= total and "publish" not in self.starts:
+                self._start("publish")
+        return advance
 
     def stages(self, end: float) -> dict[str, float]:
         names = list(self.starts)
