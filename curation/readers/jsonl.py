@@ -59,14 +59,16 @@ class JsonLinesReader:
                 position = line.offset + line.size + 1
                 if line.offset == 0 and line.data.startswith(BOM):
                     line = Line(line.data[len(BOM):], line.size - len(BOM), len(BOM))
-                if line.offset < span.start or (line.size <= source.max_doc_bytes and not line.data.strip()):
+                if line.offset < span.start:
                     continue
                 if span.end is not None and line.offset >= span.end:
-                    if span.start == 0 and not owned and not any_record(found, source.max_doc_bytes):
-                        yield Record(index=0, problem="empty_file", detail=f"{shard} holds no records")
-                    return
+                    break
+                if line.size <= source.max_doc_bytes and not line.data.strip():
+                    continue
                 yield parse_line(source, line, line.offset)
                 owned += 1
+            if span.start == 0 and span.end is not None and not owned and not any_record(found, source.max_doc_bytes):
+                yield Record(index=0, problem="empty_file", detail=f"{shard} holds no records")  # the file's first shard
         except (Truncated, Corrupt) as err:
             if span.start <= position and (span.end is None or position < span.end):
                 problem = "truncated_file" if isinstance(err, Truncated) else "corrupt_file"
