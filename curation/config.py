@@ -45,11 +45,16 @@ class SourceConfig:
         reader = reader_for(self.format)
         want_dirs = reader.shard_kind == "folder"
         found: list[tuple[str, list[str] | None]] = []
+        globbed: set[str] = set()  # files of the globs before: a file two globs match is read once
         for pattern in self.paths:
             full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
             matches = [(str(p), None) for p in expand_glob(full, folders=want_dirs)]
             if want_dirs and (files := reader.documents(expand_glob(full))):
-                matches.append((full, files))
+                if new_files := [f for f in files if f not in globbed]:
+                    matches.append((full, new_files))
+                    globbed.update(new_files)
+                elif not matches:
+                    continue
             if not matches:
                 kind = f"folder or {'/'.join(reader.suffixes)} file" if want_dirs else "file"
                 raise UserError(

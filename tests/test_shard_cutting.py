@@ -93,6 +93,18 @@ def test_a_multi_frame_zstd_is_cut_at_frames_and_reads_as_the_whole(tmp_path):
             assert json.loads(line_at(data, record.index).removeprefix(BOM))["text"] == record.text
 
 
+def test_a_zstd_file_with_skippable_frames_as_pzstd_writes_is_read_and_cut(tmp_path):
+    data = awkward_lines(600, seed=9)
+    frames = [zstandard.ZstdCompressor().compress(data[i:i + 20_000]) for i in range(0, len(data), 20_000)]
+    skippable = b"\x50\x2a\x4d\x18" + (4).to_bytes(4, "little")  # before each frame: its compressed size
+    path = tmp_path / "a.jsonl.zst"
+    path.write_bytes(b"".join(skippable + len(f).to_bytes(4, "little") + f for f in frames))
+    whole = list(read_shard(source("jsonl", [path]), str(path)))
+    assert [r.problem for r in whole].count(None) == 600
+    shards, cut = read_cut(source("jsonl", [path], shard_bytes=4096))
+    assert len(shards) == len(frames) and summary(cut) == summary(whole)
+
+
 def test_gzip_a_zstd_without_frame_sizes_and_a_truncated_zstd_are_read_whole(tmp_path):
     data = awkward_lines(1500, seed=8)
     streamed = zstandard.ZstdCompressor().compressobj()

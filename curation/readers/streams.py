@@ -33,6 +33,8 @@ def sniff(path: Path) -> str:
     """What a file's first bytes say it is: "gzip", "zstd", "parquet" or "plain" (an empty file too)."""
     with open_input(path) as fh:
         head = fh.read(4)
+    if len(head) == 4 and int.from_bytes(head, "little") & 0xFFFFFFF0 == 0x184D2A50:
+        return "zstd"  # a zstd skippable frame first, as pzstd writes before every frame
     return next((kind for kind, magic in MAGIC.items() if head.startswith(magic)), "plain")
 
 
