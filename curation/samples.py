@@ -25,7 +25,7 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
 
     def texts():
         for shard, span in source_shards(source):
-            docs: Iterator = (Doc(record=r.index, text=r.text) for r in read_shard(source, shard, span) if r.problem is None)
+            docs: Iterator = (Doc(record=r.index, text=r.text) for r in read_shard(source, Path(shard), span) if r.problem is None)
             for step in steps:
                 docs = step.run(docs, _Discard())
             yield from (doc.text for doc in docs)

@@ -32,8 +32,9 @@ def reader_for(fmt: str):
 
 def read_shard(source, shard: str, span=None) -> Iterator[Record]:
     """The records of a shard: its input read whole, or the part `span` names (curation.readers.spans)."""
+    reader = reader_for(source.format)
     empty = True
-    for record in reader_for(source.format).read(source, shard, span):
+    for record in reader.read(source, shard) if span is None else reader.read(source, shard, span):
         empty = False
         yield record
     if empty and span is None:  # a cut file's first shard says so itself, when the whole file is empty
@@ -47,11 +48,15 @@ def check_readable(source, shard) -> None:
 
 def source_shards(source) -> list[tuple[str, object]]:
     """A source's shards in order, as (input, span): each file or folder `paths` matches, checked to be readable
-    and cut into spans of about `shard_bytes` from its size and metadata alone."""
+    and cut into spans of about `shard_bytes` from its size and metadata alone (a format that cannot be cut,
+    WARC, reads each file whole)."""
     reader = reader_for(source.format)
     shards = []
     for path, files in source.inputs():
         check_readable(source, path)
-        spans = reader.cut(source, path, files) if files is not None else reader.cut(source, path)
+        if not hasattr(reader, "cut"):
+            spans = [None]
+        else:
+            spans = reader.cut(source, path, files) if files is not None else reader.cut(source, path)
         shards.extend((str(path), span) for span in spans)
     return shards

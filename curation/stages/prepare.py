@@ -93,7 +93,7 @@ class Prepare(ShardStage):
         funnel = FunnelRecorder(shard)
 
         def good_records() -> Iterator[Doc]:
-            for record in read_shard(shard.source, shard.input, shard.span):
+            for record in read_shard(shard.source, Path(shard.input), shard.span):
                 funnel.read(record)
                 if record.problem:
                     funnel.malformed(record)
