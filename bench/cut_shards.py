@@ -4,6 +4,7 @@ shard, and the funnel's `record` of a sample of rows must be the byte offset of 
 
     python bench/cut_shards.py                       # 1 GB, cut into 10 shards, 2 workers
     python bench/cut_shards.py --megabytes 64        # a quicker run
+    python bench/cut_shards.py --read-only           # the readers only: cut (2 processes) vs one shard
 """
 
 import argparse
@@ -119,12 +120,51 @@ def check_offsets(ws: Path, data: Path) -> int:
     return checked
 
 
+def read_digest(data: Path, shard_bytes: int) -> tuple[int, bool, int, float, float]:
+    """The file's records read through its cut shards (2 processes) and as one shard: shards, whether each cut
+    shard's records are the uncut read's records at the offsets it owns, records, seconds each (readers only)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from curation.config import SourceConfig
+    from curation.job import plan_shards
+
+    source = SourceConfig(name="big", format="jsonl", paths=(str(data),), shard_bytes=shard_bytes)
+    begin = time.perf_counter()
+    shards = plan_shards([source])
+    with ProcessPoolExecutor(2) as pool:
+        cut = list(pool.map(shard_digests, [(source, s.input, s.span, None) for s in shards]))
+    cut_s = time.perf_counter() - begin
+    begin = time.perf_counter()
+    whole = shard_digests((source, str(data), None, [s.span.start for s in shards]))
+    whole_s = time.perf_counter() - begin
+    same = [digest for digest, _ in cut] == [digest for digest, _ in whole]
+    return len(shards), same, sum(n for _, n in whole), cut_s, whole_s
+
+
+def shard_digests(job) -> list[tuple[str, int]]:
+    """(digest, records) of a shard's records (index, problem, text); with `starts`, of each run of records
+    whose index (byte offset) falls in [starts[k], starts[k + 1])."""
+    import bisect
+
+    from curation.readers import read_shard
+
+    source, path, span, starts = job
+    digests = [[hashlib.sha256(), 0] for _ in starts or [0]]
+    for record in read_shard(source, path, span):
+        part = digests[bisect.bisect_right(starts, record.index) - 1] if starts else digests[0]
+        part[0].update(f"{record.index}\x1f{record.problem}\x1f{record.text}\x1e".encode())
+        part[1] += 1
+    result = [(digest.hexdigest(), n) for digest, n in digests]
+    return result if starts else result[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=1000)
     parser.add_argument("--shards", type=int, default=10, help="cut the file into this many shards")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
+    parser.add_argument("--read-only", action="store_true", help="compare the readers' records only, no curation")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loom-bench-cut-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -134,8 +174,13 @@ def main() -> None:
 
         data, tokenizer, texts = workdir / "big.jsonl", workdir / "tokenizer.json", base_texts()
         size = write_big_jsonl(data, texts, args.megabytes)
-        train_tokenizer(texts[:3000], tokenizer)
         print(f"input: {data} {size / 1e6:,.1f} MB", flush=True)
+        if args.read_only:
+            shards, same, records, cut_s, whole_s = read_digest(data, -(-size // args.shards))
+            print(f"{shards} shards read by 2 processes in {cut_s:.1f} s, one shard in {whole_s:.1f} s: {records:,} "
+                  f"records, the same in the same order with the same offsets: {same}")
+            sys.exit(0 if same else 1)
+        train_tokenizer(texts[:3000], tokenizer)
         cut = curate(workdir / "cut", data, tokenizer, -(-size // args.shards), args.workers)
         print(f"cut:   {json.dumps(cut)}", flush=True)
         whole = curate(workdir / "whole", data, tokenizer, size + 1, args.workers)
