@@ -12,11 +12,14 @@ from loom.names import NAME, is_name
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
 SOURCE_NAME = NAME  # a source's name, also the first part of a mixture's slice key
 DEFAULT_MAX_DOC_BYTES = 8 * 1024 * 1024
+DEFAULT_SHARD_BYTES = 128 * 1024 * 1024  # a minute or two of one worker's time; a 40 GB file is ~320 shards
+MIN_SHARD_BYTES = 1024
 
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """One raw corpus. Paths are globs; each matching file (or folder, for *-dir formats) is a shard."""
+    """One raw corpus. Paths are globs; each matching file (or folder or glob of files, for *-dir formats) is cut
+    into shards of about `shard_bytes` (curation.readers.spans)."""
 
     name: str
     format: str
@@ -32,22 +35,33 @@ class SourceConfig:
     quality_threshold: float | None = None  # remove documents whose quality score is lower
     keep_fraction: float | None = None  # or keep only this top fraction of the source by quality
     max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES  # a larger record (line, text, file) is set aside as too_large
+    shard_bytes: int = DEFAULT_SHARD_BYTES  # the stored bytes one shard reads, about
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
 
-    def shard_paths(self) -> list[Path]:
-        """Input shards in a stable order. Raises UserError when a glob matches nothing."""
-        want_dirs = reader_for(self.format).shard_kind == "folder"
-        found: list[Path] = []
+    def inputs(self) -> list[tuple[str, list[str] | None]]:
+        """What `paths` match, in a stable order: (file, None) for each file; for a *-dir format, (folder, None)
+        for each folder and (pattern, its files of the format) for a glob of files. Raises UserError when a path
+        matches nothing."""
+        reader = reader_for(self.format)
+        want_dirs = reader.shard_kind == "folder"
+        found: list[tuple[str, list[str] | None]] = []
+        globbed: set[str] = set()  # files of the globs before: a file two globs match is read once
         for pattern in self.paths:
             full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
-            matches = expand_glob(full, folders=want_dirs)
+            matches = [(str(p), None) for p in expand_glob(full, folders=want_dirs)]
+            if want_dirs and (files := reader.documents(expand_glob(full))):
+                if new_files := [f for f in files if f not in globbed]:
+                    matches.append((full, new_files))
+                    globbed.update(new_files)
+                elif not matches:
+                    continue
             if not matches:
-                kind = "folder" if want_dirs else "file"
+                kind = f"folder or {'/'.join(reader.suffixes)} file" if want_dirs else "file"
                 raise UserError(
                     f"source '{self.name}': path '{pattern}' matches no {kind} (looked in {self.base_dir}); "
                     "fix `paths` in sources.toml"
                 )
-            found.extend(p for p in matches if p not in found)
+            found.extend(m for m in matches if m not in found)
         return found
 
     def filters_apply_to(self, lang: str) -> bool:
@@ -202,6 +216,10 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     limit = values.get("max_doc_bytes", DEFAULT_MAX_DOC_BYTES)
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise UserError(f"{where}: `max_doc_bytes` must be a whole number of bytes, at least 1 (default {DEFAULT_MAX_DOC_BYTES})")
+    shard_bytes = values.get("shard_bytes", DEFAULT_SHARD_BYTES)
+    if not isinstance(shard_bytes, int) or isinstance(shard_bytes, bool) or shard_bytes < MIN_SHARD_BYTES:
+        raise UserError(f"{where}: `shard_bytes` must be a whole number of bytes, at least {MIN_SHARD_BYTES} "
+                        f"(default {DEFAULT_SHARD_BYTES}, 128 MiB)")
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     return SourceConfig(**values, base_dir=str(base_dir))

@@ -19,6 +19,7 @@ class Record:
     problem: str | None = None  # why the record is malformed, or None
     detail: str = ""
     raw: str = ""
+    input: str | None = None  # the file it came from, when the shard reads several (a folder's files)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curation.config import CurationConfig, SourceConfig
-from curation.readers import check_readable
+from curation.readers import source_shards
 from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
 from loom.errors import UserError
@@ -17,6 +17,7 @@ class Shard:
     index: int
     input: str
     rank: int  # the source's place in sources.toml; earlier sources keep the copy of an exact duplicate
+    span: object = None  # the part of `input` it reads (curation.readers.spans); None: all of it
 
     @property
     def key(self) -> str:
@@ -33,12 +34,13 @@ class JobContext:
 
 
 def plan_shards(sources: list[SourceConfig]) -> list[Shard]:
-    """Every input shard, checked to be readable before any compute is spent on it."""
+    """Every input shard, checked to be readable before any compute is spent on it; a large input is cut into
+    several, numbered in the order of their place in it, so that (rank, shard, record) orders records as one
+    uncut shard would."""
     shards = []
     for rank, source in enumerate(sources):
-        for index, path in enumerate(source.shard_paths()):
-            check_readable(source, path)
-            shards.append(Shard(source=source, index=index, input=str(path), rank=rank))
+        for index, (path, span) in enumerate(source_shards(source)):
+            shards.append(Shard(source=source, index=index, input=path, rank=rank, span=span))
     return shards
 
 

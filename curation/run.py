@@ -8,7 +8,6 @@ import os
 import signal
 from contextlib import contextmanager
 from dataclasses import asdict, replace
-from pathlib import Path
 
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
@@ -18,7 +17,7 @@ from curation.stages.base import ShardStage
 from loom.errors import UserError
 from loom.io import done_stats, listing, text_digest
 
-CODE_VERSION = "1"  # bump when a stage's output changes for the same inputs, so reruns redo it
+CODE_VERSION = "2"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
 
 @contextmanager
@@ -61,9 +60,13 @@ def interrupts_ignored():
 
 
 def input_fingerprint(shard: Shard) -> str:
-    """What a shard's first stage depends on: the source's config and the input's files, sizes and times."""
-    config = {k: v for k, v in asdict(shard.source).items() if k != "base_dir"}
-    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing(Path(shard.input)))
+    """What a shard's first stage depends on: the source's config, the part of the input it reads, and the
+    input's files, sizes and times. `shard_bytes` counts only through the span it gave, so a shard that a new
+    size does not change is not redone."""
+    config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "shard_bytes")}
+    files = getattr(shard.span, "files", None)
+    inputs = [entry for f in files for entry in listing(f)] if files is not None else listing(shard.input)
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs)
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,

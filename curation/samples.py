@@ -7,7 +7,7 @@ from typing import Iterator
 
 from curation.config import CurationConfig, SourceConfig
 from loom.errors import UserError
-from curation.readers import check_readable, read_shard
+from curation.readers import read_shard, source_shards
 from curation.document import Doc
 from curation.steps import reading_steps
 
@@ -24,9 +24,8 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
     steps = reading_steps(source)
 
     def texts():
-        for shard in source.shard_paths():
-            check_readable(source, shard)
-            docs: Iterator = (Doc(record=r.index, text=r.text, meta=r.meta) for r in read_shard(source, shard) if r.problem is None)
+        for shard, span in source_shards(source):
+            docs: Iterator = (Doc(record=r.index, text=r.text, meta=r.meta) for r in read_shard(source, Path(shard), span) if r.problem is None)
             for step in steps:
                 docs = step.run(docs, _Discard())
             yield from (doc.text for doc in docs)

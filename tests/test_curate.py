@@ -87,8 +87,8 @@ def test_languages_other_than_english_are_identified_in_the_handbook(outputs):
     _, curated, funnel, *_ = outputs
     web = [row for row in funnel.to_pylist() if row["source"] == "web" and row["lang"]]
     langs_by_input = {}
-    for row in web:
-        langs_by_input.setdefault(row["input"].rsplit("/", 1)[-1], Counter())[row["lang"]] += 1
+    for row in web:  # a folder format's `input` is the page itself; its folder says the language
+        langs_by_input.setdefault(row["input"].rsplit("/", 2)[-2], Counter())[row["lang"]] += 1
     assert langs_by_input["de-DE"].most_common(1)[0][0] == "de"
     assert langs_by_input["ja-JP"].most_common(1)[0][0] == "ja"
     assert langs_by_input["en-US"].most_common(1)[0][0] == "en"

@@ -136,7 +136,8 @@ def test_a_cut_compressed_file_keeps_what_precedes_the_cut_and_counts_one_trunca
     before = complete_lines(compression, cut)
     assert 0 < before < len(lines)
     assert [r.text for r in records[:-1]] == lines[:before]
-    assert records[-1].problem == "truncated_file" and records[-1].index == before
+    # `record` is a line's offset in the uncompressed stream: here, where the line the cut ends inside begins
+    assert records[-1].problem == "truncated_file" and records[-1].index == len(jsonl(lines[:before]))
     assert Counter(r.problem for r in records) == {None: before, "truncated_file": 1}
 
 

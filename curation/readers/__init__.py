@@ -8,7 +8,6 @@ file in a jsonl source, JSON lines in a parquet one) is caught before the job st
 the user gets one clear line instead of a failed task.
 """
 
-from pathlib import Path
 from typing import Iterator
 
 from curation.document import Record
@@ -33,15 +32,33 @@ def reader_for(fmt: str):
     return READERS[fmt]
 
 
-def read_shard(source, shard: Path) -> Iterator[Record]:
+def read_shard(source, shard: str, span=None) -> Iterator[Record]:
+    """The records of a shard: its input read whole, or the part `span` names (curation.readers.spans)."""
+    reader = reader_for(source.format)
     empty = True
-    for record in reader_for(source.format).read(source, shard):
+    for record in reader.read(source, shard) if span is None else reader.read(source, shard, span):
         empty = False
         yield record
-    if empty:
+    if empty and span is None:  # a cut file's first shard says so itself, when the whole file is empty
         yield Record(index=0, problem="empty_file", detail=f"{shard} holds no records")
 
 
-def check_readable(source, shard: Path) -> None:
+def check_readable(source, shard) -> None:
     """Fail fast, before any compute, on a shard whose container is not what `format` says."""
     reader_for(source.format).check(source, shard)
+
+
+def source_shards(source) -> list[tuple[str, object]]:
+    """A source's shards in order, as (input, span): each file or folder `paths` matches, checked to be readable
+    and cut into spans of about `shard_bytes` from its size and metadata alone (a format that cannot be cut,
+    WARC, reads each file whole)."""
+    reader = reader_for(source.format)
+    shards = []
+    for path, files in source.inputs():
+        check_readable(source, path)
+        if not hasattr(reader, "cut"):
+            spans = [None]
+        else:
+            spans = reader.cut(source, path, files) if files is not None else reader.cut(source, path)
+        shards.extend((str(path), span) for span in spans)
+    return shards

@@ -1,14 +1,17 @@
 """JSON lines, plain, gzip or zstd (whichever the file's first bytes say): one object per line, the text in
-`text_field`. A line longer than the source's `max_doc_bytes` is set aside unread, holding only its start."""
+`text_field`. A line longer than the source's `max_doc_bytes` is set aside unread, holding only its start. A large
+plain file is cut into byte ranges, a large multi-frame zstd file into runs of frames (curation.readers.spans)."""
 
 import json
 import re
-from pathlib import Path
 from typing import Iterator
 
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
-from curation.readers.streams import Corrupt, Line, Truncated, decompressed, lines, sniff, without_bom
+from curation.readers.spans import ByteRange, by_size
+from curation.readers.streams import BOM, Corrupt, Line, Truncated, decompressed, lines, sniff
+from curation.readers.zstd_frames import zstd_frames
+from loom.io import file_size
 
 # A JSON escape of a UTF-16 surrogate: the only way a lone one (not valid Unicode) gets into a decoded line
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -18,22 +21,71 @@ class JsonLinesReader:
     shard_kind = "file"
     html = False
 
-    def check(self, source, shard: Path) -> None:
+    def check(self, source, shard) -> None:
         if sniff(shard) == "parquet":
             raise wrong_container(source, shard, "is a Parquet file, not JSON lines", "parquet")
 
-    def read(self, source, shard: Path) -> Iterator[Record]:
-        index = 0
+    def cut(self, source, path) -> list[ByteRange | None]:
+        """A plain file cut into byte ranges of `shard_bytes`, a zstd one into runs of whole frames; a gzip file,
+        a zstd file whose frames do not state their sizes, or a small file, is read whole."""
+        size, target = file_size(path), source.shard_bytes
+        if size <= target:
+            return [None]
+        kind = sniff(path)
+        if kind == "plain":
+            starts = range(0, size, target)
+            return [ByteRange(start, start + target if start + target < size else None, max(start - 1, 0),
+                              max(start - 1, 0)) for start in starts]
+        frames = zstd_frames(path, size) if kind == "zstd" else None
+        runs = by_size([frame.size for frame in frames], target) if frames else []
+        if len(runs) < 2:
+            return [None]
+        spans = []
+        for first, stop in runs:
+            before = frames[max(first - 1, 0)]  # its last byte says whether a line starts at the run's start
+            end = frames[stop].content_offset if stop < len(frames) else None
+            spans.append(ByteRange(frames[first].content_offset, end, before.offset if first else 0,
+                                   before.content_offset if first else 0))
+        return spans
+
+    def read(self, source, shard, span: ByteRange | None = None) -> Iterator[Record]:
+        """The records of the lines that start in the span; `record` is the line's offset in the uncompressed
+        stream (after a byte order mark), so that it is the same however the file is cut."""
+        span = span or ByteRange(0, None)
+        position, owned = span.seek_offset, 0  # where the line being read starts; records yielded
+        found = lines(decompressed(shard, span.seek), source.max_doc_bytes, RAW_PREVIEW_CHARS, at=span.seek_offset)
         try:
-            for line in lines(without_bom(decompressed(shard)), source.max_doc_bytes, RAW_PREVIEW_CHARS):
+            for line in found:
+                position = line.offset + line.size + 1
+                if line.offset == 0 and line.data.startswith(BOM):
+                    line = Line(line.data[len(BOM):], line.size - len(BOM), len(BOM))
+                if line.offset < span.start:
+                    continue
+                if span.end is not None and line.offset >= span.end:
+                    break
                 if line.size <= source.max_doc_bytes and not line.data.strip():
                     continue
-                yield parse_line(source, line, index)
-                index += 1
-        except Truncated as err:
-            yield Record(index=index, problem="truncated_file", detail=f"{shard.name}: {err}; read {index} records")
-        except Corrupt as err:
-            yield Record(index=index, problem="corrupt_file", detail=f"{shard.name}: {err}; read {index} records")
+                yield parse_line(source, line, line.offset)
+                owned += 1
+            if span.start == 0 and span.end is not None and not owned and not any_record(found, source.max_doc_bytes):
+                yield Record(index=0, problem="empty_file", detail=f"{shard} holds no records")  # the file's first shard
+        except (Truncated, Corrupt) as err:
+            if span.start <= position and (span.end is None or position < span.end):
+                problem = "truncated_file" if isinstance(err, Truncated) else "corrupt_file"
+                yield Record(index=position, problem=problem, detail=f"{name_of(shard)}: {err}; read up to byte {position}")
+
+
+def any_record(found: Iterator[Line], limit: int) -> bool:
+    """Whether the rest of a file holds a line that is not blank (a truncated or damaged rest: the shard it
+    belongs to reports it, so this one does not say the file is empty)."""
+    try:
+        return any(line.size > limit or line.data.strip() for line in found)
+    except (Truncated, Corrupt):
+        return True
+
+
+def name_of(path) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
 def parse_line(source, line: Line, index: int) -> Record:

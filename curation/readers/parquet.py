@@ -1,20 +1,19 @@
 """Parquet files: one row per record, the text in `text_field`, the other columns kept as metadata. A text over
 the source's `max_doc_bytes` is set aside without being made a Python string; a row holding a string that is
-not valid UTF-8 is a malformed record."""
+not valid UTF-8 is a malformed record. A large file is cut into runs of row groups (curation.readers.spans)."""
 
 import json
-from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
+from curation.readers.spans import RowGroups, by_size
 from curation.readers.streams import sniff
 from loom.errors import UserError
-from loom.io import file_size
+from loom.io import file_size, parquet_file
 
 BATCH_ROWS = 1024
 NOT_PARQUET = {  # what the file is, and the likely fix: it holds JSON lines
@@ -28,22 +27,41 @@ class ParquetReader:
     shard_kind = "file"
     html = False
 
-    def check(self, source, shard: Path) -> None:
+    def check(self, source, shard) -> None:
         if file_size(shard) == 0:
             return
         kind = sniff(shard)
         if kind != "parquet":
             raise wrong_container(source, shard, *NOT_PARQUET[kind])
         try:
-            pq.read_metadata(shard)
+            parquet_file(shard).metadata
         except Exception as err:  # pyarrow raises several types for a damaged footer
             raise UserError(f"source '{source.name}': {shard} is not a readable Parquet file ({err}); re-create it") from None
 
-    def read(self, source, shard: Path) -> Iterator[Record]:
+    def cut(self, source, path) -> list[RowGroups | None]:
+        """A large file cut into runs of whole row groups of about `shard_bytes` (their compressed sizes, from
+        the footer)."""
+        if file_size(path) <= source.shard_bytes:
+            return [None]
+        meta = parquet_file(path).metadata
+        groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+        sizes = [sum(group.column(j).total_compressed_size for j in range(group.num_columns)) for group in groups]
+        runs = by_size(sizes, source.shard_bytes)
+        if len(runs) < 2:
+            return [None]
+        rows_before = [0]
+        for group in groups:
+            rows_before.append(rows_before[-1] + group.num_rows)
+        return [RowGroups(first, stop, rows_before[first]) for first, stop in runs]
+
+    def read(self, source, shard, span: RowGroups | None = None) -> Iterator[Record]:
+        """The rows of the span's row groups; `record` is the row's number in the file."""
         if file_size(shard) == 0:
             return
-        index = 0
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS):
+        file = parquet_file(shard)
+        span = span or RowGroups(0, file.metadata.num_row_groups, 0)
+        index = span.first_row
+        for batch in file.iter_batches(batch_size=BATCH_ROWS, row_groups=list(range(span.first, span.stop))):
             batch, large = set_aside_large_texts(batch, source.text_field, source.max_doc_bytes)
             for offset, row in enumerate(rows(batch)):
                 if offset in large:

@@ -33,13 +33,18 @@ def sniff(path: Path) -> str:
     """What a file's first bytes say it is: "gzip", "zstd", "parquet" or "plain" (an empty file too)."""
     with open_input(path) as fh:
         head = fh.read(4)
+    if len(head) == 4 and int.from_bytes(head, "little") & 0xFFFFFFF0 == 0x184D2A50:
+        return "zstd"  # a zstd skippable frame first, as pzstd writes before every frame
     return next((kind for kind, magic in MAGIC.items() if head.startswith(magic)), "plain")
 
 
-def decompressed(path: Path) -> Iterator[bytes]:
-    """A file's content in chunks: gzip and zstd (any number of members or frames) decompressed, else as is."""
+def decompressed(path: Path, seek: int = 0) -> Iterator[bytes]:
+    """A file's content in chunks: gzip and zstd (any number of members or frames) decompressed, else as is.
+    `seek`: where in the stored file to begin (a zstd frame's first byte, or any byte of a plain file)."""
     kind = sniff(path)
     with open_input(path) as fh:
+        if seek:
+            fh.seek(seek)
         raw = iter(lambda: fh.read(READ_BYTES), b"")
         if kind == "gzip":
             yield from _inflate(raw, Gunzip, zlib.error)
@@ -114,12 +119,13 @@ class Line:
 
     data: bytes
     size: int  # the whole line's length in bytes
+    offset: int = 0  # where the line starts in the stream
 
 
-def lines(chunks: Iterable[bytes], limit: int, preview: int) -> Iterator[Line]:
-    """The lines of a stream of chunks; the last one needs no newline. Truncated or Corrupt raised by the chunks
-    passes through, and the line they cut is not yielded."""
-    splitter = LineSplitter(limit, preview)
+def lines(chunks: Iterable[bytes], limit: int, preview: int, at: int = 0) -> Iterator[Line]:
+    """The lines of a stream of chunks that begins at offset `at`; the last one needs no newline. Truncated or
+    Corrupt raised by the chunks passes through, and the line they cut is not yielded."""
+    splitter = LineSplitter(limit, preview, at)
     for chunk in chunks:
         yield from splitter.feed(chunk)
     if (last := splitter.rest()) is not None:
@@ -141,8 +147,8 @@ class BoundedBytes:
         else:
             del self.head[keep:]
 
-    def take(self) -> Line:
-        line = Line(bytes(self.head), self.size)
+    def take(self, offset: int = 0) -> Line:
+        line = Line(bytes(self.head), self.size, offset)
         self.head, self.size = bytearray(), 0
         return line
 
@@ -150,20 +156,23 @@ class BoundedBytes:
 class LineSplitter:
     """Cuts chunks of bytes into lines, holding at most `limit` bytes of the line being read."""
 
-    def __init__(self, limit: int, preview: int):
+    def __init__(self, limit: int, preview: int, at: int = 0):
         self.limit = limit
         self.current = BoundedBytes(limit, preview)
+        self.offset = at  # where the line being read starts
 
     def feed(self, chunk: bytes) -> Iterator[Line]:
         *complete, rest = chunk.split(b"\n")
         for piece in complete:
             if not self.current.size and len(piece) <= self.limit:
-                yield Line(piece, len(piece))  # the common case: a whole line inside one chunk
-                continue
-            self.current.add(piece)
-            yield self.current.take()
+                line = Line(piece, len(piece), self.offset)  # the common case: a whole line inside one chunk
+            else:
+                self.current.add(piece)
+                line = self.current.take(self.offset)
+            self.offset += line.size + 1
+            yield line
         self.current.add(rest)
 
     def rest(self) -> Line | None:
         """The last line, when the input does not end with a newline."""
-        return self.current.take() if self.current.size else None
+        return self.current.take(self.offset) if self.current.size else None

@@ -29,17 +29,27 @@ class FunnelRecorder:
         self.shard = shard
         self.rows: list[dict] = []
         self.quarantine: list[dict] = []
+        self.inputs: dict[int, str] = {}  # record -> its file, where the shard reads several
+
+    def read(self, record) -> None:
+        """Hears of each record read: of one from a file of a folder, `input` names that file."""
+        if record.input is not None:
+            self.inputs[record.index] = record.input
 
     def _row(self, record: int, doc_id, fate: str, stage: str, reason: str | None, detail: str, lang) -> None:
         self.rows.append(
-            {"source": self.shard.source.name, "shard": self.shard.index, "input": self.shard.input, "record": record,
-             "doc_id": doc_id, "fate": fate, "stage": stage, "reason": reason, "detail": detail or None, "lang": lang}
+            {"source": self.shard.source.name, "shard": self.shard.index, "input": self.input_of(record),
+             "record": record, "doc_id": doc_id, "fate": fate, "stage": stage, "reason": reason,
+             "detail": detail or None, "lang": lang}
         )
+
+    def input_of(self, record: int) -> str:
+        return self.inputs.get(record, self.shard.input)
 
     def malformed(self, record) -> None:
         self._row(record.index, None, "malformed", "read", record.problem, record.detail, None)
-        self.quarantine.append({"input": self.shard.input, "record": record.index, "reason": record.problem,
-                                "detail": record.detail, "raw": record.raw})
+        self.quarantine.append({"input": self.input_of(record.index), "record": record.index,
+                                "reason": record.problem, "detail": record.detail, "raw": record.raw})
 
     def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None:
         self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang)
@@ -83,7 +93,8 @@ class Prepare(ShardStage):
         funnel = FunnelRecorder(shard)
 
         def good_records() -> Iterator[Doc]:
-            for record in read_shard(shard.source, Path(shard.input)):
+            for record in read_shard(shard.source, Path(shard.input), shard.span):
+                funnel.read(record)
                 if record.problem:
                     funnel.malformed(record)
                 else:
