@@ -205,6 +205,7 @@ def curated_rows(ws) -> pa.Table:
     return pa.concat_tables(pq.read_table(p) for p in parts)
 
 
+@pytest.mark.slow  # two real curates of ~560 documents (~100 s on 2 cores)
 def test_a_jsonl_cut_into_shards_curates_to_the_same_output_as_one_shard(tmp_path, slice_tokenizer):
     texts = bundled_lines()
     texts += [texts[i] for i in range(0, len(texts), 50)]  # exact duplicates far from their first copy
