@@ -6,7 +6,7 @@ from pathlib import Path
 
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
-from loom.io import expand_glob
+from loom.io import expand_glob, is_url, register_storage_options
 from loom.names import NAME, is_name
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
@@ -33,13 +33,16 @@ class SourceConfig:
     keep_fraction: float | None = None  # or keep only this top fraction of the source by quality
     max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES  # a larger record (line, text, file) is set aside as too_large
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
+    # fsspec options for URL paths (key, secret, endpoint_url, ...); never printed, fingerprinted or written out
+    storage_options: dict = field(default_factory=dict, repr=False)
 
     def shard_paths(self) -> list[Path]:
         """Input shards in a stable order. Raises UserError when a glob matches nothing."""
         want_dirs = reader_for(self.format).shard_kind == "folder"
         found: list[Path] = []
+        self.register_storage_options()
         for pattern in self.paths:
-            full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
+            full = pattern if is_url(pattern) or Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
             matches = expand_glob(full, folders=want_dirs)
             if not matches:
                 kind = "folder" if want_dirs else "file"
@@ -50,8 +53,20 @@ class SourceConfig:
             found.extend(p for p in matches if p not in found)
         return found
 
+    def register_storage_options(self) -> None:
+        """Hands this source's `storage_options` to loom.io for the URLs under its paths, in this process."""
+        for pattern in self.paths:
+            if self.storage_options and is_url(pattern):
+                register_storage_options(url_prefix(pattern), self.storage_options)
+
     def filters_apply_to(self, lang: str) -> bool:
         return "*" in self.filter_languages or lang in self.filter_languages
+
+
+def url_prefix(pattern: str) -> str:
+    """The part of a URL glob before its first wildcard, up to a `/`: what every match starts with."""
+    fixed = pattern[:min((pattern.index(c) for c in "*?[" if c in pattern), default=len(pattern))]
+    return fixed if fixed == pattern else fixed[:fixed.rindex("/") + 1]
 
 
 SOURCE_KEYS = {f.name for f in fields(SourceConfig)} - {"base_dir"}
@@ -202,6 +217,9 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     limit = values.get("max_doc_bytes", DEFAULT_MAX_DOC_BYTES)
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise UserError(f"{where}: `max_doc_bytes` must be a whole number of bytes, at least 1 (default {DEFAULT_MAX_DOC_BYTES})")
+    storage = values.get("storage_options", {})
+    if not isinstance(storage, dict) or not all(isinstance(k, str) for k in storage):
+        raise UserError(f"{where}: `storage_options` must be a table of fsspec options (key, secret, endpoint_url, ...)")
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     return SourceConfig(**values, base_dir=str(base_dir))

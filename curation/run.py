@@ -8,8 +8,6 @@ import os
 import signal
 from contextlib import contextmanager
 from dataclasses import asdict, replace
-from pathlib import Path
-
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
 from curation.publish import publish
@@ -62,8 +60,8 @@ def interrupts_ignored():
 
 def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config and the input's files, sizes and times."""
-    config = {k: v for k, v in asdict(shard.source).items() if k != "base_dir"}
-    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing(Path(shard.input)))
+    config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "storage_options")}
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), *listing(shard.input))
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
@@ -105,8 +103,24 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals)
 
 
+class SourceStorageOptions:
+    """A Dask worker plugin: every worker, one that joins later included, hands the sources' `storage_options`
+    to loom.io before it runs a task, so their URLs open with them (they travel in the plugin, never in a log)."""
+
+    name = "loom-storage-options"
+
+    def __init__(self, sources: list):
+        self.sources = sources
+
+    def setup(self, worker=None) -> None:
+        for source in self.sources:
+            source.register_storage_options()
+
+
 def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES) -> list[dict]:
     """Runs the planned job on `client`'s cluster and publishes its generation; returns the per-source summary.
     The caller holds the workspace's lock."""
+    if any(source.storage_options for source in ctx.config.sources):
+        client.register_plugin(SourceStorageOptions(ctx.config.sources))
     stats, removals = run_stages(shards, ctx, client, progress, stages)
     return source_summary(publish(replace(ctx, removals=removals), shards, stats))

@@ -8,13 +8,12 @@ from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
 from curation.readers.streams import sniff
 from loom.errors import UserError
-from loom.io import file_size
+from loom.io import file_size, parquet_file
 
 BATCH_ROWS = 1024
 NOT_PARQUET = {  # what the file is, and the likely fix: it holds JSON lines
@@ -35,7 +34,7 @@ class ParquetReader:
         if kind != "parquet":
             raise wrong_container(source, shard, *NOT_PARQUET[kind])
         try:
-            pq.read_metadata(shard)
+            parquet_file(shard).metadata
         except Exception as err:  # pyarrow raises several types for a damaged footer
             raise UserError(f"source '{source.name}': {shard} is not a readable Parquet file ({err}); re-create it") from None
 
@@ -43,7 +42,7 @@ class ParquetReader:
         if file_size(shard) == 0:
             return
         index = 0
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS):
+        for batch in parquet_file(shard).iter_batches(batch_size=BATCH_ROWS):
             batch, large = set_aside_large_texts(batch, source.text_field, source.max_doc_bytes)
             for offset, row in enumerate(rows(batch)):
                 if offset in large:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from loom.cli.console import console, note, workspace_lock
 from loom.cli.options import sources_option, sources_path, tokenizer_path, workers_option
-from loom.io import remove_temporary_files
+from loom.io import as_path, remove_temporary_files, storage_errors
 from loom.workspace import Workspace
 
 
@@ -31,7 +31,7 @@ def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model)
 
 def quality_model_path(ws: Workspace, value: str | None) -> Path | None:
     if value:
-        return Path(value)
+        return as_path(value)
     return ws.quality_model if ws.quality_model.exists() else None
 
 
@@ -43,7 +43,7 @@ def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_mod
     from curation.run import dask_client
 
     started = time.monotonic()
-    with workspace_lock(ws):
+    with storage_errors(ws.root), workspace_lock(ws):
         shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
         if removed := remove_temporary_files(ws.work, ws.generations, ws.models):
             note(f"removed {len(removed)} temporary files that killed runs left in {ws.root}")
