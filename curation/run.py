@@ -8,6 +8,9 @@ import os
 import signal
 from contextlib import contextmanager
 from dataclasses import asdict, replace
+
+from distributed import WorkerPlugin
+
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
 from curation.publish import publish
@@ -103,7 +106,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals)
 
 
-class SourceStorageOptions:
+class SourceStorageOptions(WorkerPlugin):
     """A Dask worker plugin: every worker, one that joins later included, hands the sources' `storage_options`
     to loom.io before it runs a task, so their URLs open with them (they travel in the plugin, never in a log)."""
 

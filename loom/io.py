@@ -312,6 +312,8 @@ def storage_errors(where):
     except Exception as err:
         if not _is_storage_error(err):
             raise
+        if isinstance(err, FileNotFoundError):
+            raise UserError(f"cannot use {where}: {err}; create the bucket, or fix the URL") from None
         reason = "access denied" if isinstance(err, PermissionError) else type(err).__name__
         detail = str(err).strip() or reason
         raise UserError(f"cannot use {where}: {reason} ({detail}); check the endpoint (AWS_ENDPOINT_URL, or "
@@ -324,5 +326,6 @@ def _is_storage_error(err: BaseException) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
     except ImportError:
         return False
-    return isinstance(err, (BotoCoreError, ClientError)) or (
+    missing_bucket = isinstance(err, FileNotFoundError) and "bucket does not exist" in str(err)
+    return isinstance(err, (BotoCoreError, ClientError)) or missing_bucket or (
         isinstance(err, PermissionError) and err.filename is None)  # s3fs's refusal, not a local file's

@@ -76,7 +76,7 @@ def start_s3_server(folder: Path, timeout: float = 90) -> S3Server:
     ports = dict(zip(names, free_ports(len(names))))
     grpc = free_ports(5)
     args = [binary, "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            f"-s3.config={config}", "-webdav=false", "-admin.ui=false",
+            f"-s3.config={config}", "-s3.autoCreateBucket=false", "-webdav=false", "-admin.ui=false",
             *(f"-{name}={port}" for name, port in ports.items()),
             *(f"-{name}.grpc={port}" for name, port in zip(["master.port", "volume.port", "filer.port", "s3.port",
                                                              "admin.port"], grpc))]

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import LOOM, run_loom
 
+from distributed import Client
+
 from loom.io import as_path, read_parquet
 from loom.workspace import Workspace
 
@@ -155,3 +157,55 @@ storage_options = {{ key = "{s3_server.access_key}", secret = "{s3_server.secret
     assert funnel.num_rows == 81 and funnel["input"][0].as_py().startswith(f"{corpora}/docs/")
     published = "".join(p.read_text(errors="replace") for p in (tmp_path / "ws").rglob("*") if p.is_file())
     assert s3_server.secret_key not in result.stdout + result.stderr + published
+
+
+@pytest.mark.slow
+def test_a_cluster_sharing_no_disk_curates_from_and_to_s3(s3_server, s3_slice, slice_sources, slice_tokenizer,
+                                                           curated_slice, tmp_path):
+    """`dask scheduler` and two `dask worker`s as separate processes, each in a folder of its own (cwd, TMPDIR,
+    --local-directory), the tokenizer, the sources and the workspace on S3: the machines of a real cluster."""
+    corpora, sources = s3_slice
+    tokenizer = s3_server.url("models/tokenizer.json")
+    as_path(tokenizer).fs.put_file(str(slice_tokenizer), as_path(tokenizer).path)
+    dask = str(Path(LOOM[0]).with_name("dask"))
+    scheduler_file = tmp_path / "scheduler" / "scheduler.json"
+    procs = []
+
+    def start(name: str, *args: str) -> None:
+        home = tmp_path / name
+        home.mkdir(exist_ok=True)
+        (home / "tmp").mkdir()
+        env = {**os.environ, "TMPDIR": str(home / "tmp")}
+        procs.append(subprocess.Popen([dask, *args], cwd=home, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+
+    start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+          "--scheduler-file", str(scheduler_file))
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        for name in ("worker-a", "worker-b"):
+            start(name, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard",
+                  "--local-directory", str(tmp_path / name / "dask"))
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=120)
+        workspace = s3_server.url("ws-cluster")
+        result = run_loom("-w", workspace, "curate", "--sources", sources, "--tokenizer", tokenizer,
+                          "--scheduler", address, cwd=tmp_path / "scheduler")
+        assert f"Dask: {address} with 2 workers" in result.stdout
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert_same_curation(workspace, corpora, str(curated_slice[0]), str(slice_sources.parent))
+
+
+def test_a_missing_bucket_is_one_line(s3_server, slice_sources, slice_tokenizer):
+    result = run_loom("-w", "s3://no-such-bucket/ws", "curate", "--sources", slice_sources, "--tokenizer",
+                      slice_tokenizer, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("error: cannot use s3://no-such-bucket/ws: The specified bucket does not exist; "
+                                     "create the bucket, or fix the URL")

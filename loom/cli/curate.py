@@ -24,9 +24,10 @@ from loom.workspace import Workspace
 @click.pass_obj
 def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model):
     """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
-    run_curation(ws, sources_path(ws, sources), tokenizer_path(ws, tokenizer),
-                 quality_model_path(ws, quality_model), scheduler, workers)
-    print_outputs(ws)
+    with storage_errors(ws.root):
+        run_curation(ws, sources_path(ws, sources), tokenizer_path(ws, tokenizer),
+                     quality_model_path(ws, quality_model), scheduler, workers)
+        print_outputs(ws)
 
 
 def quality_model_path(ws: Workspace, value: str | None) -> Path | None:
@@ -43,7 +44,7 @@ def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_mod
     from curation.run import dask_client
 
     started = time.monotonic()
-    with storage_errors(ws.root), workspace_lock(ws):
+    with workspace_lock(ws):
         shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
         if removed := remove_temporary_files(ws.work, ws.generations, ws.models):
             note(f"removed {len(removed)} temporary files that killed runs left in {ws.root}")
