@@ -152,7 +152,7 @@ def listing(path) -> list[str]:
     if is_remote(path):
         fs, spelled = _fs_path(path)
         found = fs.find(spelled, detail=True) if fs.isdir(spelled) else {spelled: fs.info(spelled)}
-        return [f"{path.protocol}://{name}:{info.get('size')}:{info.get('ETag') or info.get('mtime') or ''}"
+        return [f"{_on_store(path, name)}:{info.get('size')}:{info.get('ETag') or info.get('mtime') or ''}"
                 for name, info in sorted(found.items())]
     files = files_under(path) if Path(path).is_dir() else [Path(path)]
     return [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]

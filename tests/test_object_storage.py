@@ -209,3 +209,30 @@ def test_a_missing_bucket_is_one_line(s3_server, slice_sources, slice_tokenizer)
     assert result.returncode == 2
     assert result.stderr.strip() == ("error: cannot use s3://no-such-bucket/ws: The specified bucket does not exist; "
                                      "create the bucket, or fix the URL")
+
+
+def test_an_https_style_source_is_read_over_http(slice_sources):
+    """A source named by an http(s):// URL (read-only: fsspec's HTTP filesystem) reads the same records as the
+    file on disk; served here by a real HTTP server on loopback."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from curation.config import SourceConfig
+    from curation.readers import read_shard
+    from loom.io import file_size, listing
+
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(slice_sources.parent))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/docs/docs-00001.jsonl.gz"
+        source = SourceConfig(name="docs", format="jsonl.gz", paths=(url,), id_field="id")
+        [shard] = source.shard_paths()
+        local = slice_sources.parent / "docs" / "docs-00001.jsonl.gz"
+        assert str(shard) == url and file_size(shard) == local.stat().st_size
+        assert listing(shard)[0].startswith(f"{url}:{local.stat().st_size}:")
+        remote_texts = [r.text for r in read_shard(source, shard)]
+        assert remote_texts == [r.text for r in read_shard(source, local)] and len(remote_texts) == 41
+    finally:
+        server.shutdown()
