@@ -312,6 +312,8 @@ def storage_errors(where):
     except Exception as err:
         if not _is_storage_error(err):
             raise
+        if isinstance(err, ImportError):  # fsspec's "Please install gcsfs to access Google Storage"
+            raise UserError(f"cannot use {where}: {err} (pip install it into Loom's environment)") from None
         if isinstance(err, FileNotFoundError):
             raise UserError(f"cannot use {where}: {err}; create the bucket, or fix the URL") from None
         reason = "access denied" if isinstance(err, PermissionError) else type(err).__name__
@@ -322,10 +324,11 @@ def storage_errors(where):
 
 
 def _is_storage_error(err: BaseException) -> bool:
+    missing_bucket = isinstance(err, FileNotFoundError) and "bucket does not exist" in str(err)
+    missing_driver = isinstance(err, ImportError) and "to access" in str(err)
+    refused = isinstance(err, PermissionError) and err.filename is None  # s3fs's refusal, not a local file's
     try:
         from botocore.exceptions import BotoCoreError, ClientError
     except ImportError:
-        return False
-    missing_bucket = isinstance(err, FileNotFoundError) and "bucket does not exist" in str(err)
-    return isinstance(err, (BotoCoreError, ClientError)) or missing_bucket or (
-        isinstance(err, PermissionError) and err.filename is None)  # s3fs's refusal, not a local file's
+        return missing_bucket or missing_driver or refused
+    return isinstance(err, (BotoCoreError, ClientError)) or missing_bucket or missing_driver or refused
