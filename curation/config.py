@@ -6,7 +6,7 @@ from pathlib import Path
 
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
-from loom.io import expand_glob
+from loom.io import expand_glob, is_url, register_storage_options
 from loom.names import NAME, is_name
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
@@ -37,6 +37,8 @@ class SourceConfig:
     max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES  # a larger record (line, text, file) is set aside as too_large
     shard_bytes: int = DEFAULT_SHARD_BYTES  # the stored bytes one shard reads, about
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
+    # fsspec options for URL paths (key, secret, endpoint_url, ...); never printed, fingerprinted or written out
+    storage_options: dict = field(default_factory=dict, repr=False)
 
     def inputs(self) -> list[tuple[str, list[str] | None]]:
         """What `paths` match, in a stable order: (file, None) for each file; for a *-dir format, (folder, None)
@@ -45,9 +47,10 @@ class SourceConfig:
         reader = reader_for(self.format)
         want_dirs = reader.shard_kind == "folder"
         found: list[tuple[str, list[str] | None]] = []
+        self.register_storage_options()
         globbed: set[str] = set()  # files of the globs before: a file two globs match is read once
         for pattern in self.paths:
-            full = pattern if Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
+            full = pattern if is_url(pattern) or Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
             matches = [(str(p), None) for p in expand_glob(full, folders=want_dirs)]
             if want_dirs and (files := reader.documents(expand_glob(full))):
                 if new_files := [f for f in files if f not in globbed]:
@@ -64,8 +67,20 @@ class SourceConfig:
             found.extend(m for m in matches if m not in found)
         return found
 
+    def register_storage_options(self) -> None:
+        """Hands this source's `storage_options` to loom.io for the URLs under its paths, in this process."""
+        for pattern in self.paths:
+            if self.storage_options and is_url(pattern):
+                register_storage_options(url_prefix(pattern), self.storage_options)
+
     def filters_apply_to(self, lang: str) -> bool:
         return "*" in self.filter_languages or lang in self.filter_languages
+
+
+def url_prefix(pattern: str) -> str:
+    """The part of a URL glob before its first wildcard, up to a `/`: what every match starts with."""
+    fixed = pattern[:min((pattern.index(c) for c in "*?[" if c in pattern), default=len(pattern))]
+    return fixed if fixed == pattern else fixed[:fixed.rindex("/") + 1]
 
 
 SOURCE_KEYS = {f.name for f in fields(SourceConfig)} - {"base_dir"}
@@ -220,6 +235,9 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     if not isinstance(shard_bytes, int) or isinstance(shard_bytes, bool) or shard_bytes < MIN_SHARD_BYTES:
         raise UserError(f"{where}: `shard_bytes` must be a whole number of bytes, at least {MIN_SHARD_BYTES} "
                         f"(default {DEFAULT_SHARD_BYTES}, 128 MiB)")
+    storage = values.get("storage_options", {})
+    if not isinstance(storage, dict) or not all(isinstance(k, str) for k in storage):
+        raise UserError(f"{where}: `storage_options` must be a table of fsspec options (key, secret, endpoint_url, ...)")
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     return SourceConfig(**values, base_dir=str(base_dir))

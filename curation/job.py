@@ -8,6 +8,7 @@ from curation.readers import source_shards
 from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
 from loom.errors import UserError
+from loom.io import path_text
 from loom.workspace import Workspace, part_name
 
 
@@ -49,12 +50,12 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
     """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
     usable, filters valid. Without a quality model no document is scored."""
     shards = plan_shards(config.sources)
-    load_tokenizer(str(tokenizer))
+    load_tokenizer(path_text(tokenizer))
     selecting = [s.name for s in config.sources if s.quality_threshold is not None or s.keep_fraction is not None]
     if quality_model is None and selecting:
         raise UserError(f"source '{selecting[0]}' selects by quality but there is no quality model; "
                         "train one with `loom quality train` or pass --quality-model FILE")
-    model = str(Path(quality_model).resolve()) if quality_model else None
+    model = path_text(quality_model) if quality_model else None
     for source in config.sources:
         steps_for(source, model)  # a bad filter option or an unusable model fails here, before any task is sent
-    return shards, JobContext(workspace=ws, config=config, tokenizer=str(Path(tokenizer).resolve()), quality_model=model)
+    return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model)

@@ -9,7 +9,6 @@ import datetime
 import json
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 
 from curation.document import SUMMARY_FATES
@@ -19,7 +18,7 @@ from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.prepare import PREPARE
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
-from loom.io import atomic_path, write_parquet, write_text
+from loom.io import atomic_path, duckdb_connect, path_text, read_text, write_parquet, write_text
 from loom.sql import literal, path_list
 from loom.workspace import Generation, Workspace
 
@@ -40,16 +39,15 @@ SHARDS = pa.schema(
 def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -> None:
     """The manifest of a generation being built in `gen.root`, whose curated parts are in place."""
     ws = ctx.workspace
-    gen.manifest.mkdir(parents=True, exist_ok=True)
     sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources}
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
-    con = duckdb.connect()
+    con = duckdb_connect(ws.root)
     curated = path_list(gen.curated_part(s.source.name, s.index) for s in shards)
     _copy(con, f"""
-        SELECT id, source, replace(filename, {literal(str(gen.root.resolve()) + "/")}, '') AS shard,
+        SELECT id, source, replace(filename, {literal(path_text(gen.root) + "/")}, '') AS shard,
                file_row_number AS row, lang, lang_score, n_chars, n_tokens, quality, quality_bucket, dup_cluster
         FROM read_parquet({curated}, filename = true, file_row_number = true)
         ORDER BY filename, file_row_number
@@ -60,7 +58,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -
         FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
     """, gen.manifest_table("dedup_clusters"))
     write_text(json.dumps(dedup_report(con, ws), indent=2), gen.manifest / "dedup_report.json")
-    quality = json.loads(QUALITY_SELECT.marker(ws).read_text())
+    quality = json.loads(read_text(QUALITY_SELECT.marker(ws)))
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
     _copy(con, f"""
@@ -96,7 +94,7 @@ def dedup_report(con, ws: Workspace, largest: int = 10) -> dict:
     MinHash dedup), the cluster size histogram and the largest clusters."""
     clusters = f"read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))})"
     signatures = f"read_parquet({literal(ws.stage_dir(MINHASH.name) / '*' / 'part-*.parquet')})"
-    stats = json.loads(MINHASH_DEDUP.marker(ws).read_text())
+    stats = json.loads(read_text(MINHASH_DEDUP.marker(ws)))
     removed = con.sql(f"""
         SELECT s.source, count(*) AS considered, count(c.member_id) AS removed
         FROM {signatures} s LEFT JOIN (SELECT * FROM {clusters} WHERE removed) c ON c.member_id = s.id
@@ -124,7 +122,7 @@ def _shards_table(gen: Generation, shards: list, stats: dict[str, dict]) -> pa.T
     for shard in shards:
         s = stats[shard.key]
         rows.append({
-            "path": str(gen.curated_part(shard.source.name, shard.index).relative_to(gen.root)),
+            "path": gen.relative(gen.curated_part(shard.source.name, shard.index)),
             "source": shard.source.name, "input": shard.input, "n_docs": s["docs"], "n_tokens": s["tokens"],
             "bytes": s["bytes"], "created": datetime.datetime.fromtimestamp(int(s["finished"]), datetime.UTC),
             "fingerprint": s["fingerprint"],
@@ -142,7 +140,7 @@ def source_summary(gen: Generation) -> list[dict]:
     funnel = literal(gen.manifest_table("funnel"))
     shards = literal(gen.manifest_table("shards"))
     counts = ", ".join(f"count(*) FILTER (fate = {literal(fate)}) AS {fate}" for fate in SUMMARY_FATES)
-    con = duckdb.connect()
+    con = duckdb_connect(gen.root)
     rows = con.sql(f"""
         WITH fates AS (
             SELECT source, count(*) AS docs_in, {counts}, min(rowid) AS first_row

@@ -1,18 +1,20 @@
 """Publishing a finished curation as a generation: a folder holding its curated parts, quarantine and manifest
-together, built under a temporary name and renamed whole, then named in `published.json` (one atomic replace).
-A reader sees the previous generation or the new one, never a mix, and a job killed at any point leaves the
-published one as it was."""
+together, then named in `published.json` (one atomic replace, or one PUT on a store). A reader sees the previous
+generation or the new one, never a mix, and a job killed at any point leaves the published one as it was.
+
+A local generation is built under a temporary name, its parts hard-linked from work/, and renamed whole. An
+object store has no rename: the generation's files are written under generations/<id>/ directly (server-side
+copies), then its `_SUCCESS` marker, the commit; only then is it published, and a generation without the marker
+is a killed job's, rebuilt by the next run and never read."""
 
 import json
 import os
-import shutil
 import time
-from pathlib import Path
 
 from curation.manifest import write_manifest
 from curation.stages.prepare import PREPARE
 from curation.stages.tokenize import TOKENIZE
-from loom.io import text_digest, write_text
+from loom.io import as_path, copy_file, remove_tree, text_digest, write_text
 from loom.workspace import Generation, Workspace
 
 
@@ -27,32 +29,34 @@ def publish(ctx, shards: list, stats: dict[str, dict]) -> Generation:
     ws: Workspace = ctx.workspace
     previous = ws.published()
     gen = ws.generation(generation_id(ctx, shards, stats))
-    if not gen.root.is_dir():
+    if ws.remote:
+        if not gen.success_marker.exists():
+            build(ctx, gen, shards, stats)
+            write_text(gen.id + "\n", gen.success_marker)
+    elif not gen.root.is_dir():
         staging = ws.generation(f".{gen.id}.tmp-{os.getpid()}")
-        shutil.rmtree(staging.root, ignore_errors=True)
-        for shard in shards:
-            link_or_copy(TOKENIZE.part_path(ws, shard), staging.curated_part(shard.source.name, shard.index))
-            link_or_copy(PREPARE.quarantine_path(ws, shard), staging.quarantine_part(shard.source.name, shard.index))
-        write_manifest(ctx, staging, shards, stats)
+        remove_tree(staging.root)
+        build(ctx, staging, shards, stats)
         staging.root.rename(gen.root)
     write_text(json.dumps({"generation": gen.id, "published": time.time()}), ws.published_file)
     remove_old_generations(ws, keep={gen.id, previous.id})
     return gen
 
 
-def link_or_copy(source: Path, target: Path) -> None:
-    """A hard link where the filesystem allows one (no second copy of the data), else a copy. Work outputs are
-    replaced by rename, never rewritten in place, so a published link keeps its bytes."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
+def build(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -> None:
+    """The generation's curated parts and quarantine copied (locally, linked) from work/, then its manifest."""
+    ws = ctx.workspace
+    for shard in shards:
+        copy_file(TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index))
+        copy_file(PREPARE.quarantine_path(ws, shard), gen.quarantine_part(shard.source.name, shard.index))
+    write_manifest(ctx, gen, shards, stats)
 
 
 def remove_old_generations(ws: Workspace, keep: set[str]) -> None:
-    """Removes every generation folder not in `keep`, temporary ones included: the caller holds the workspace's
-    lock, so a temporary folder is a killed job's."""
+    """Removes every generation folder not in `keep`, temporary and unmarked ones included: the caller holds the
+    workspace's lock, so such a folder is a killed job's."""
+    if not ws.generations.exists():
+        return
     for folder in ws.generations.iterdir():
         if folder.name not in keep:
-            shutil.rmtree(folder)
+            remove_tree(as_path(folder))

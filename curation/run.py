@@ -9,6 +9,8 @@ import signal
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 
+from distributed import WorkerPlugin
+
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
 from curation.publish import publish
@@ -63,7 +65,7 @@ def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config, the part of the input it reads, and the
     input's files, sizes and times. `shard_bytes` counts only through the span it gave, so a shard that a new
     size does not change is not redone."""
-    config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "shard_bytes")}
+    config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "shard_bytes", "storage_options")}
     files = getattr(shard.span, "files", None)
     inputs = [entry for f in files for entry in listing(f)] if files is not None else listing(shard.input)
     return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs)
@@ -108,8 +110,24 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals)
 
 
+class SourceStorageOptions(WorkerPlugin):
+    """A Dask worker plugin: every worker, one that joins later included, hands the sources' `storage_options`
+    to loom.io before it runs a task, so their URLs open with them (they travel in the plugin, never in a log)."""
+
+    name = "loom-storage-options"
+
+    def __init__(self, sources: list):
+        self.sources = sources
+
+    def setup(self, worker=None) -> None:
+        for source in self.sources:
+            source.register_storage_options()
+
+
 def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES) -> list[dict]:
     """Runs the planned job on `client`'s cluster and publishes its generation; returns the per-source summary.
     The caller holds the workspace's lock."""
+    if any(source.storage_options for source in ctx.config.sources):
+        client.register_plugin(SourceStorageOptions(ctx.config.sources))
     stats, removals = run_stages(shards, ctx, client, progress, stages)
     return source_summary(publish(replace(ctx, removals=removals), shards, stats))

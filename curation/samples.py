@@ -7,6 +7,7 @@ from typing import Iterator
 
 from curation.config import CurationConfig, SourceConfig
 from loom.errors import UserError
+from loom.io import as_path
 from curation.readers import read_shard, source_shards
 from curation.document import Doc
 from curation.steps import reading_steps
@@ -25,7 +26,7 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
 
     def texts():
         for shard, span in source_shards(source):
-            docs: Iterator = (Doc(record=r.index, text=r.text, meta=r.meta) for r in read_shard(source, Path(shard), span) if r.problem is None)
+            docs: Iterator = (Doc(record=r.index, text=r.text, meta=r.meta) for r in read_shard(source, as_path(shard), span) if r.problem is None)
             for step in steps:
                 docs = step.run(docs, _Discard())
             yield from (doc.text for doc in docs)

@@ -10,7 +10,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from curation.config import SourceConfig
 from loom.errors import UserError
-from loom.io import atomic_path, file_digest
+from loom.io import atomic_path, file_digest, local_file
 from curation.samples import source_texts
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
@@ -49,10 +49,14 @@ def tokenizer_fingerprint(path: Path) -> str:
 @functools.cache
 def load_tokenizer(path: str) -> tuple[Tokenizer, int]:
     """The tokenizer and its end-of-sequence id. Raises UserError for a missing or unusable file."""
-    if not Path(path).is_file():
+    try:
+        local = local_file(path)
+    except FileNotFoundError:
+        local = None
+    if local is None or not local.is_file():
         raise UserError(f"no tokenizer at {path}; run `loom tokenizer train` or pass --tokenizer FILE")
     try:
-        tokenizer = Tokenizer.from_file(path)
+        tokenizer = Tokenizer.from_file(str(local))
     except Exception as err:
         raise UserError(f"{path} is not a tokenizer.json the `tokenizers` library can load ({err})") from None
     for token in EOS_CANDIDATES:

@@ -1,11 +1,14 @@
 """The workspace folder: where it is, and where each of its parts lives. Every path a command reads or writes
-inside a workspace is named here, and nowhere else."""
+inside a workspace is named here, and nowhere else. The root is a local folder (a Path) or a URL on an object
+store (a UPath, see loom.io.as_path); the same `/` joins name the parts of both."""
 
 import importlib.util
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from loom.io import as_path, is_remote, is_url
 
 DEFAULT_WORKSPACE = "loom-work"
 
@@ -21,8 +24,14 @@ class Workspace:
 
     @classmethod
     def locate(cls, option: str | None) -> "Workspace":
-        """--workspace, else $LOOM_WORKSPACE, else ./loom-work."""
-        return cls(Path(option or os.environ.get("LOOM_WORKSPACE") or DEFAULT_WORKSPACE).resolve())
+        """--workspace, else $LOOM_WORKSPACE, else ./loom-work: a folder, or a URL (s3://bucket/prefix)."""
+        where = option or os.environ.get("LOOM_WORKSPACE") or DEFAULT_WORKSPACE
+        return cls(as_path(where.rstrip("/")) if is_url(where) else as_path(where).resolve())
+
+    @property
+    def remote(self) -> bool:
+        """On an object store: no rename, no hard link, no flock (see curation.publish and loom.lock)."""
+        return is_remote(self.root)
 
     @property
     def sources_file(self) -> Path:
@@ -61,11 +70,15 @@ class Workspace:
 
     def published(self) -> "Generation":
         """The generation readers see: the one published.json names, read once per call. A workspace curated
-        before generations existed has none; its own curated/ and manifest/ folders are read as generation ""."""
+        before generations existed has none; its own curated/ and manifest/ folders are read as generation "".
+        On an object store a generation counts only once its `_SUCCESS` marker is written (see curation.publish)."""
         try:
-            return self.generation(json.loads(self.published_file.read_text(encoding="utf-8"))["generation"])
+            gen = self.generation(json.loads(self.published_file.read_text(encoding="utf-8"))["generation"])
         except FileNotFoundError:
             return self.generation("")
+        if self.remote and not gen.success_marker.exists():
+            raise FileNotFoundError(f"{self.published_file} names generation {gen.id}, which has no {gen.success_marker.name}")
+        return gen
 
     @property
     def locks(self) -> Path:
@@ -115,6 +128,15 @@ class Generation:
     @property
     def curated(self) -> Path:
         return self.root / "curated"
+
+    def relative(self, path) -> str:
+        """A path inside the generation as the manifest spells it: relative to its root."""
+        return str(path)[len(str(self.root)) + 1:]
+
+    @property
+    def success_marker(self) -> Path:
+        """Written last into a generation built in place on an object store: the generation's commit."""
+        return self.root / "_SUCCESS"
 
     def curated_part(self, source: str, shard_index: int) -> Path:
         return self.curated / source / part_name(shard_index)

@@ -153,3 +153,23 @@ def quickstart_ws(tmp_path_factory):
     ws = tmp_path_factory.mktemp("quickstart") / "ws"
     result = run_loom("-w", ws, "quickstart", timeout=900)
     return ws, result
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server (SeaweedFS) on 127.0.0.1 with one bucket; its endpoint and keys are set in this process's
+    environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL) for it and every `loom` it starts."""
+    from s3server import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("s3"))
+    saved = {k: os.environ.get(k) for k in server.env()}
+    os.environ.update(server.env())
+    try:
+        yield server
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

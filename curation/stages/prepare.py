@@ -17,7 +17,7 @@ from curation.readers import read_shard
 from curation.schema import FUNNEL, PREPARED
 from curation.stages.base import ShardStage
 from curation.steps import document_steps
-from loom.io import mark_done, parquet_writer, write_parquet, write_text
+from loom.io import as_path, mark_done, parquet_writer, write_parquet, write_text
 
 WRITE_BATCH = 1000
 
@@ -93,7 +93,7 @@ class Prepare(ShardStage):
         funnel = FunnelRecorder(shard)
 
         def good_records() -> Iterator[Doc]:
-            for record in read_shard(shard.source, Path(shard.input), shard.span):
+            for record in read_shard(shard.source, as_path(shard.input), shard.span):
                 funnel.read(record)
                 if record.problem:
                     funnel.malformed(record)

@@ -3,13 +3,12 @@
 from pathlib import Path
 from typing import Iterator
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.stages.base import removals_relation
 from curation.stages.prepare import PREPARE
-from loom.io import parquet_file, read_parquet
+from loom.io import duckdb_connect, parquet_file, read_parquet
 
 
 def shard_rows(path: Path, shard, columns: list[str]) -> pa.Table:
@@ -32,7 +31,7 @@ def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
 def surviving_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
     """Some columns (`record` among them) of every document still in, over all shards, with source, shard and
     rank: what a global stage that removes documents judges, so that no document is removed twice."""
-    con = duckdb.connect()
+    con = duckdb_connect(ctx.workspace.root)
     con.register("prepared", prepared_columns(ctx, shards, columns))
     return con.sql(f"SELECT * FROM prepared ANTI JOIN {removals_relation(ctx.removals)} USING (source, shard, record)"
                    ).to_arrow_table()
@@ -40,7 +39,7 @@ def surviving_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
 
 def removed_records(ctx, shard) -> pa.Array:
     """Records of a shard that the global stages before this one removed (`ctx.removals`)."""
-    removed = [shard_rows(Path(path), shard, ["record"])["record"].combine_chunks() for path in ctx.removals]
+    removed = [shard_rows(path, shard, ["record"])["record"].combine_chunks() for path in ctx.removals]
     return pa.concat_arrays(removed).cast(pa.int64()) if removed else pa.array([], pa.int64())
 
 

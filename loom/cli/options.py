@@ -4,6 +4,7 @@ from pathlib import Path
 
 import click
 
+from loom.io import as_path
 from loom.workspace import Workspace
 
 sources_option = click.option("--sources", metavar="FILE", help="Sources config [default: WORKSPACE/sources.toml]")
@@ -12,8 +13,8 @@ workers_option = click.option("--workers", type=click.IntRange(min=1),
 
 
 def sources_path(ws: Workspace, value: str | None) -> Path:
-    return Path(value) if value else ws.sources_file
+    return as_path(value) if value else ws.sources_file
 
 
 def tokenizer_path(ws: Workspace, value: str | None) -> Path:
-    return Path(value) if value else ws.tokenizer
+    return as_path(value) if value else ws.tokenizer
