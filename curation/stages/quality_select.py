@@ -72,8 +72,12 @@ def tree_merge(sketches: list, fan_in: int = 8):
     return sketches[0] if sketches else dask.delayed(merged)()
 
 
+def sketch_count(sketch) -> int:
+    return int(sketch.count)
+
+
 def quantile_score(sketch, q: float) -> float | None:
-    value = sketch.get_quantile_value(q)
+    value = sketch.get_quantile_value(q)  # None for an empty sketch
     return None if value is None else probability(value)
 
 
@@ -133,15 +137,15 @@ class QualitySelect(GlobalStage):
             by_source.setdefault(shard.source.name, []).append(dask.delayed(shard_sketch)(ctx, shard))
         per_source = {name: tree_merge(sketches) for name, sketches in by_source.items()}
         corpus = tree_merge(list(per_source.values()))
-        sketches, whole = client.compute([per_source, corpus], sync=True)
-        scored = int(whole.count)
-        if config.cut_points:
-            cuts = list(config.cut_points)
-        else:
-            cuts = [quantile_score(whole, i / config.buckets) for i in range(1, config.buckets)] if scored else []
-        thresholds = {s.name: quantile_score(sketches[s.name], 1 - s.keep_fraction)
-                      for s in ctx.config.sources if s.keep_fraction is not None and s.name in sketches
-                      and sketches[s.name].count}
+        quantiles = [i / config.buckets for i in range(1, config.buckets)] if not config.cut_points else []
+        keep = {s.name: 1 - s.keep_fraction for s in ctx.config.sources if s.keep_fraction is not None and s.name in per_source}
+        # the sketches stay on the workers: the client gets the count and the cut points only
+        scored, *values = client.compute([dask.delayed(sketch_count)(corpus),
+                                          *(dask.delayed(quantile_score)(corpus, q) for q in quantiles),
+                                          *(dask.delayed(quantile_score)(per_source[n], q) for n, q in keep.items())],
+                                         sync=True)
+        corpus_cuts, thresholds = values[:len(quantiles)], dict(zip(keep, values[len(quantiles):]))
+        cuts = list(config.cut_points) if config.cut_points else (corpus_cuts if scored else [])
         folder = ws.stage_dir(self.name) / "parts"
         removed = client.compute([dask.delayed(select_shard)(ctx, s, cuts, thresholds, folder, i)
                                   for i, s in enumerate(shards)], sync=True)
