@@ -7,7 +7,7 @@ import pandas as pd
 
 from curation.schema import REMOVALS
 from curation.stages.base import GlobalStage
-from curation.stages.parts import write_table
+from curation.stages.parts import join_key, write_table
 from curation.stages.survivors import surviving_batches
 from loom.io import mark_done
 
@@ -64,7 +64,7 @@ class ExactDedup(GlobalStage):
         ids = dd.from_delayed([dask.delayed(shard_ids)(ctx, s) for s in shards], meta=IDS, verify_meta=False)
         removed = ids.shuffle(on="id", npartitions=self.partitions or len(shards)).map_partitions(duplicates, meta=DUPLICATES)
         n = write_table(client, removed, ctx.workspace.stage_dir(self.name), "removals", self.removed_path(ctx.workspace),
-                        REMOVALS, ["source", "shard", "record"])
+                        REMOVALS, ["source", "shard", "record"], join_key(self.name, fingerprint, "removals"))
         stats = {"duplicates": n}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats

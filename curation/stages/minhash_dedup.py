@@ -13,7 +13,7 @@ from curation.stages.dedup_clusters import REMOVED, cluster_members, removals
 from curation.stages.dedup_components import component_labels
 from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.minhash import MINHASH
-from curation.stages.parts import write_table
+from curation.stages.parts import join_key, write_table
 from loom.io import mark_done
 
 
@@ -46,9 +46,10 @@ class MinHashDedup(GlobalStage):
                                                   shingle_files, config, partitions))
         order = ["cluster_id", "member_id"]
         n_members = write_table(client, clusters, ws.stage_dir(self.name), "clusters", self.clusters_path(ws),
-                                NEAR_DUPLICATE_CLUSTERS, order)
+                                NEAR_DUPLICATE_CLUSTERS, order, join_key(self.name, fingerprint, "clusters"))
         n_removed = write_table(client, clusters.map_partitions(removals, meta=REMOVED), ws.stage_dir(self.name),
-                                "removals", self.removed_path(ws), REMOVALS, ["dup_cluster", "source", "shard", "record"])
+                                "removals", self.removed_path(ws), REMOVALS, ["dup_cluster", "source", "shard", "record"],
+                                join_key(self.name, fingerprint, "removals"))
         survivors = clusters[clusters["is_survivor"]]
         oversized = survivors[survivors["oversized"]][["cluster_id", "cluster_size"]]
         n_clusters, flagged = client.compute([survivors.shape[0], oversized], sync=True)

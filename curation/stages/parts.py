@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from loom.io import parquet_file, parquet_writer, write_parquet
+from loom.io import parquet_file, parquet_writer, text_digest, write_parquet
 
 WRITTEN = pd.DataFrame({"path": pd.Series(dtype=object), "rows": pd.Series(dtype="int64")})
 
@@ -43,8 +43,14 @@ def join_parts(paths: list[str], out: Path, schema: pa.Schema) -> int:
     return n
 
 
-def write_table(client, frame, stage_dir: Path, name: str, out: Path, schema: pa.Schema, order: list[str]) -> int:
+def join_key(stage: str, fingerprint: str, table: str) -> str:
+    """The joining task's key: the stage's name then a digest, so the scheduler files it under the stage."""
+    return f"{stage}-{text_digest(fingerprint, table)}"
+
+
+def write_table(client, frame, stage_dir: Path, name: str, out: Path, schema: pa.Schema, order: list[str],
+                key: str) -> int:
     """Writes a Dask frame as the single Parquet table `out` through per-partition parts; returns its rows."""
     written = client.compute(write_parts(frame, parts_folder(stage_dir, name), schema, order), sync=True)
     paths = sorted(written["path"].tolist())
-    return client.submit(join_parts, paths, out, schema, pure=False).result()
+    return client.submit(join_parts, paths, out, schema, key=key).result()

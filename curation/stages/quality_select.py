@@ -20,7 +20,7 @@ import pyarrow as pa
 from curation.quality import model_fingerprint
 from curation.schema import QUALITY_BUCKETS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
-from curation.stages.parts import join_parts
+from curation.stages.parts import join_key, join_parts
 from curation.stages.prepare import PREPARE
 from loom.io import mark_done, read_parquet, write_parquet
 
@@ -150,7 +150,7 @@ class QualitySelect(GlobalStage):
         removed = client.compute([dask.delayed(select_shard)(ctx, s, cuts, thresholds, folder, i)
                                   for i, s in enumerate(shards)], sync=True)
         client.gather([client.submit(join_parts, [str(part(folder, table, i)) for i in range(len(shards))], out,
-                                     schema, pure=False)
+                                     schema, key=join_key(self.name, fingerprint, table))
                        for table, out, schema in (("buckets", self.buckets_path(ws), QUALITY_BUCKETS),
                                                   ("removals", self.removed_path(ws), REMOVALS))])
         stats = {"cut_points": cuts, "scored": scored, "removed": int(sum(removed)), "sketch_accuracy": ACCURACY}
