@@ -9,17 +9,19 @@
    one edit each. No two documents have the same normalized text (Loom removes exact copies before MinHash;
    datatrove would not). Shuffled, written as --shards jsonl.gz files of {"id", "text"} lines.
 2. Loom: a sources.toml with one jsonl.gz source, `filters = []`, no quality model, the default [dedup]
-   (5-grams, 14 bands x 8 rows, seed 1, threshold 0.8), run through `curation.run.curate` on a LocalCluster of
+   (5-grams, 20 bands x 5 rows, seed 1, true-Jaccard threshold 0.8), run through `curation.run.curate` on a LocalCluster of
    --workers single-threaded processes. Each stage is timed through `curate`'s progress callback, which the job
    calls as each stage starts: a stage's time is the gap to the next stage's start. Loom's figure is the
    `minhash` (signatures + band keys per shard) plus `minhash_dedup` (shuffle, pairs, verification, clusters)
    time; reading, language ID, exact dedup and tokenizing are timed and shown but not counted.
 3. datatrove: MinhashDedupSignature -> MinhashDedupBuckets -> MinhashDedupCluster -> MinhashDedupFilter with
-   the same MinhashConfig, each stage a LocalPipelineExecutor (tasks: shards, 14 (one per band), 1, shards;
+   its usual MinhashConfig (5-grams, 14 buckets x 8 hashes, seed 1; no verification), each stage a LocalPipelineExecutor (tasks: shards, 14 (one per band), 1, shards;
    --workers processes), reading the same jsonl.gz with JsonlReader and writing kept docs with JsonlWriter.
    Each stage is timed wall-clock around `executor.run()`.
 4. Compares the removed sets by jsonl id, the sets of documents each tool put in a cluster, recall of the
-   planted pairs by edit rate, and the true 5-gram Jaccard of the pairs datatrove's buckets emitted.
+   planted pairs by edit rate, and the true 5-gram Jaccard of the pairs datatrove's buckets emitted. The goal
+   line: recall of planted pairs with true Jaccard in [0.8, 0.9) (goal >= 0.98) and planted pairs below 0.5
+   merged (goal 0), with Loom's candidate and verified pair counts and its MinHash time.
 
 The last line is the ratio: Loom docs/s over datatrove docs/s, and the agreement of the removed sets.
 """
@@ -150,7 +152,7 @@ class StopBeforeTokenize(Exception):
 
 
 def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], full_job: bool) -> dict:
-    from curation.config import load_config
+    from curation.config import DedupConfig, load_config
     from loom.workspace import Workspace
     from curation.job import plan_job
     from curation.run import curate, dask_client
@@ -159,8 +161,9 @@ def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], fu
     tokenizer = workdir / "tokenizer-1000.json"
     train_tokenizer(texts[:3000], tokenizer, vocab_size=1000)
     ws = workdir / "loom"
-    loom_workspace(ws, shards_dir, "filters = []", f"ngram = 5\nbands = 14\nrows = 8\nseed = 1\nthreshold = {THRESHOLD}",
-                   tokenizer)
+    config = DedupConfig()
+    loom_workspace(ws, shards_dir, "filters = []", f"ngram = 5\nbands = {config.bands}\nrows = {config.rows}\nseed = 1\n"
+                   f"threshold = {THRESHOLD}", tokenizer)
     layout = Workspace(ws)
     shards, ctx = plan_job(load_config(ws / "sources.toml"), layout, layout.tokenizer)
 
@@ -313,12 +316,31 @@ def true_jaccard(x: str, y: str) -> float:
     return len(a & b) / len(a | b)
 
 
+def loom_only_report(loom: dict, texts: list[str], lines, planted, full_job: bool) -> None:
+    removed, clusters, _ = loom_results(loom["workspace"], texts, lines, full_job)
+    stats, seconds = loom["minhash_stats"], loom["stages"]["minhash"] + loom["stages"]["minhash_dedup"]
+    found = np.array([o in clusters and clusters.get(c) == clusters[o] for o, c, _ in planted], dtype=bool)
+    true_j = np.array([true_jaccard(texts[o], texts[c]) for o, c, _ in planted])
+    print(f"Loom: {len(removed):,} removed, {len(clusters):,} in {len(set(clusters.values())):,} clusters")
+    for lo, hi in ((0.9, 1.01), (0.8, 0.9), (0.7, 0.8), (0.5, 0.7), (0.0, 0.5)):
+        sel = (true_j >= lo) & (true_j < hi)
+        print(f"  planted pairs found with true Jaccard in [{lo:.1f}, {min(hi, 1.0):.1f}) [{sel.sum():,}]: {found[sel].mean():.3f}")
+    band, low = (true_j >= 0.8) & (true_j < 0.9), true_j < 0.5
+    print(f"goal: recall of planted pairs with true Jaccard in [0.8, 0.9): Loom {found[band].mean():.3f} (goal >= 0.98); "
+          f"planted pairs below 0.5 merged: Loom {int(found[low].sum())} of {int(low.sum())} (goal 0); "
+          f"{stats['candidate_pairs']:,} candidate pairs, {stats['verified_pairs']:,} verified, "
+          f"{stats.get('rounds', '-')} component rounds, MinHash time {seconds:.1f}s "
+          f"(signatures {loom['stages']['minhash']:.1f}s, dedup {loom['stages']['minhash_dedup']:.1f}s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, docs=200_000, shards=8)
     parser.add_argument("--full-job", action="store_true",
                         help="let Loom's job tokenize and write its manifest too (untimed), and read the results "
                              "from the manifest")
+    parser.add_argument("--loom-only", action="store_true",
+                        help="skip datatrove (its figures do not change with Loom's code): Loom's figures and the goal line")
     args = parser.parse_args()
 
     with bench_workdir(args, "dedup") as workdir:
@@ -335,6 +357,8 @@ def main() -> None:
 
         loom = run_loom(workdir, shards_dir, args.workers, texts, args.full_job)
         print("loom stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in loom["stages"].items()), flush=True)
+        if args.loom_only:
+            return loom_only_report(loom, texts, lines, planted, args.full_job)
         dt = run_datatrove(workdir, shards_dir, args.workers, args.shards)
         print("datatrove stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in dt["stages"].items()), flush=True)
 
@@ -386,6 +410,13 @@ def main() -> None:
             if sel.any():
                 label = f"J in [{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'} [{sel.sum():,}]"
                 print(f"  {label:36} {l_found[sel].mean():>12.3f} {d_found[sel].mean():>12.3f}")
+        goal_band = (true_j >= 0.8) & (true_j < 0.9)
+        low = true_j < 0.5
+        print(f"goal: recall of planted pairs with true Jaccard in [0.8, 0.9): Loom {l_found[goal_band].mean():.3f}, "
+              f"datatrove {d_found[goal_band].mean():.3f} (goal >= 0.98); planted pairs below 0.5 merged: Loom "
+              f"{int(l_found[low].sum())}, datatrove {int(d_found[low].sum())} of {int(low.sum())} (goal 0); Loom "
+              f"{stats['candidate_pairs']:,} candidate pairs, {stats['verified_pairs']:,} verified, "
+              f"{stats.get('rounds', '-')} component rounds, MinHash time {loom_time:.1f}s")
         print("agreement:")
         print(f"  removed-set Jaccard {removed_j:.3f} (both {len(l_removed & d_removed):,}, Loom only "
               f"{len(l_removed - d_removed):,}, datatrove only {len(d_removed - l_removed):,})")

@@ -106,10 +106,10 @@ class DedupConfig:
     enabled: bool = True
     scope: str = "global"  # or "per-source": documents only meet documents of their own source
     ngram: int = 5
-    bands: int = 14
-    rows: int = 8
+    bands: int = 20  # 20 x 5: a pair at Jaccard 0.8 is a candidate with p 0.9996; verification drops the rest
+    rows: int = 5
     seed: int = 1
-    threshold: float = 0.8  # estimated Jaccard a candidate pair needs to count
+    threshold: float = 0.8  # true shingle Jaccard a candidate pair needs to count
     max_cluster_size: int = 1000  # larger clusters are flagged and only members close to the survivor removed
 
     @property

@@ -78,7 +78,7 @@ NEAR_DUPLICATE_CLUSTERS = pa.schema(
         ("shard", pa.int32()),
         ("record", pa.int64()),
         ("is_survivor", pa.bool_()),
-        ("jaccard_to_survivor", pa.float64()),  # estimated from the MinHash signatures
+        ("jaccard_to_survivor", pa.float64()),  # true Jaccard of the two shingle sets
         ("removed", pa.bool_()),
         ("cluster_size", pa.int32()),
         ("oversized", pa.bool_()),  # larger than max_cluster_size: only members close to the survivor removed

@@ -1,37 +1,71 @@
-"""Stage 3, over all shards: of documents with the same normalized text (so, the same id), the first by source
-order in sources.toml, then shard, then record, is kept; documents removed before take no part."""
+"""Stage 3, over all shards, as a Dask shuffle by id: of documents with the same normalized text (so, the same
+id), the first by source order in sources.toml, then shard, then record, is kept; documents removed before take
+no part. Every copy of an id meets in one partition, which decides its own ids; no task reads every id."""
 
-import duckdb
-import pyarrow as pa
+import numpy as np
+import pandas as pd
 
 from curation.schema import REMOVALS
 from curation.stages.base import GlobalStage
-from curation.stages.survivors import surviving_columns
-from loom.io import mark_done, write_parquet
+from curation.stages.parts import join_key, write_table
+from curation.stages.survivors import surviving_batches
+from loom.io import mark_done
+
+BATCH = 10_000
+IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.int32), "source": pd.Series(dtype=object),
+                    "shard": pd.Series(dtype=np.int32), "record": pd.Series(dtype=np.int64),
+                    "shard_key": pd.Series(dtype=object)})
+DUPLICATES = pd.DataFrame({c: pd.Series(dtype=t) for c, t in [
+    ("source", object), ("shard", np.int32), ("record", np.int64), ("fate", object), ("stage", object),
+    ("reason", object), ("detail", object), ("dup_cluster", object)]})
+
+
+def shard_ids(ctx, shard) -> pd.DataFrame:
+    """The id of every document of a shard still in, with what orders copies: rank, shard, record."""
+    ids, records = [], []
+    for docs in surviving_batches(ctx, shard, BATCH, columns=["record", "id"]):
+        ids += docs["id"].to_pylist()
+        records.append(docs["record"].to_numpy())
+    n = len(ids)
+    return pd.DataFrame({"id": pd.Series(ids, dtype=object), "rank": np.full(n, shard.rank, np.int32),
+                         "source": pd.Series([shard.source.name] * n, dtype=object),
+                         "shard": np.full(n, shard.index, np.int32),
+                         "record": np.concatenate(records) if records else np.empty(0, np.int64),
+                         "shard_key": pd.Series([shard.key] * n, dtype=object)})
+
+
+def duplicates(part: pd.DataFrame) -> pd.DataFrame:
+    """Every copy but the first of each id in the partition (all copies of an id are here)."""
+    if part.empty:
+        return DUPLICATES.copy()
+    part = part.sort_values(["id", "rank", "shard", "record"], kind="stable")
+    copy = part.groupby("id", sort=False).cumcount().to_numpy()
+    first = part["shard_key"].astype(str) + "#" + part["record"].astype(str)
+    survivor = first.where(copy == 0).ffill()  # sorted by id: each group's first row holds its survivor
+    gone = part[copy > 0]
+    n = len(gone)
+    return pd.DataFrame({"source": gone["source"].to_numpy(object), "shard": gone["shard"].to_numpy(np.int32),
+                         "record": gone["record"].to_numpy(np.int64), "fate": ["duplicate"] * n,
+                         "stage": ["exact_dedup"] * n, "reason": ["exact_duplicate"] * n,
+                         "detail": ("same text as " + survivor[copy > 0]).to_numpy(object),
+                         "dup_cluster": [None] * n})
 
 
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
+    on_client = True
     removes = True
+    partitions = None  # of the shuffle; default one per shard. Results do not depend on it
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
-        con = duckdb.connect()
-        con.register("still_in", surviving_columns(ctx, shards, ["record", "id"]))
-        con.register("shard_keys", pa.table({"source": [s.source.name for s in shards], "shard": [s.index for s in shards],
-                                             "shard_key": [s.key for s in shards]}))
-        con.execute("CREATE VIEW docs AS SELECT * FROM still_in JOIN shard_keys USING (source, shard)")
-        duplicates = con.sql(
-            """
-            SELECT source, shard, record, 'duplicate' AS fate, 'exact_dedup' AS stage, 'exact_duplicate' AS reason,
-                   'same text as ' || survivor AS detail, NULL AS dup_cluster FROM (
-                SELECT *, row_number() OVER w AS copy,
-                       first_value(shard_key || '#' || record) OVER w AS survivor
-                FROM docs WINDOW w AS (PARTITION BY id ORDER BY rank, shard, record)
-            ) WHERE copy > 1 ORDER BY rank, shard, record
-            """
-        ).to_arrow_table()
-        write_parquet(duplicates.cast(REMOVALS), self.removed_path(ctx.workspace))
-        stats = {"duplicates": duplicates.num_rows}
+        import dask
+        import dask.dataframe as dd
+
+        ids = dd.from_delayed([dask.delayed(shard_ids)(ctx, s) for s in shards], meta=IDS, verify_meta=False)
+        removed = ids.shuffle(on="id", npartitions=self.partitions or len(shards)).map_partitions(duplicates, meta=DUPLICATES)
+        n = write_table(client, removed, ctx.workspace.stage_dir(self.name), "removals", self.removed_path(ctx.workspace),
+                        REMOVALS, ["source", "shard", "record"], join_key(self.name, fingerprint, "removals"))
+        stats = {"duplicates": n}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats
 

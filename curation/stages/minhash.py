@@ -1,11 +1,12 @@
-"""Stage 4, per shard: MinHash signatures of the documents still in, and their LSH band keys."""
+"""Stage 4, per shard: for the documents still in, their shingle hash sets (what pairs are verified on), MinHash
+signatures and LSH band keys."""
 
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from curation.minhash import BANDS, band_keys, doc_key, signature_schema, signatures
+from curation.minhash import BANDS, SHINGLES, band_keys, doc_key, hash_signatures, shingle_hashes, signature_schema
 from curation.stages.base import ShardStage, settings_json
 from curation.stages.survivors import surviving_batches
 from loom.io import mark_done, parquet_writer
@@ -23,18 +24,23 @@ class MinHashSignatures(ShardStage):
     def bands_path(self, ws, shard) -> Path:
         return ws.stage_part("minhash_bands", shard.source.name, shard.index)
 
+    def shingles_path(self, ws, shard) -> Path:
+        return ws.stage_part("minhash_shingles", shard.source.name, shard.index)
+
     def outputs(self, ws, shard) -> list[Path]:
-        return [*super().outputs(ws, shard), self.bands_path(ws, shard)]
+        return [*super().outputs(ws, shard), self.bands_path(ws, shard), self.shingles_path(ws, shard)]
 
     def run(self, ctx, shard, fingerprint: str) -> dict:
         config, ws = ctx.config.dedup, ctx.workspace
         salt = shard.source.name if config.scope == "per-source" else ""
         n = 0
-        signatures_path, bands_path = self.part_path(ws, shard), self.bands_path(ws, shard)
-        with parquet_writer(signatures_path, signature_schema(config)) as sig_out, parquet_writer(bands_path, BANDS) as band_out:
+        with (parquet_writer(self.part_path(ws, shard), signature_schema(config)) as sig_out,
+              parquet_writer(self.bands_path(ws, shard), BANDS) as band_out,
+              parquet_writer(self.shingles_path(ws, shard), SHINGLES) as shingle_out):
             batches = surviving_batches(ctx, shard, BATCH, columns=["record", "id", "text", "quality"]) if config.enabled else []
             for docs in batches:
-                sigs = signatures(docs["text"].to_pylist(), config)
+                hashes = [shingle_hashes(text, config.ngram) for text in docs["text"].to_pylist()]
+                sigs = hash_signatures(hashes, config)
                 keys = np.array([doc_key(i) for i in docs["id"].to_pylist()], dtype=np.int64)
                 sig_out.write_table(pa.table({
                     "key": keys, "id": docs["id"], "source": pa.array([shard.source.name] * len(keys), pa.string()),
@@ -45,6 +51,7 @@ class MinHashSignatures(ShardStage):
                     "band": np.tile(np.arange(config.bands, dtype=np.int16), len(keys)),
                     "bucket": band_keys(sigs, config, salt).ravel(), "key": np.repeat(keys, config.bands),
                 }, schema=BANDS))
+                shingle_out.write_table(pa.table({"key": keys, "shingles": [h.tobytes() for h in hashes]}, schema=SHINGLES))
                 n += len(keys)
         stats = {"signatures": n}
         mark_done(self.marker(ws, shard), fingerprint, stats)

@@ -1,5 +1,15 @@
-"""Stage 2, over all shards: quality buckets at the corpus's score quantiles (or fixed cut points), and the
-documents a source's `quality_threshold` or `keep_fraction` removes."""
+"""Stage 2, over all shards, in two passes of one task per shard: quality buckets at the corpus's score
+quantiles (or fixed cut points), and the documents a source's `quality_threshold` or `keep_fraction` removes.
+
+No process reads every score: pass one sketches each shard's scores in a DDSketch; the sketches are merged in a
+tree (per source, then over the corpus) and only the merged ones, a few tens of KB each, reach the client; pass
+two assigns each shard's buckets and removals from the cut points. The sketches hold the odds p / (1 - p) of each
+score p, so that both saturated ends stay apart (1.00e-5 against 1.03e-5, 0.99999 against 0.9999): DDSketch's
+relative accuracy on the odds is an absolute accuracy on logit(p), so every cut point's logit is within ACCURACY
+of the exact quantile's (a relative error of at most ACCURACY on p near 0 and on 1 - p near 1). A document
+whose score lies that close to a cut may fall on either side of it: a bucket holds 1/buckets of the documents,
+and a `keep_fraction` source keeps keep_fraction * n of them, give or take those documents (plus one for the
+quantile's rank rounding; ties at the cut are all kept)."""
 
 from dataclasses import asdict
 from pathlib import Path
@@ -10,25 +20,107 @@ import pyarrow as pa
 from curation.quality import model_fingerprint
 from curation.schema import QUALITY_BUCKETS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
-from curation.stages.survivors import prepared_columns
-from loom.io import mark_done, write_parquet
+from curation.stages.parts import join_key, join_parts
+from curation.stages.prepare import PREPARE
+from loom.io import mark_done, read_parquet, write_parquet
+
+ACCURACY = 0.001  # DDSketch relative accuracy on the odds: about 20,000 bins, ~170 KB a sketch
+EDGE = 1e-9  # scores are clipped to [EDGE, 1 - EDGE] before the odds
 
 
-def quality_cut_points(scores: np.ndarray, config) -> list[float]:
-    if config.cut_points:
-        return list(config.cut_points)
-    if len(scores) == 0:
-        return []
-    return [float(q) for q in np.quantile(scores, [i / config.buckets for i in range(1, config.buckets)])]
+def odds(scores: np.ndarray) -> np.ndarray:
+    p = np.clip(scores.astype(np.float64), EDGE, 1 - EDGE)
+    return p / (1 - p)
+
+
+def probability(odds_value: float) -> float:
+    return float(odds_value / (1 + odds_value))
+
+
+def shard_scores(ctx, shard) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """A prepared shard's (record, quality), its scores as float64 and which are scored."""
+    docs = read_parquet(PREPARE.part_path(ctx.workspace, shard), columns=["record", "quality"])
+    scores = docs["quality"].to_numpy(zero_copy_only=False).astype(np.float64)
+    return docs, scores, ~np.isnan(scores)
+
+
+def shard_sketch(ctx, shard):
+    from ddsketch import DDSketch
+
+    _, scores, scored = shard_scores(ctx, shard)
+    sketch = DDSketch(ACCURACY)
+    for value in odds(scores[scored]).tolist():
+        sketch.add(value)
+    return sketch
+
+
+def merged(*sketches):
+    from ddsketch import DDSketch
+
+    out = DDSketch(ACCURACY)
+    for sketch in sketches:
+        out.merge(sketch)
+    return out
+
+
+def tree_merge(sketches: list, fan_in: int = 8):
+    """Delayed sketches merged fan_in at a time, so no task holds more than fan_in of them."""
+    import dask
+
+    while len(sketches) > 1:
+        sketches = [dask.delayed(merged)(*sketches[i:i + fan_in]) for i in range(0, len(sketches), fan_in)]
+    return sketches[0] if sketches else dask.delayed(merged)()
+
+
+def sketch_count(sketch) -> int:
+    return int(sketch.count)
+
+
+def quantile_score(sketch, q: float) -> float | None:
+    value = sketch.get_quantile_value(q)  # None for an empty sketch
+    return None if value is None else probability(value)
+
+
+def part(folder: Path, table: str, place: int) -> Path:
+    return folder / table / f"part-{place:05d}.parquet"
+
+
+def select_shard(ctx, shard, cuts: list[float], thresholds: dict, folder: Path, place: int) -> int:
+    """Pass two for one shard: its bucket rows and removals as parts; returns the number removed."""
+    docs, scores, scored = shard_scores(ctx, shard)
+    buckets = np.where(scored, np.searchsorted(np.array(cuts), np.nan_to_num(scores), side="right"), -1)
+    n = docs.num_rows
+    source = shard.source
+    write_parquet(pa.table({"source": [source.name] * n, "shard": pa.array([shard.index] * n, pa.int32()),
+                            "record": docs["record"], "quality_bucket": pa.array(buckets, pa.int16(), mask=~scored)},
+                           schema=QUALITY_BUCKETS), part(folder, "buckets", place))
+    reason, detail, limit = None, "", None
+    if source.quality_threshold is not None:
+        reason, limit = "below_threshold", source.quality_threshold
+        detail = f" < {source.quality_threshold}"
+    elif source.keep_fraction is not None and thresholds.get(source.name) is not None:
+        reason, limit = "below_keep_fraction", thresholds[source.name]
+        detail = f" < {limit:.6f}, the source's keep_fraction {source.keep_fraction} cut"
+    rows = np.flatnonzero(scored & (scores < limit)) if reason else np.empty(0, np.int64)
+    k = len(rows)
+    write_parquet(pa.table({
+        "source": [source.name] * k, "shard": pa.array([shard.index] * k, pa.int32()),
+        "record": docs["record"].take(pa.array(rows, pa.int64())), "fate": ["low_quality"] * k,
+        "stage": ["quality"] * k, "reason": [reason] * k,
+        "detail": [f"quality {scores[row]:.4f}{detail}" for row in rows], "dup_cluster": pa.nulls(k, pa.string()),
+    }, schema=REMOVALS), part(folder, "removals", place))
+    return k
 
 
 class QualitySelect(GlobalStage):
     name = "quality_select"
+    on_client = True
     removes = True
 
     def inputs(self, ctx) -> str:
         selection = [(s.name, s.quality_threshold, s.keep_fraction) for s in ctx.config.sources]
-        return settings_json((model_fingerprint(ctx.quality_model), asdict(ctx.config.quality), selection))
+        return settings_json((model_fingerprint(ctx.quality_model), asdict(ctx.config.quality), selection,
+                              f"ddsketch {ACCURACY}"))
 
     def buckets_path(self, ws) -> Path:
         return ws.stage_dir(self.name) / "buckets.parquet"
@@ -37,39 +129,31 @@ class QualitySelect(GlobalStage):
         return [*super().outputs(ws), self.buckets_path(ws)]
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
-        """Each scored document's bucket, and the documents removed for their score (ranked by score, then id,
-        so ties are cut deterministically)."""
-        docs = prepared_columns(ctx, shards, ["record", "id", "quality"])
-        scores = docs["quality"].to_numpy(zero_copy_only=False)
-        scored = ~np.isnan(scores.astype(np.float64))
-        cuts = quality_cut_points(scores[scored], ctx.config.quality)
-        buckets = np.where(scored, np.searchsorted(np.array(cuts), np.nan_to_num(scores), side="right"), -1)
-        removed = []
-        source_column = np.array(docs["source"].to_pylist(), dtype=object)
-        ids = docs["id"].to_pylist()
-        for source in {s.source.name: s.source for s in shards}.values():
-            rows = np.flatnonzero((source_column == source.name) & scored)
-            if source.quality_threshold is not None:
-                removed += [(row, "below_threshold", f"quality {scores[row]:.4f} < {source.quality_threshold}")
-                            for row in rows[scores[rows] < source.quality_threshold]]
-            elif source.keep_fraction is not None and len(rows):
-                ranked = sorted(rows, key=lambda row: (-scores[row], ids[row]))
-                keep = round(source.keep_fraction * len(ranked))
-                removed += [(row, "below_keep_fraction", f"rank {place} of {len(ranked)} by quality; keep_fraction keeps {keep}")
-                            for place, row in enumerate(ranked[keep:], start=keep + 1)]
-        ws = ctx.workspace
-        write_parquet(pa.table({"source": docs["source"], "shard": docs["shard"], "record": docs["record"],
-                                "quality_bucket": pa.array(buckets, pa.int16(), mask=~scored)}, schema=QUALITY_BUCKETS),
-                      self.buckets_path(ws))
-        removed.sort()
-        rows = pa.array([row for row, _, _ in removed], pa.int64())
-        write_parquet(pa.table({
-            "source": docs["source"].take(rows), "shard": docs["shard"].take(rows),
-            "record": docs["record"].take(rows), "fate": ["low_quality"] * len(removed),
-            "stage": ["quality"] * len(removed), "reason": [reason for _, reason, _ in removed],
-            "detail": [detail for _, _, detail in removed], "dup_cluster": pa.nulls(len(removed), pa.string()),
-        }, schema=REMOVALS), self.removed_path(ws))
-        stats = {"cut_points": cuts, "scored": int(scored.sum()), "removed": len(removed)}
+        import dask
+
+        config, ws = ctx.config.quality, ctx.workspace
+        by_source = {}
+        for shard in shards:
+            by_source.setdefault(shard.source.name, []).append(dask.delayed(shard_sketch)(ctx, shard))
+        per_source = {name: tree_merge(sketches) for name, sketches in by_source.items()}
+        corpus = tree_merge(list(per_source.values()))
+        quantiles = [i / config.buckets for i in range(1, config.buckets)] if not config.cut_points else []
+        keep = {s.name: 1 - s.keep_fraction for s in ctx.config.sources if s.keep_fraction is not None and s.name in per_source}
+        # the sketches stay on the workers: the client gets the count and the cut points only
+        scored, *values = client.compute([dask.delayed(sketch_count)(corpus),
+                                          *(dask.delayed(quantile_score)(corpus, q) for q in quantiles),
+                                          *(dask.delayed(quantile_score)(per_source[n], q) for n, q in keep.items())],
+                                         sync=True)
+        corpus_cuts, thresholds = values[:len(quantiles)], dict(zip(keep, values[len(quantiles):]))
+        cuts = list(config.cut_points) if config.cut_points else (corpus_cuts if scored else [])
+        folder = ws.stage_dir(self.name) / "parts"
+        removed = client.compute([dask.delayed(select_shard)(ctx, s, cuts, thresholds, folder, i)
+                                  for i, s in enumerate(shards)], sync=True)
+        client.gather([client.submit(join_parts, [str(part(folder, table, i)) for i in range(len(shards))], out,
+                                     schema, key=join_key(self.name, fingerprint, table))
+                       for table, out, schema in (("buckets", self.buckets_path(ws), QUALITY_BUCKETS),
+                                                  ("removals", self.removed_path(ws), REMOVALS))])
+        stats = {"cut_points": cuts, "scored": scored, "removed": int(sum(removed)), "sketch_accuracy": ACCURACY}
         mark_done(self.marker(ws), fingerprint, stats)
         return stats
 
