@@ -7,19 +7,19 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from loom.io import parquet_file, parquet_writer, text_digest, write_parquet
+from loom.io import as_path, parquet_file, parquet_writer, text_digest, write_parquet
 
 WRITTEN = pd.DataFrame({"path": pd.Series(dtype=object), "rows": pd.Series(dtype="int64")})
 
 
 def parts_folder(stage_dir: Path, table: str) -> Path:
-    return Path(stage_dir) / "parts" / table
+    return as_path(stage_dir) / "parts" / table
 
 
 def write_part(part: pd.DataFrame, folder: str, schema: pa.Schema, order: list[str], partition_info=None) -> pd.DataFrame:
     """One partition's rows, sorted by `order`, as folder/part-NNNNN.parquet; returns its path and row count."""
     number = partition_info["number"] if partition_info else 0
-    path = Path(folder) / f"part-{number:05d}.parquet"
+    path = as_path(folder) / f"part-{number:05d}.parquet"
     rows = part.sort_values(order, kind="stable") if len(part) else part
     write_parquet(pa.Table.from_pandas(rows[schema.names], schema=schema, preserve_index=False), path)
     return pd.DataFrame({"path": [str(path)], "rows": [len(rows)]})
@@ -35,7 +35,7 @@ def join_parts(paths: list[str], out: Path, schema: pa.Schema) -> int:
     n = 0
     with parquet_writer(out, schema) as writer:
         for path in paths:
-            source = parquet_file(Path(path))
+            source = parquet_file(as_path(path))
             for i in range(source.num_row_groups):
                 group = source.read_row_group(i).cast(schema)
                 writer.write_table(group)
