@@ -15,6 +15,14 @@
    differences to "full" (mean over seeds, and the worst seed).
 
 The last line: size ratio and validation AUC difference of the default against the full model.
+
+Measured (2 cores shared with other jobs, so wall times are inflated; `--seeds 0,1,2 --extra bucket=200000`):
+    full           517.06 MB  valid AUC 0.99805            held-out AUC 0.99672
+    default          4.29 MB  valid AUC diff -0.00006 (worst seed -0.00019)  held-out diff -0.00058
+    bucket=200000    4.38 MB  valid AUC diff -0.00034 (worst seed -0.00108)  held-out diff -0.00143
+Training: ~2.5 s of CPU for the full model, ~49 s more to quantize (k-means over 65,536 rows, 32 sub-spaces).
+The validation set is 168 documents per class, so one swapped pair moves its AUC by 0.00004; the seeds move the
+full model's held-out AUC by 0.0015, more than any difference above.
 """
 
 import argparse
