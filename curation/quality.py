@@ -67,20 +67,39 @@ class QualityModel:
         path = as_path(path)
         check_quality_model(path)
         self.max_chars = card_max_chars(path)
+        local = local_file(path)
         try:
-            self.model = load_fasttext(str(local_file(path)))
-        except ValueError as err:
-            raise UserError(f"{path} is not a fastText model ({err}); retrain it with `loom quality train`") from None
-        if POSITIVE not in self.model.get_labels():
-            raise UserError(f"{path} has no {POSITIVE} label: it is not a Loom quality model")
+            self.model = load_fasttext(str(local))
+        except ValueError:
+            raise UserError(f"{path} is not a fastText model; retrain it with `loom quality train`") from None
+        labels = self.model.get_labels()
+        if sorted(labels) != sorted([POSITIVE, NEGATIVE]):
+            raise UserError(f"{path} does not have exactly the labels {POSITIVE} and {NEGATIVE}: it is not a Loom "
+                            "quality model; retrain it with `loom quality train`")
+        output = output_matrix(local, len(labels), self.model.get_dimension(), path)
+        self.direction = output[labels.index(POSITIVE)] - output[labels.index(NEGATIVE)]
 
     def scores(self, texts: list[str]) -> np.ndarray:
-        """P(positive) of each text."""
-        labels, probs = self.model.predict([one_line(t, self.max_chars) for t in texts], k=2)
-        return np.array([
-            next((min(float(p), 1.0) for label, p in zip(ls, ps) if label == POSITIVE), 0.0)
-            for ls, ps in zip(labels, probs)
-        ], dtype=np.float32)
+        """P(positive) of each text: the two-label softmax, computed here from the sentence vector because
+        fastText's predict adds 1e-5 to every probability, which ties every confident negative at 1e-5 (and a
+        quantized model is confident about half the negatives of the bundled corpora)."""
+        hidden = np.array([self.model.get_sentence_vector(one_line(t, self.max_chars)) for t in texts],
+                          dtype=np.float64).reshape(len(texts), -1)
+        with np.errstate(over="ignore"):
+            return (1.0 / (1.0 + np.exp(-(hidden @ self.direction)))).astype(np.float32)
+
+
+def output_matrix(local: Path, n_labels: int, dim: int, name) -> np.ndarray:
+    """The label vectors, which fastText saves last in the file as int64 rows, int64 columns and float32 values
+    (a model with an unquantized output layer, as `train_quality_model` saves; the Python API will not return
+    them from a quantized model)."""
+    size = 16 + n_labels * dim * 4
+    with open_input(local) as fh:
+        fh.seek(-size, 2)
+        tail = fh.read(size)
+    if len(tail) != size or tuple(np.frombuffer(tail[:16], "<i8")) != (n_labels, dim):
+        raise UserError(f"{name} has a quantized output layer Loom cannot score with; retrain it with `loom quality train`")
+    return np.frombuffer(tail[16:], "<f4").reshape(n_labels, dim).astype(np.float64)
 
 
 def model_fingerprint(path: Path | None) -> str:
