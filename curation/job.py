@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curation.config import CurationConfig, SourceConfig
+from curation.quality import check_quality_model
 from curation.readers import source_shards
 from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
@@ -48,7 +49,8 @@ def plan_shards(sources: list[SourceConfig]) -> list[Shard]:
 def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
              quality_model: Path | None = None) -> tuple[list[Shard], JobContext]:
     """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
-    usable, filters valid. Without a quality model no document is scored."""
+    usable, filters valid. Without a quality model no document is scored; with one, only its header is read here
+    (the workers load it, once per process)."""
     shards = plan_shards(config.sources)
     load_tokenizer(path_text(tokenizer))
     selecting = [s.name for s in config.sources if s.quality_threshold is not None or s.keep_fraction is not None]
@@ -56,6 +58,8 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
         raise UserError(f"source '{selecting[0]}' selects by quality but there is no quality model; "
                         "train one with `loom quality train` or pass --quality-model FILE")
     model = path_text(quality_model) if quality_model else None
+    if model:
+        check_quality_model(model)
     for source in config.sources:
-        steps_for(source, model)  # a bad filter option or an unusable model fails here, before any task is sent
+        steps_for(source)  # a bad filter option fails here, before any task is sent; no quality step in the client
     return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model)

@@ -1,5 +1,4 @@
 from itertools import islice
-from pathlib import Path
 
 
 class QualityScore:
@@ -11,7 +10,7 @@ class QualityScore:
     def __init__(self, model_path: str):
         from curation.quality import QualityModel
 
-        self.model = QualityModel(Path(model_path))
+        self.model = QualityModel(model_path)
 
     def run(self, docs, funnel):
         while batch := list(islice(docs, self.batch_size)):

@@ -25,6 +25,10 @@ def quality():
 @click.option("--word-ngrams", type=click.IntRange(1, 5), default=2, show_default=True)
 @click.option("--dim", type=click.IntRange(min=2), default=64, show_default=True)
 @click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--bucket", type=click.IntRange(min=1000), default=2_000_000, show_default=True,
+              help="Hashed word n-gram rows before quantization")
+@click.option("--cutoff", type=click.IntRange(min=0), default=100_000, show_default=True,
+              help="Quantize to the CUTOFF embedding rows of largest norm (~4 MB); 0 keeps the full model (~517 MB)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/quality.bin]")
 @click.pass_obj
@@ -52,7 +56,7 @@ def train_quality(sources_file: Path, positive, negative, config, output: Path) 
     with console.status("Training the fastText quality classifier"):
         card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
     metrics = card["validation"]
-    console.print(f"Quality model: {output} (card {output.with_suffix('.json')})")
+    console.print(f"Quality model: {output}, {card['size_bytes'] / 1e6:.1f} MB (card {output.with_suffix('.json')})")
     console.print(f"  trained on {card['sizes']['train']} documents, validated on {card['sizes']['valid']} "
                   f"(positive: {', '.join(data['positive'])}; negative: {', '.join(data['negative'])})")
     console.print(f"  validation: precision {metrics['precision']:.3f}  recall {metrics['recall']:.3f}  "
