@@ -251,7 +251,11 @@ def done_stats(marker, fingerprint: str) -> dict | None:
 
 def file_digest(path, length: int = 16) -> str:
     """The first `length` hex digits of a file's SHA-256: models and tokenizers are fingerprinted by content."""
-    return hashlib.sha256(as_path(path).read_bytes()).hexdigest()[:length]
+    digest = hashlib.sha256()
+    with as_path(path).open("rb") as file:
+        while chunk := file.read(1 << 20):  # a model may be hundreds of MB: never held whole
+            digest.update(chunk)
+    return digest.hexdigest()[:length]
 
 
 def text_digest(*parts: str, length: int = 24) -> str:
