@@ -37,7 +37,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
         with client:
             if on_start:
                 on_start(client)
-            yield client
+            with tracebacks_quiet_on_interrupt():
+                yield client
         return
     n_workers = workers or os.cpu_count() or 1
     with interrupts_ignored():  # the workers start ignoring Ctrl-C, and their preload keeps a restarted one so
@@ -47,7 +48,20 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
     with cluster, Client(cluster) as client:
         if on_start:
             on_start(client)
-        yield client
+        with tracebacks_quiet_on_interrupt():
+            yield client
+
+
+@contextmanager
+def tracebacks_quiet_on_interrupt():
+    """A Ctrl-C while the client waits on a computation leaves its pending asyncio tasks to fail as the client
+    closes, and asyncio logs each one's traceback ("Task exception was never retrieved"): silenced, so that the
+    command's one line is all the user sees."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        raise
 
 
 @contextmanager

@@ -61,7 +61,8 @@ def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_mod
 def note_ignored_folders(ws: Workspace, sources: set[str]) -> None:
     """Says what this curation leaves out: folders of sources no longer in sources.toml, and the curated data
     of a workspace curated before generations (no view or mixture reads either)."""
-    old = sorted({p.name for p in ws.work.glob("*/*") if p.is_dir() and p.name not in sources})
+    # a source's folder holds its shards' parts; a global stage's `parts/` holds only folders of partitions
+    old = sorted({p.name for p in ws.work.glob("*/*") if p.is_dir() and p.name not in sources and any(p.glob("part-*"))})
     if old:
         note(f"sources no longer in sources.toml are left out: {', '.join(old)} (their work/*/NAME folders can "
              "be removed)")
