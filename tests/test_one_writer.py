@@ -164,15 +164,20 @@ def test_ctrl_c_stops_a_curation_with_one_line_and_the_rerun_resumes(ws):
 
 
 def test_two_trainings_of_one_run_at_once_one_is_refused(ws):
-    first = start("-w", ws, "train", "--mixture", "tinymix", "--run-name", "dup", *SMALL)
+    write_spec(ws, "longmix", SPEC.replace("steps = 12", "steps = 400"))
+    run_loom("-w", ws, "mix", "build", "longmix")  # still training when the second starts, however slow its start
+    first = start("-w", ws, "train", "--mixture", "longmix", "--run-name", "dup", *SMALL)
     wait_for(lambda: lock_holder(ws, "run-dup") == first.pid)
-    second = run_loom("-w", ws, "train", "--mixture", "tinymix", "--run-name", "dup", *SMALL, check=False)
+    second = run_loom("-w", ws, "train", "--mixture", "longmix", "--run-name", "dup", *SMALL, check=False)
+    assert first.poll() is None, "the first training ended before the second started"
     assert second.returncode == 2 and len(second.stderr.splitlines()) == 1
     assert f"run 'dup' in {ws} is in use by pid {first.pid}" in second.stderr
-    _, err = first.communicate(timeout=300)
-    assert first.returncode == 0, err
-    steps = [json.loads(line)["step"] for line in (ws / "runs" / "dup" / "metrics.jsonl").read_text().splitlines()]
-    assert steps == list(range(12))  # one record per step, written by one writer
+    metrics = ws / "runs" / "dup" / "metrics.jsonl"
+    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1)
+    os.killpg(first.pid, signal.SIGINT)
+    first.communicate(timeout=120)
+    steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
+    assert steps and steps == list(range(len(steps)))  # one record per step, written by one writer
 
 
 def test_a_mixture_being_built_is_not_built_twice(ws):
