@@ -48,14 +48,11 @@ GLOBAL_STAGES = ("quality_select", "exact_dedup", "minhash_dedup", "publish")  #
 HOLDS = {
     "prepare": "workers: the models (spaCy, lid.176, datatrove) + one shard's write batch and funnel rows; "
                "shard size is fixed, so flat",
-    "quality_select": "today one task reads every shard's (record, id, quality): grows with the corpus; sharded: "
-                      "a sketch per shard, merged (KB), so flat",
-    "exact_dedup": "today one task holds every surviving (record, id) in DuckDB: grows; sharded by id hash: a "
-                   "partition is ~ a shard's ids, so flat",
+    "quality_select": "workers: one shard's (record, quality) and its DDSketch; the merged sketch is KB, so flat",
+    "exact_dedup": "shuffled by id hash: a partition is ~ a shard's (record, id), so flat",
     "minhash": "workers: one 1,000-document batch of one shard, signatures and band keys; flat",
-    "minhash_dedup": "workers: shuffle partitions, as many as shards, so ~ a shard's band rows each: flat; the "
-                     "client today holds every verified edge, the union-find and the clusters' members: grows; "
-                     "distributed components leave it counts only",
+    "minhash_dedup": "workers: shuffle partitions, as many as shards, so ~ a shard's band rows, pairs and shingle "
+                     "sets each: flat; the client holds counts only (pairs, changed labels per components round)",
     "tokenize": "workers: one shard's batches and the shard's removed records; flat",
     "publish": "client: DuckDB over every funnel and curated part (ORDER BY, spilling past its memory limit), "
                "the generation's listing; grows with the corpus unless streamed",
