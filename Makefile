@@ -17,7 +17,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
 
 # every bench/*.py but the helpers the scripts share
-BENCHES := $(filter-out bench/loom_job.py bench/bundled_texts.py,$(wildcard bench/*.py))
+BENCHES := $(filter-out bench/loom_job.py bench/bundled_texts.py bench/dedup_corpus.py,$(wildcard bench/*.py))
 
 bench: $(STAMP)
 	for script in $(BENCHES); do $(BIN)/python $$script || exit 1; done

@@ -25,7 +25,7 @@ EXACT_FRACTION = 0.1  # of the documents are exact copies of others, for the exa
 def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str]:
     """dedup.py's corpus (every bundled document unless not `real_first`, then mosaics of real passages; 40%
     of the documents planted near duplicates), with EXACT_FRACTION of them exact copies of others, shuffled."""
-    from dedup import build_corpus
+    from dedup_corpus import build_corpus
 
     n_copies = int(n_docs * EXACT_FRACTION)
     texts, _ = build_corpus(n_docs - n_copies, seed, real_first)
@@ -46,7 +46,7 @@ def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str
 # 146k words. An original is 2-4 paragraphs of 3-6 sentences drawn from the whole pool (none twice in a
 # document), so two originals share a few sentences at most (no accidental near duplicates at any size, and
 # the same make-up at every size). As in dedup.py, 40% of the unique documents are planted near duplicates
-# (word edits at a rate from dedup.RATES; a word's trailing punctuation stays, so a paragraph still ends a
+# (word edits at a rate from dedup_corpus.RATES; a word's trailing punctuation stays, so a paragraph still ends a
 # sentence), then EXACT_FRACTION of all documents are exact copies; shuffled. 99.5% pass the filters.
 
 CLEAN_WORD = re.compile(r"""^[("']?(?:[A-Za-z][A-Za-z'-]*|\d+)[)"']?[.,;:!?]?[)"']?$""")
@@ -60,7 +60,7 @@ def sentence_pool() -> tuple[list[str], list[str]]:
     """Clean English sentences of the bundled texts, and the lowercase words they use (the edit vocabulary)."""
     from curation.fasttext_model import load_fasttext
     from curation.steps.langid import lid_model_path
-    from dedup import real_texts
+    from dedup_corpus import real_texts
 
     lid = load_fasttext(str(lid_model_path()))
     sentences = []
@@ -93,7 +93,7 @@ def original(rng: random.Random, sentences: list[str]) -> str:
 def edit(text: str, rate: float, rng: random.Random, nrng, vocab: list[str]) -> str:
     """Deletes, substitutes or inserts a word at Binomial(n, rate) places (at least one), one third each; a
     deleted or substituted word leaves its punctuation behind, so a paragraph still ends a sentence."""
-    from dedup import TOKEN
+    from dedup_corpus import TOKEN
 
     tokens = TOKEN.findall(text)
     k = min(len(tokens), max(1, int(nrng.binomial(len(tokens), rate))))
@@ -117,7 +117,7 @@ def prose_corpus(n_docs: int, seed: int, exact_fraction: float = EXACT_FRACTION)
     import numpy as np
 
     from curation.steps.normalize import normalize_text
-    from dedup import DUP_FRACTION, RATES
+    from dedup_corpus import DUP_FRACTION, RATES
 
     sentences, vocab = sentence_pool()
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
