@@ -200,6 +200,7 @@ def test_with_quality_scores_each_cluster_keeps_its_best_member(tmp_path, slice_
         assert cluster_id == best and cluster_id in kept
 
 
+@pytest.mark.slow  # a curate of its own (~30 s)
 def test_a_cluster_over_the_size_limit_is_flagged_and_reported(tmp_path, slice_tokenizer):
     write_near_duplicate_corpus(tmp_path)
     toml = tmp_path / "sources.toml"

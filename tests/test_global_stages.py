@@ -118,6 +118,7 @@ def run_with(root, tokenizer, workers: int, partitions: int | None) -> dict:
     return curated_results(ws)
 
 
+@pytest.mark.slow  # two LocalClusters and two jobs (~30 s); test_dedup checks workers and shard order by default
 def test_dedup_results_do_not_depend_on_workers_or_partitions(tmp_path, slice_tokenizer):
     corpus = write_near_duplicate_corpus(tmp_path)
     exact_copies = (tmp_path / "base" / "base-0.jsonl").read_text().splitlines(keepends=True)[:5]

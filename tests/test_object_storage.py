@@ -72,6 +72,7 @@ def s3_slice(s3_server, slice_sources, tmp_path_factory) -> tuple[str, Path]:
     return url, s3_sources(slice_sources, url, tmp_path_factory.mktemp("s3sources") / "sources.toml")
 
 
+@pytest.mark.slow  # two full curates, one on S3 (~45-60 s)
 def test_sources_and_workspace_on_s3_curate_like_local(s3_server, s3_slice, slice_sources, slice_tokenizer,
                                                        curated_slice):
     corpora, sources = s3_slice
