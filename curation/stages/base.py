@@ -24,6 +24,15 @@ def settings_json(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def removals_frame():
+    """An empty pandas frame of the REMOVALS columns: the meta of a Dask stage's removals."""
+    import numpy as np
+    import pandas as pd
+
+    types = {"string": object, "int32": np.int32, "int64": np.int64}
+    return pd.DataFrame({f.name: pd.Series(dtype=types[str(f.type)]) for f in REMOVALS})
+
+
 def removals_relation(paths) -> str:
     """SQL for every row of the given removals tables; with none, an empty relation of the same columns."""
     if paths:

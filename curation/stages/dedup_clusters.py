@@ -6,6 +6,7 @@ the survivor reaches the threshold are removed."""
 import numpy as np
 import pandas as pd
 
+from curation.stages.base import removals_frame
 from curation.stages.dedup_pairs import pair_jaccard, with_shingles
 
 MEMBERS = pd.DataFrame({
@@ -15,9 +16,7 @@ MEMBERS = pd.DataFrame({
 })
 CLUSTERS = MEMBERS.assign(jaccard_to_survivor=pd.Series(dtype=np.float64), removed=pd.Series(dtype=bool),
                           oversized=pd.Series(dtype=bool))
-REMOVED = pd.DataFrame({c: pd.Series(dtype=t) for c, t in [
-    ("source", object), ("shard", np.int32), ("record", np.int64), ("fate", object), ("stage", object),
-    ("reason", object), ("detail", object), ("dup_cluster", object)]})
+REMOVED = removals_frame()
 
 
 def choose_survivors(part: pd.DataFrame) -> pd.DataFrame:

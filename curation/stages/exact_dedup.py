@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from curation.schema import REMOVALS
-from curation.stages.base import GlobalStage
+from curation.stages.base import GlobalStage, removals_frame
 from curation.stages.parts import join_key, write_table
 from curation.stages.survivors import surviving_batches
 from loom.io import mark_done
@@ -15,9 +15,7 @@ BATCH = 10_000
 IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.int32), "source": pd.Series(dtype=object),
                     "shard": pd.Series(dtype=np.int32), "record": pd.Series(dtype=np.int64),
                     "shard_key": pd.Series(dtype=object)})
-DUPLICATES = pd.DataFrame({c: pd.Series(dtype=t) for c, t in [
-    ("source", object), ("shard", np.int32), ("record", np.int64), ("fate", object), ("stage", object),
-    ("reason", object), ("detail", object), ("dup_cluster", object)]})
+DUPLICATES = removals_frame()
 
 
 def shard_ids(ctx, shard) -> pd.DataFrame:

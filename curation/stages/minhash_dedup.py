@@ -5,7 +5,6 @@ client holds counts only: pairs, rounds, rows written, and the oversized cluster
 
 from pathlib import Path
 
-import pyarrow as pa
 
 from curation.schema import NEAR_DUPLICATE_CLUSTERS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
