@@ -5,6 +5,7 @@ shard, and the funnel's `record` of a sample of rows must be the byte offset of 
     python bench/cut_shards.py                       # 1 GB, cut into 10 shards, 2 workers
     python bench/cut_shards.py --megabytes 64        # a quicker run
     python bench/cut_shards.py --read-only           # the readers only: cut (2 processes) vs one shard
+    python bench/cut_shards.py --no-filters          # every stage but the heuristic filters (their spaCy is ~90%)
 """
 
 import argparse
@@ -42,7 +43,24 @@ def write_big_jsonl(path: Path, texts: list[str], megabytes: int) -> int:
     raise AssertionError("unreachable")
 
 
-def curate(ws: Path, data: Path, tokenizer: Path, shard_bytes: int, workers: int) -> dict:
+def write_prose_jsonl(path: Path, megabytes: int, chunk: int = 50_000) -> int:
+    """bench/loom_job.py's prose corpus (English paragraphs of the bundled texts' sentences, 40% planted near
+    duplicates, 10% exact copies; 99.5% pass the filters) in chunks of `chunk` documents, chunk k from seed k,
+    as {"id": "doc-N", "text": ...} lines until the file holds `megabytes`; returns its size."""
+    from loom_job import prose_corpus
+
+    target, n = megabytes * 10**6, 0
+    with open(path, "w", encoding="utf-8") as out:
+        for k in range(10**6):
+            for text in prose_corpus(chunk, seed=k):
+                out.write(json.dumps({"id": f"doc-{n}", "text": text}, ensure_ascii=False) + "\n")
+                n += 1
+            if out.tell() >= target:
+                return out.tell()
+    raise AssertionError("unreachable")
+
+
+def curate(ws: Path, data: Path, tokenizer: Path, shard_bytes: int, workers: int, filters: bool = True) -> dict:
     from curation.config import load_config
     from curation.job import plan_job
     from curation.run import curate as run_curate, dask_client
@@ -51,7 +69,8 @@ def curate(ws: Path, data: Path, tokenizer: Path, shard_bytes: int, workers: int
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     (ws / "sources.toml").write_text(f'[[source]]\nname = "big"\nformat = "jsonl"\npaths = ["{data}"]\n'
-                                     f'id_field = "id"\nshard_bytes = {shard_bytes}\n')
+                                     f'id_field = "id"\nshard_bytes = {shard_bytes}\n'
+                                     + ("" if filters else "filters = []\n"))
     layout = Workspace(ws)
     begin = time.perf_counter()
     shards, ctx = plan_job(load_config(ws / "sources.toml"), layout, tokenizer)
@@ -165,6 +184,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
     parser.add_argument("--read-only", action="store_true", help="compare the readers' records only, no curation")
+    parser.add_argument("--corpus", choices=["copies", "prose"], default="copies",
+                        help="copies: the bundled texts over and over, each copy starting 5 words later (most "
+                             "documents are near duplicates of others); prose: bench/loom_job.py's prose corpus")
+    parser.add_argument("--no-filters", action="store_true",
+                        help="curate without the heuristic filters (`filters = []`): every other stage runs, at "
+                             "~1/10 of prepare's cost, so that 1 GB fits in an hour on two cores")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loom-bench-cut-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -173,7 +198,8 @@ def main() -> None:
         from bundled_texts import base_texts
 
         data, tokenizer, texts = workdir / "big.jsonl", workdir / "tokenizer.json", base_texts()
-        size = write_big_jsonl(data, texts, args.megabytes)
+        size = (write_prose_jsonl(data, args.megabytes) if args.corpus == "prose"
+                else write_big_jsonl(data, texts, args.megabytes))
         print(f"input: {data} {size / 1e6:,.1f} MB", flush=True)
         if args.read_only:
             shards, same, records, cut_s, whole_s = read_digest(data, -(-size // args.shards))
@@ -181,9 +207,9 @@ def main() -> None:
                   f"records, the same in the same order with the same offsets: {same}")
             sys.exit(0 if same else 1)
         train_tokenizer(texts[:3000], tokenizer)
-        cut = curate(workdir / "cut", data, tokenizer, -(-size // args.shards), args.workers)
+        cut = curate(workdir / "cut", data, tokenizer, -(-size // args.shards), args.workers, not args.no_filters)
         print(f"cut:   {json.dumps(cut)}", flush=True)
-        whole = curate(workdir / "whole", data, tokenizer, size + 1, args.workers)
+        whole = curate(workdir / "whole", data, tokenizer, size + 1, args.workers, not args.no_filters)
         print(f"whole: {json.dumps(whole)}", flush=True)
         same_rows = curated_digest(workdir / "cut") == curated_digest(workdir / "whole")
         same_funnel = funnel(workdir / "cut").to_pylist() == funnel(workdir / "whole").to_pylist()  # values, not nullability
