@@ -109,7 +109,7 @@ def funnel(ws: Path):
     from loom.workspace import Workspace
 
     table = pq.read_table(Workspace(ws).published().root / "manifest" / "funnel.parquet")
-    return table.drop(["shard", "detail"]).sort_by([("record", "ascending")])
+    return table.drop(["shard"]).sort_by([("record", "ascending")])
 
 
 def check_offsets(ws: Path, data: Path) -> int:
@@ -215,7 +215,7 @@ def main() -> None:
         same_funnel = funnel(workdir / "cut").to_pylist() == funnel(workdir / "whole").to_pylist()  # values, not nullability
         checked = check_offsets(workdir / "cut", data)
         print(f"shards {cut['shards']} vs {whole['shards']}; curated rows identical: {same_rows}; funnel identical "
-              f"(but shard, detail): {same_funnel}; {SAMPLE_ROWS} sampled records start a line, the {checked} kept "
+              f"(but shard): {same_funnel}; {SAMPLE_ROWS} sampled records start a line, the {checked} kept "
               "among them hold the curated document's source id")
         if not (same_rows and same_funnel):
             sys.exit(1)

@@ -19,7 +19,7 @@ from curation.stages.base import ShardStage
 from loom.errors import UserError
 from loom.io import done_stats, listing, text_digest
 
-CODE_VERSION = "2"  # bump when a stage's output changes for the same inputs, so reruns redo it
+CODE_VERSION = "3"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
 
 @contextmanager

@@ -102,7 +102,9 @@ def test_the_planted_exact_duplicate_is_removed_with_its_survivor_named(outputs)
     planted = [row for row in duplicates if row["source"] == "docs" and row["shard"] == 1]
     assert len(planted) == 1
     assert planted[0]["reason"] == "exact_duplicate"
-    assert planted[0]["detail"] == "same text as docs/part-00000#0"
+    survivor = [row for row in funnel.to_pylist() if row["doc_id"] == planted[0]["doc_id"] and row["fate"] == "kept"]
+    assert len(survivor) == 1 and (survivor[0]["source"], survivor[0]["shard"]) == ("docs", 0)
+    assert planted[0]["detail"] == f"same text as {survivor[0]['input']}#{survivor[0]['record']}"
     ids = curated["id"].to_pylist()
     assert len(ids) == len(set(ids))
     assert planted[0]["doc_id"] in ids

@@ -9,27 +9,30 @@ from curation.schema import REMOVALS
 from curation.stages.base import GlobalStage, removals_frame
 from curation.stages.parts import join_key, write_table
 from curation.stages.survivors import surviving_batches
-from loom.io import mark_done
+from curation.stages.prepare import PREPARE
+from loom.io import mark_done, read_parquet
 
 BATCH = 10_000
 IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.int32), "source": pd.Series(dtype=object),
                     "shard": pd.Series(dtype=np.int32), "record": pd.Series(dtype=np.int64),
-                    "shard_key": pd.Series(dtype=object)})
+                    "input": pd.Series(dtype=object)})
 DUPLICATES = removals_frame()
 
 
 def shard_ids(ctx, shard) -> pd.DataFrame:
-    """The id of every document of a shard still in, with what orders copies: rank, shard, record."""
+    """The id of every document of a shard still in, with what orders copies (rank, shard, record) and the
+    input its record is in, as the funnel names it."""
     ids, records = [], []
     for docs in surviving_batches(ctx, shard, BATCH, columns=["record", "id"]):
         ids += docs["id"].to_pylist()
         records.append(docs["record"].to_numpy())
     n = len(ids)
-    return pd.DataFrame({"id": pd.Series(ids, dtype=object), "rank": np.full(n, shard.rank, np.int32),
-                         "source": pd.Series([shard.source.name] * n, dtype=object),
-                         "shard": np.full(n, shard.index, np.int32),
-                         "record": np.concatenate(records) if records else np.empty(0, np.int64),
-                         "shard_key": pd.Series([shard.key] * n, dtype=object)})
+    frame = pd.DataFrame({"id": pd.Series(ids, dtype=object), "rank": np.full(n, shard.rank, np.int32),
+                          "source": pd.Series([shard.source.name] * n, dtype=object),
+                          "shard": np.full(n, shard.index, np.int32),
+                          "record": np.concatenate(records) if records else np.empty(0, np.int64)})
+    inputs = read_parquet(PREPARE.funnel_path(ctx.workspace, shard), columns=["record", "input"]).to_pandas()
+    return frame.merge(inputs, on="record", how="left", sort=False)
 
 
 def duplicates(part: pd.DataFrame) -> pd.DataFrame:
@@ -38,7 +41,7 @@ def duplicates(part: pd.DataFrame) -> pd.DataFrame:
         return DUPLICATES.copy()
     part = part.sort_values(["id", "rank", "shard", "record"], kind="stable")
     copy = part.groupby("id", sort=False).cumcount().to_numpy()
-    first = part["shard_key"].astype(str) + "#" + part["record"].astype(str)
+    first = part["input"].astype(str) + "#" + part["record"].astype(str)  # the same whichever shard holds it
     survivor = first.where(copy == 0).ffill()  # sorted by id: each group's first row holds its survivor
     gone = part[copy > 0]
     n = len(gone)
