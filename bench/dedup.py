@@ -107,7 +107,7 @@ def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: b
         removed = {lines[r["shard"]][r["record"]]
                    for r in pq.read_table(MINHASH_DEDUP.removed_path(layout), columns=["shard", "record"]).to_pylist()}
         clusters = {}
-        for r in pq.read_table(MINHASH_DEDUP.clusters_path(layout),
+        for r in pq.read_table(MINHASH_DEDUP.clusters_folder(layout),
                                columns=["shard", "record", "member_id", "cluster_id"]).to_pylist():
             doc = lines[r["shard"]][r["record"]]
             assert r["member_id"] == document_id(texts[doc]), "cluster member does not match the input line"

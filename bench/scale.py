@@ -134,8 +134,8 @@ def workspace_figures(ws: Path, summary: dict, corpus: Path) -> dict:
         table = pq.read_table(path, columns=columns)
         return table.nbytes / max(table.num_rows, 1)
 
-    def removed(stage: str) -> int:  # one removals table, or one per partition once the stage is sharded
-        return rows((work / stage).glob("**/removals*.parquet"))
+    def removed(stage: str) -> int:  # a table by shard
+        return rows((work / stage / "removals").glob("*/part-*.parquet"))
 
     prepared, sigs, bands = parts("prepare"), parts("minhash"), parts("minhash_bands")
     n_prepared, n_signed = rows(prepared), rows(sigs)

@@ -12,8 +12,9 @@ from curation.run import curate, dask_client
 from curation.schema import REMOVALS
 from curation.stages import EXACT_DEDUP, MINHASH, PREPARE, STAGES
 from curation.stages.base import GlobalStage
+from curation.stages.parts import write_shard_rows
 from curation.stages.survivors import surviving_columns
-from loom.io import mark_done, write_parquet
+from loom.io import mark_done
 from loom.workspace import Workspace
 
 WORD = "Python"
@@ -31,10 +32,13 @@ class DropMentions(GlobalStage):
         docs = surviving_columns(ctx, shards, ["record", "text"])
         hits = docs.filter(pc.match_substring(docs["text"], WORD))
         n = hits.num_rows
-        write_parquet(pa.table({"source": hits["source"], "shard": hits["shard"], "record": hits["record"],
-                                "fate": ["filtered"] * n, "stage": [self.name] * n, "reason": ["mentions_word"] * n,
-                                "detail": [WORD] * n, "dup_cluster": pa.nulls(n, pa.string())}, schema=REMOVALS),
-                      self.removed_path(ctx.workspace))
+        removals = pa.table({"source": hits["source"], "shard": hits["shard"], "record": hits["record"],
+                             "fate": ["filtered"] * n, "stage": [self.name] * n, "reason": ["mentions_word"] * n,
+                             "detail": [WORD] * n, "dup_cluster": pa.nulls(n, pa.string())}, schema=REMOVALS)
+        for shard in shards:  # a table by shard: a part for every shard, its own removals in it
+            mine = pc.and_(pc.equal(removals["source"], shard.source.name), pc.equal(removals["shard"], shard.index))
+            write_shard_rows(removals.filter(mine), self.removed_path(ctx.workspace), shard.source.name, shard.index,
+                             REMOVALS, ["record"])
         stats = {"removed": n}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats

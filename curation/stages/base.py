@@ -4,14 +4,15 @@ needs nothing else to skip, run and chain it.
 
 - A ShardStage is one Dask task per input shard.
 - A GlobalStage sees every shard at once: one Dask task, or (`on_client`) a Dask graph built from the client.
-  One that `removes` documents writes their fates in the shared REMOVALS schema to `removed_path`; every later
-  stage skips those documents and the manifest's funnel is made from them.
+  One that `removes` documents writes their fates in the shared REMOVALS schema to `removed_path`, a table by
+  shard (curation.stages.parts); every later stage skips those documents and the manifest's funnel is made from them.
 """
 
 import json
 from pathlib import Path
 
 from curation.schema import REMOVALS
+from curation.stages.parts import all_parts
 from loom.io import done_stats
 from loom.sql import path_list
 from loom.workspace import Workspace
@@ -34,9 +35,10 @@ def removals_frame():
 
 
 def removals_relation(paths) -> str:
-    """SQL for every row of the given removals tables; with none, an empty relation of the same columns."""
+    """SQL for every row of the given removals tables (folders of parts by shard); with none, an empty relation
+    of the same columns."""
     if paths:
-        return f"read_parquet({path_list(paths)})"
+        return f"read_parquet({path_list(all_parts(p) for p in paths)})"
     columns = ", ".join(f"NULL::{DUCKDB_TYPES[str(f.type)]} AS {f.name}" for f in REMOVALS)
     return f"(SELECT {columns} LIMIT 0)"
 
@@ -79,9 +81,8 @@ class GlobalStage:
         return ws.stage_dir(self.name) / "_done"
 
     def removed_path(self, ws: Workspace) -> Path:
-        # not `removed.parquet`: that name held another schema before the stages shared one, and a workspace
-        # curated then must redo these stages, not read those files
-        return ws.stage_dir(self.name) / "removals.parquet"
+        """The removals, a table by shard: removals/<source>/part-NNNNN.parquet."""
+        return ws.stage_dir(self.name) / "removals"
 
     def outputs(self, ws: Workspace) -> list[Path]:
         return [self.removed_path(ws)] if self.removes else []

@@ -7,9 +7,9 @@ import pandas as pd
 
 from curation.schema import REMOVALS
 from curation.stages.base import GlobalStage, removals_frame
-from curation.stages.parts import join_key, write_table
-from curation.stages.survivors import surviving_batches
+from curation.stages.parts import write_by_shard
 from curation.stages.prepare import PREPARE
+from curation.stages.survivors import surviving_batches
 from loom.io import mark_done, read_parquet
 
 BATCH = 10_000
@@ -64,8 +64,8 @@ class ExactDedup(GlobalStage):
 
         ids = dd.from_delayed([dask.delayed(shard_ids)(ctx, s) for s in shards], meta=IDS, verify_meta=False)
         removed = ids.shuffle(on="id", npartitions=self.partitions or len(shards)).map_partitions(duplicates, meta=DUPLICATES)
-        n = write_table(client, removed, ctx.workspace.stage_dir(self.name), "removals", self.removed_path(ctx.workspace),
-                        REMOVALS, ["source", "shard", "record"], join_key(self.name, fingerprint, "removals"))
+        n = write_by_shard(client, removed, self.removed_path(ctx.workspace), shards, REMOVALS, ["record"],
+                           self.name, self.partitions)
         stats = {"duplicates": n}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats

@@ -12,7 +12,7 @@ from curation.stages.dedup_clusters import REMOVED, cluster_members, removals
 from curation.stages.dedup_components import component_labels
 from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.minhash import MINHASH
-from curation.stages.parts import join_key, write_table
+from curation.stages.parts import all_parts, write_by_shard
 from loom.io import mark_done
 
 
@@ -26,11 +26,16 @@ class MinHashDedup(GlobalStage):
         d = ctx.config.dedup
         return settings_json([d.threshold, d.max_cluster_size, "true-jaccard"])
 
-    def clusters_path(self, ws) -> Path:
-        return ws.stage_dir(self.name) / "clusters.parquet"
+    def clusters_folder(self, ws) -> Path:
+        """Every member of a cluster, a table by shard (the shard of the member)."""
+        return ws.stage_dir(self.name) / "clusters"
+
+    def clusters_path(self, ws) -> str:
+        """All of the clusters table, as a glob for DuckDB."""
+        return all_parts(self.clusters_folder(ws))
 
     def outputs(self, ws) -> list[Path]:
-        return [*super().outputs(ws), self.clusters_path(ws)]
+        return [*super().outputs(ws), self.clusters_folder(ws)]
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         config, ws = ctx.config.dedup, ctx.workspace
@@ -43,12 +48,10 @@ class MinHashDedup(GlobalStage):
         del candidates
         clusters = client.persist(cluster_members(labels, [str(MINHASH.part_path(ws, s)) for s in shards],
                                                   shingle_files, config, partitions))
-        order = ["cluster_id", "member_id"]
-        n_members = write_table(client, clusters, ws.stage_dir(self.name), "clusters", self.clusters_path(ws),
-                                NEAR_DUPLICATE_CLUSTERS, order, join_key(self.name, fingerprint, "clusters"))
-        n_removed = write_table(client, clusters.map_partitions(removals, meta=REMOVED), ws.stage_dir(self.name),
-                                "removals", self.removed_path(ws), REMOVALS, ["dup_cluster", "source", "shard", "record"],
-                                join_key(self.name, fingerprint, "removals"))
+        n_members = write_by_shard(client, clusters, self.clusters_folder(ws), shards, NEAR_DUPLICATE_CLUSTERS,
+                                   ["record"], self.name, partitions)
+        n_removed = write_by_shard(client, clusters.map_partitions(removals, meta=REMOVED), self.removed_path(ws),
+                                   shards, REMOVALS, ["record"], self.name, partitions)
         survivors = clusters[clusters["is_survivor"]]
         oversized = survivors[survivors["oversized"]][["cluster_id", "cluster_size"]]
         n_clusters, flagged = client.compute([survivors.shape[0], oversized], sync=True)

@@ -1,56 +1,63 @@
-"""Tables that a global stage computes as a Dask dataframe: each partition writes its own part (sorted, so the
-part is the same whichever worker wrote it), then one task streams the parts, a row group at a time, into the
-stage's single table. No process holds more than one partition; readers of the table see one file as before."""
+"""Tables that a global stage writes by shard: its removals, its bucket or cluster of each document. Later stages
+and the manifest read them one shard at a time (tokenize the buckets of its shard, prepare's survivors the
+removals of theirs), so each is written as one part per shard, folder/<source>/part-NNNNN.parquet, sorted, the
+same whichever worker wrote it. A stage that computes one as a Dask frame shuffles it by shard: no task reads
+another shard's rows, and no process holds more than a partition."""
 
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
-from loom.io import as_path, parquet_file, parquet_writer, text_digest, write_parquet
+from loom.io import as_path, path_text, remove_tree, text_digest, write_parquet
+from loom.workspace import part_name
 
-WRITTEN = pd.DataFrame({"path": pd.Series(dtype=object), "rows": pd.Series(dtype="int64")})
-
-
-def parts_folder(stage_dir: Path, table: str) -> Path:
-    return as_path(stage_dir) / "parts" / table
+WRITTEN = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype="int32"),
+                        "rows": pd.Series(dtype="int64")})
 
 
-def write_part(part: pd.DataFrame, folder: str, schema: pa.Schema, order: list[str], partition_info=None) -> pd.DataFrame:
-    """One partition's rows, sorted by `order`, as folder/part-NNNNN.parquet; returns its path and row count."""
-    number = partition_info["number"] if partition_info else 0
-    path = as_path(folder) / f"part-{number:05d}.parquet"
-    rows = part.sort_values(order, kind="stable") if len(part) else part
-    write_parquet(pa.Table.from_pandas(rows[schema.names], schema=schema, preserve_index=False), path)
-    return pd.DataFrame({"path": [str(path)], "rows": [len(rows)]})
+def shard_part(folder: Path, source: str, index: int) -> Path:
+    """The part of a by-shard table that holds the rows of shard `index` of `source`."""
+    return as_path(folder) / source / part_name(index)
 
 
-def write_parts(frame, folder: Path, schema: pa.Schema, order: list[str]):
-    """A lazy frame of (path, rows), one row per partition written."""
-    return frame.map_partitions(write_part, str(folder), schema, order, meta=WRITTEN)
+def all_parts(folder: Path) -> str:
+    """Every part of a by-shard table, as a glob that DuckDB's read_parquet takes."""
+    return f"{path_text(folder)}/*/part-*.parquet"
 
 
-def join_parts(paths: list[str], out: Path, schema: pa.Schema) -> int:
-    """The parts, in order, streamed into `out`; returns the number of rows."""
-    n = 0
-    with parquet_writer(out, schema) as writer:
-        for path in paths:
-            source = parquet_file(as_path(path))
-            for i in range(source.num_row_groups):
-                group = source.read_row_group(i).cast(schema)
-                writer.write_table(group)
-                n += group.num_rows
-    return n
+def write_shard_rows(rows: pd.DataFrame | pa.Table, folder: Path, source: str, index: int, schema: pa.Schema,
+                     order: list[str]) -> int:
+    """One shard's rows (possibly none), sorted by `order`, as its part; returns the number of rows."""
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(rows[schema.names], schema=schema,
+                                                                          preserve_index=False)
+    table = table.sort_by([(column, "ascending") for column in order]) if table.num_rows else table
+    write_parquet(table.cast(schema), shard_part(folder, source, index))
+    return table.num_rows
 
 
-def join_key(stage: str, fingerprint: str, table: str) -> str:
-    """The joining task's key: the stage's name then a digest, so the scheduler files it under the stage."""
-    return f"{stage}-{text_digest(fingerprint, table)}"
+def write_partition(part: pd.DataFrame, folder: str, schema: pa.Schema, order: list[str]) -> pd.DataFrame:
+    """A shuffled partition: every shard's rows in it (all of that shard's rows are here) as that shard's part."""
+    written = []
+    for (source, index), rows in part.groupby(["source", "shard"], sort=True):
+        written.append((source, int(index), write_shard_rows(rows, folder, source, int(index), schema, order)))
+    return pd.DataFrame(written, columns=list(WRITTEN.columns)).astype(WRITTEN.dtypes.to_dict())
 
 
-def write_table(client, frame, stage_dir: Path, name: str, out: Path, schema: pa.Schema, order: list[str],
-                key: str) -> int:
-    """Writes a Dask frame as the single Parquet table `out` through per-partition parts; returns its rows."""
-    written = client.compute(write_parts(frame, parts_folder(stage_dir, name), schema, order), sync=True)
-    paths = sorted(written["path"].tolist())
-    return client.submit(join_parts, paths, out, schema, key=key).result()
+def write_by_shard(client, frame, folder: Path, shards: list, schema: pa.Schema, order: list[str], stage: str,
+                   partitions: int | None = None) -> int:
+    """Writes a Dask frame with `source` and `shard` columns as a by-shard table in a fresh `folder`: shuffled by
+    shard, each partition writes the parts of the shards it holds, then an empty part for every shard without
+    rows, so that a reader finds a part for every shard. Returns the number of rows; the client gets counts.
+    The writing tasks are named after the `stage`, as the dashboard lists them."""
+    remove_tree(folder)
+    keyed = frame.assign(shard_key=frame["source"] + "/" + frame["shard"].astype(str))
+    shuffled = keyed.shuffle(on="shard_key", npartitions=partitions or len(shards))
+    written = client.compute(shuffled.map_partitions(write_partition, str(folder), schema, order, meta=WRITTEN,
+                                                     token=stage), sync=True)
+    done = set(zip(written["source"], written["shard"]))
+    empty = schema.empty_table()
+    client.gather([client.submit(write_shard_rows, empty, folder, s.source.name, s.index, schema, order,
+                                 key=f"{stage}-empty-{text_digest(str(folder), s.key)}")
+                   for s in shards if (s.source.name, s.index) not in done])
+    return int(written["rows"].sum())

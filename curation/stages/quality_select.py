@@ -20,9 +20,9 @@ import pyarrow as pa
 from curation.quality import model_fingerprint
 from curation.schema import QUALITY_BUCKETS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
-from curation.stages.parts import join_key, join_parts
+from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.prepare import PREPARE
-from loom.io import mark_done, read_parquet, write_parquet
+from loom.io import mark_done, read_parquet, remove_tree
 
 ACCURACY = 0.001  # DDSketch relative accuracy on the odds: about 20,000 bins, ~170 KB a sketch
 EDGE = 1e-9  # scores are clipped to [EDGE, 1 - EDGE] before the odds
@@ -81,19 +81,16 @@ def quantile_score(sketch, q: float) -> float | None:
     return None if value is None else probability(value)
 
 
-def part(folder: Path, table: str, place: int) -> Path:
-    return folder / table / f"part-{place:05d}.parquet"
-
-
-def select_shard(ctx, shard, cuts: list[float], thresholds: dict, folder: Path, place: int) -> int:
-    """Pass two for one shard: its bucket rows and removals as parts; returns the number removed."""
+def select_shard(ctx, shard, cuts: list[float], thresholds: dict) -> int:
+    """Pass two for one shard: its bucket rows and removals as its parts; returns the number removed."""
     docs, scores, scored = shard_scores(ctx, shard)
     buckets = np.where(scored, np.searchsorted(np.array(cuts), np.nan_to_num(scores), side="right"), -1)
     n = docs.num_rows
     source = shard.source
-    write_parquet(pa.table({"source": [source.name] * n, "shard": pa.array([shard.index] * n, pa.int32()),
-                            "record": docs["record"], "quality_bucket": pa.array(buckets, pa.int16(), mask=~scored)},
-                           schema=QUALITY_BUCKETS), part(folder, "buckets", place))
+    write_shard_rows(pa.table({"source": [source.name] * n, "shard": pa.array([shard.index] * n, pa.int32()),
+                               "record": docs["record"], "quality_bucket": pa.array(buckets, pa.int16(), mask=~scored)},
+                              schema=QUALITY_BUCKETS), QUALITY_SELECT.buckets_folder(ctx.workspace), source.name,
+                     shard.index, QUALITY_BUCKETS, ["record"])
     reason, detail, limit = None, "", None
     if source.quality_threshold is not None:
         reason, limit = "below_threshold", source.quality_threshold
@@ -103,12 +100,12 @@ def select_shard(ctx, shard, cuts: list[float], thresholds: dict, folder: Path, 
         detail = f" < {limit:.6f}, the source's keep_fraction {source.keep_fraction} cut"
     rows = np.flatnonzero(scored & (scores < limit)) if reason else np.empty(0, np.int64)
     k = len(rows)
-    write_parquet(pa.table({
+    write_shard_rows(pa.table({
         "source": [source.name] * k, "shard": pa.array([shard.index] * k, pa.int32()),
         "record": docs["record"].take(pa.array(rows, pa.int64())), "fate": ["low_quality"] * k,
         "stage": ["quality"] * k, "reason": [reason] * k,
         "detail": [f"quality {scores[row]:.4f}{detail}" for row in rows], "dup_cluster": pa.nulls(k, pa.string()),
-    }, schema=REMOVALS), part(folder, "removals", place))
+    }, schema=REMOVALS), QUALITY_SELECT.removed_path(ctx.workspace), source.name, shard.index, REMOVALS, ["record"])
     return k
 
 
@@ -122,11 +119,16 @@ class QualitySelect(GlobalStage):
         return settings_json((model_fingerprint(ctx.quality_model), asdict(ctx.config.quality), selection,
                               f"ddsketch {ACCURACY}"))
 
-    def buckets_path(self, ws) -> Path:
-        return ws.stage_dir(self.name) / "buckets.parquet"
+    def buckets_folder(self, ws) -> Path:
+        """Each scored document's bucket, a table by shard."""
+        return ws.stage_dir(self.name) / "buckets"
+
+    def buckets_path(self, ws) -> str:
+        """All of the buckets table, as a glob for DuckDB."""
+        return all_parts(self.buckets_folder(ws))
 
     def outputs(self, ws) -> list[Path]:
-        return [*super().outputs(ws), self.buckets_path(ws)]
+        return [*super().outputs(ws), self.buckets_folder(ws)]
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         import dask
@@ -146,13 +148,9 @@ class QualitySelect(GlobalStage):
                                          sync=True)
         corpus_cuts, thresholds = values[:len(quantiles)], dict(zip(keep, values[len(quantiles):]))
         cuts = list(config.cut_points) if config.cut_points else (corpus_cuts if scored else [])
-        folder = ws.stage_dir(self.name) / "parts"
-        removed = client.compute([dask.delayed(select_shard)(ctx, s, cuts, thresholds, folder, i)
-                                  for i, s in enumerate(shards)], sync=True)
-        client.gather([client.submit(join_parts, [str(part(folder, table, i)) for i in range(len(shards))], out,
-                                     schema, key=join_key(self.name, fingerprint, table))
-                       for table, out, schema in (("buckets", self.buckets_path(ws), QUALITY_BUCKETS),
-                                                  ("removals", self.removed_path(ws), REMOVALS))])
+        for folder in (self.buckets_folder(ws), self.removed_path(ws)):
+            remove_tree(folder)  # a part of a shard that this run has not is a previous run's
+        removed = client.compute([dask.delayed(select_shard)(ctx, s, cuts, thresholds) for s in shards], sync=True)
         stats = {"cut_points": cuts, "scored": scored, "removed": int(sum(removed)), "sketch_accuracy": ACCURACY}
         mark_done(self.marker(ws), fingerprint, stats)
         return stats

@@ -7,13 +7,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.stages.base import removals_relation
+from curation.stages.parts import shard_part
 from curation.stages.prepare import PREPARE
 from loom.io import duckdb_connect, parquet_file, read_parquet
 
 
-def shard_rows(path: Path, shard, columns: list[str]) -> pa.Table:
-    """The rows of a table over all shards that belong to one shard."""
-    return read_parquet(path, columns=columns, filters=[("source", "==", shard.source.name), ("shard", "==", shard.index)])
+def shard_rows(folder: Path, shard, columns: list[str]) -> pa.Table:
+    """The rows of a table by shard that belong to one shard: its own part."""
+    return read_parquet(shard_part(folder, shard.source.name, shard.index), columns=columns)
 
 
 def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:

@@ -24,8 +24,8 @@ class Tokenize(ShardStage):
     def run(self, ctx, shard, fingerprint: str) -> dict:
         ws = ctx.workspace
         tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
-        buckets = shard_rows(QUALITY_SELECT.buckets_path(ws), shard, ["record", "quality_bucket"])
-        clusters = shard_rows(MINHASH_DEDUP.clusters_path(ws), shard, ["record", "cluster_id"])
+        buckets = shard_rows(QUALITY_SELECT.buckets_folder(ws), shard, ["record", "quality_bucket"])
+        clusters = shard_rows(MINHASH_DEDUP.clusters_folder(ws), shard, ["record", "cluster_id"])
         out = self.part_path(ws, shard)
         n_docs = n_tokens = 0
         with parquet_writer(out, CURATED) as writer:
