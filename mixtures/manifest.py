@@ -5,9 +5,9 @@ import hashlib
 import json
 
 import duckdb
-import pyarrow.parquet as pq
 
 from loom.errors import UserError
+from loom.io import duckdb_connect, read_parquet
 from loom.sql import literal
 from loom.workspace import Generation
 
@@ -20,13 +20,14 @@ def read_curation(gen: Generation) -> dict:
 
 
 def manifest_fingerprint(gen: Generation) -> str:
-    shards = duckdb.sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
+    table = literal(gen.manifest_table("shards"))
+    shards = duckdb_connect(gen.root).sql(f"SELECT fingerprint FROM read_parquet({table}) ORDER BY path")
     return hashlib.sha256("\n".join(r[0] for r in shards.fetchall()).encode()).hexdigest()[:24]
 
 
 def shard_sources(gen: Generation) -> dict[str, str]:
     """The source of each curated shard, by its path relative to the generation (as sequence indexes name it)."""
-    shards = pq.read_table(gen.manifest_table("shards"), columns=["path", "source"])
+    shards = read_parquet(gen.manifest_table("shards"), columns=["path", "source"])
     return dict(zip(shards["path"].to_pylist(), shards["source"].to_pylist()))
 
 

@@ -7,7 +7,7 @@ from loom.cli.console import LoomGroup
 from loom.errors import UserError
 from loom.workspace import Workspace
 
-ON_OBJECT_STORAGE = ("curate",)  # the commands that can use a workspace on s3:// (and other stores) today
+ON_OBJECT_STORAGE = ("curate", "train")  # the commands that can use a workspace on s3:// (and other stores) today
 
 
 @click.group(cls=LoomGroup)
