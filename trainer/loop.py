@@ -38,7 +38,11 @@ class Run:
         if not (folder / SCHEDULE_FILE).is_file():
             raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
                             f"run `loom mix build {config.mixture}` first")
-        self.schedule, self.data = load_schedule(folder, Workspace(as_path(config.workspace)))
+        try:
+            self.schedule, self.data = load_schedule(folder, Workspace(as_path(config.workspace)))
+        except FileNotFoundError as err:  # the published generation is incomplete (on a store: no _SUCCESS) or gone
+            raise UserError(f"cannot read the curated data of mixture '{config.mixture}': {err}; run `loom curate` "
+                            f"and `loom mix build {config.mixture}` again") from None
         meta = self.schedule.meta
         self.sources = sorted({s for c in meta["components"] for s in c["sources"]})
         try:

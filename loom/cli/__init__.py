@@ -12,15 +12,16 @@ ON_OBJECT_STORAGE = ("curate", "train")  # the commands that can use a workspace
 
 @click.group(cls=LoomGroup)
 @click.option("--workspace", "-w", metavar="DIR",
-              help="Workspace folder, or a URL such as s3://bucket/prefix for `curate` [default: $LOOM_WORKSPACE or "
-                   "./loom-work]")
+              help="Workspace folder, or a URL such as s3://bucket/prefix for " + ", ".join(ON_OBJECT_STORAGE)
+                   + " [default: $LOOM_WORKSPACE or ./loom-work]")
 @click.pass_context
 def cli(ctx, workspace):
     """Loom: curate raw corpora into tokenized Parquet, build mixtures, train on them."""
     ctx.obj = Workspace.locate(workspace)
     if ctx.obj.remote and ctx.invoked_subcommand not in ON_OBJECT_STORAGE:
+        able = ", ".join(f"`loom {command}`" for command in ON_OBJECT_STORAGE)
         raise UserError(f"`loom {ctx.invoked_subcommand}` cannot use a workspace on object storage yet ({ctx.obj.root}); "
-                        f"only `loom curate` can: copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) "
+                        f"only {able} can: copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) "
                         "and run `loom -w ./ws ...` there")
 
 
