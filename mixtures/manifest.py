@@ -20,8 +20,8 @@ def read_curation(gen: Generation) -> dict:
 
 
 def manifest_fingerprint(gen: Generation) -> str:
-    table = literal(gen.manifest_table("shards"))
-    shards = duckdb_connect(gen.root).sql(f"SELECT fingerprint FROM read_parquet({table}) ORDER BY path")
+    con = duckdb_connect(gen.root)
+    shards = con.sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
     return hashlib.sha256("\n".join(r[0] for r in shards.fetchall()).encode()).hexdigest()[:24]
 
 
@@ -33,6 +33,6 @@ def shard_sources(gen: Generation) -> dict[str, str]:
 
 def documents(gen: Generation) -> duckdb.DuckDBPyConnection:
     """A connection with the manifest's documents (one row per kept document, no text) as the view `documents`."""
-    con = duckdb.connect()
+    con = duckdb_connect(gen.root)
     con.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet({literal(gen.manifest_table('documents'))})")
     return con
