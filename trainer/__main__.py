@@ -3,11 +3,12 @@
 import importlib
 import os
 from contextlib import nullcontext
-from pathlib import Path
 
 import click
 
 from loom.errors import EXIT_USER_ERROR, UserError, error_line
+from loom.io import storage_errors
+from loom.workspace import Workspace
 from trainer.distributed import exit_rank
 from trainer.launch import RUN_LOCK_HELD, run_lock
 from trainer.options import config_from_options, train_options
@@ -26,13 +27,16 @@ def report_hook():
 
 
 @click.command()
-@click.option("--workspace", "-w", required=True, metavar="DIR", help="The Loom workspace")
+@click.option("--workspace", "-w", required=True, metavar="DIR",
+              help="The Loom workspace: a folder, or a URL such as s3://bucket/prefix")
 @train_options
 def main(workspace, **options):
     try:
-        config = config_from_options(Path(workspace).resolve(), options)
+        root = Workspace.locate(workspace).root
+        config = config_from_options(root, options)
         first_rank = os.environ.get("RANK", "0") == "0"  # started by torchrun directly, rank 0 holds the lock
-        with run_lock(config) if first_rank and not os.environ.get(RUN_LOCK_HELD) else nullcontext():
+        takes_lock = first_rank and not os.environ.get(RUN_LOCK_HELD)
+        with storage_errors(root), run_lock(config) if takes_lock else nullcontext():
             train(config, report=report_hook())
     except UserError as err:
         click.echo(error_line(err), err=True)

@@ -1,11 +1,14 @@
 """Checkpoints with torch.distributed.checkpoint: each rank writes its own part of the model and optimizer
 (whole tensors under DDP, shards under FSDP2), so a run can resume on another number of ranks. The trainer's
 own state (step, tokens seen, the schedule's fingerprint) is a JSON file written last: a checkpoint without it
-is incomplete and is never resumed from."""
+is incomplete and is never resumed from.
+
+A run folder on an object store gets the same objects through DCP's fsspec writer and reader: each rank's file
+is one upload, the state file is one PUT after every rank has finished (the commit, as locally), and old
+checkpoints are removed object by object."""
 
 import hashlib
 import json
-import shutil
 import warnings
 from pathlib import Path
 
@@ -13,7 +16,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from loom.io import write_text
+from loom.io import as_path, is_remote, read_text, remove_tree, write_text
 from trainer.distributed import in_group
 
 STATE_FILE = "trainer_state.json"
@@ -25,16 +28,17 @@ def schedule_fingerprint(meta: dict) -> str:
 
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:
-    return Path(run_dir) / "checkpoints" / f"step-{step:07d}"
+    return as_path(run_dir) / "checkpoints" / f"step-{step:07d}"
 
 
 def latest(run_dir: Path) -> Path | None:
-    complete = sorted(p.parent for p in (Path(run_dir) / "checkpoints").glob(f"step-*/{STATE_FILE}"))
+    complete = sorted((p.parent for p in (as_path(run_dir) / "checkpoints").glob(f"step-*/{STATE_FILE}")),
+                      key=lambda p: p.name)
     return complete[-1] if complete else None
 
 
 def read_state(path: Path) -> dict:
-    return json.loads((path / STATE_FILE).read_text())
+    return json.loads(read_text(path / STATE_FILE))
 
 
 def _barrier() -> None:
@@ -47,15 +51,29 @@ def _single_process_is_intended():
     warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
 
 
+def _storage(path, writing: bool) -> dict:
+    """DCP's storage for a checkpoint folder: its own local file writer, or on a store the fsspec one with the
+    folder's credentials. Not synced with os.sync() (DCP's fallback for a file with no descriptor, which would
+    flush the whole machine): an object is durable once its upload has finished."""
+    if not is_remote(path):
+        return {"checkpoint_id": str(path)}
+    from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
+
+    if writing:
+        return {"storage_writer": FsspecWriter(str(path), sync_files=False, **path.storage_options)}
+    return {"storage_reader": FsspecReader(str(path), **path.storage_options)}
+
+
 def save(model, optimizer, path: Path, state: dict, is_main: bool) -> None:
     _single_process_is_intended()
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(path))
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, **_storage(path, writing=True))
     _barrier()
     if is_main:
         write_text(json.dumps(state, indent=2), path / STATE_FILE)
-        for old in sorted(p for p in path.parent.glob("step-*") if p != path)[:-(KEEP - 1) or None]:
-            shutil.rmtree(old, ignore_errors=True)
+        others = sorted((p for p in path.parent.glob("step-*") if p.name != path.name), key=lambda p: p.name)
+        for old in others[:-(KEEP - 1) or None]:
+            remove_tree(old)
     _barrier()
 
 
@@ -63,6 +81,6 @@ def load(model, optimizer, path: Path) -> dict:
     _single_process_is_intended()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     loaded = {"model": model_state, "optimizer": optimizer_state}
-    dcp.load(loaded, checkpoint_id=str(path))
+    dcp.load(loaded, **_storage(path, writing=False))
     set_state_dict(model, optimizer, model_state_dict=loaded["model"], optim_state_dict=loaded["optimizer"])
     return read_state(path)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from loom.errors import UserError
+from loom.io import as_path
 from loom.names import check_name
 from loom.workspace import Workspace
 
@@ -21,7 +22,7 @@ SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridd
 
 @dataclass(frozen=True)
 class TrainConfig:
-    workspace: Path
+    workspace: Path  # a local folder, or a URL on an object store (a UPath, see loom.io.as_path)
     mixture: str
     run_name: str | None = None  # runs/<run_name>/; default: <mixture>-<model>
     model: str = "tiny"
@@ -63,20 +64,20 @@ class TrainConfig:
 
     @property
     def run_dir(self) -> Path:
-        return Workspace(Path(self.workspace)).run_dir(self.name)
+        return Workspace(as_path(self.workspace)).run_dir(self.name)
 
     @property
     def mixture_dir(self) -> Path:
-        return Workspace(Path(self.workspace)).mixture_dir(self.mixture)
+        return Workspace(as_path(self.workspace)).mixture_dir(self.mixture)
 
     def to_json(self) -> str:
-        return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}, indent=2)
+        return json.dumps({k: str(v) if k == "workspace" else v for k, v in asdict(self).items()}, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> "TrainConfig":
         raw = json.loads(text)
         known = {f.name for f in fields(cls)}
-        return cls(**{k: Path(v) if k == "workspace" else v for k, v in raw.items() if k in known})
+        return cls(**{k: as_path(v) if k == "workspace" else v for k, v in raw.items() if k in known})
 
 
 @dataclass(frozen=True)

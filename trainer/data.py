@@ -1,6 +1,10 @@
 """Batches for a rank, straight from a compiled schedule: which sequences (schedule), where their tokens lie
 (the sequence index), and the curated Parquet rows themselves, read a row group at a time and kept in a small
-cache, never the whole dataset. A background thread prepares the next steps while the model trains."""
+cache, never the whole dataset. A background thread prepares the next steps while the model trains.
+
+On an object store a row group miss is one ranged read of that row group's `input_ids` column chunk (after the
+part's footer, once per part per process): a rank fetches only the tokens it reads, never a part's text nor the
+rows other ranks read."""
 
 import queue
 import threading
@@ -13,6 +17,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
+from loom.io import as_path, parquet_row_groups
 from loom.workspace import Generation
 from mixtures import Schedule, SequenceIndex, shard_sources
 
@@ -31,13 +36,13 @@ class RowGroupCache:
     `capacity` row groups kept."""
 
     def __init__(self, root: Path, capacity: int = 16):
-        self.root, self.capacity = Path(root), capacity
+        self.root, self.capacity = as_path(root), capacity
         self._files: dict[str, tuple[pq.ParquetFile, np.ndarray]] = {}
         self._groups: OrderedDict = OrderedDict()
 
     def _file(self, shard: str):
         if shard not in self._files:
-            file = pq.ParquetFile(self.root / shard)
+            file = parquet_row_groups(self.root / shard)
             starts = np.cumsum([0] + [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)])
             self._files[shard] = (file, starts)
         return self._files[shard]
@@ -64,7 +69,7 @@ class SequenceReader:
     def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str]):
         meta = schedule.meta
         self.width = meta["seq_len"] + 1
-        self.indexes = [SequenceIndex(Path(folder) / c["file"], meta["seq_len"]) for c in meta["components"]]
+        self.indexes = [SequenceIndex(as_path(folder) / c["file"], meta["seq_len"]) for c in meta["components"]]
         self.source_id = {name: i for i, name in enumerate(sources)}
         self.shard_source = shard_sources(data)
         self.cache = RowGroupCache(data.root)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from loom.errors import UserError
+from loom.io import as_path
 from loom.lock import exclusive
 from loom.workspace import Workspace
 from trainer.config import TrainConfig
@@ -23,7 +24,7 @@ RUN_LOCK_HELD = "LOOM_RUN_LOCK_HELD"  # set for ranks whose launcher holds the r
 
 def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
     """The run's one-writer lock: a second `loom train` of the same run is refused while this one lives."""
-    ws = Workspace(Path(config.workspace))
+    ws = Workspace(as_path(config.workspace))
     return exclusive(ws.lock_file(f"run-{config.name}"), f"run '{config.name}' in {ws.root}", note)
 
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from loom.errors import UserError
+from loom.io import as_path
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE, load_schedule, target_shares
 from trainer import checkpoint, metrics
@@ -37,7 +38,11 @@ class Run:
         if not (folder / SCHEDULE_FILE).is_file():
             raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
                             f"run `loom mix build {config.mixture}` first")
-        self.schedule, self.data = load_schedule(folder, Workspace(Path(config.workspace)))
+        try:
+            self.schedule, self.data = load_schedule(folder, Workspace(as_path(config.workspace)))
+        except FileNotFoundError as err:  # the published generation is incomplete (on a store: no _SUCCESS) or gone
+            raise UserError(f"cannot read the curated data of mixture '{config.mixture}': {err}; run `loom curate` "
+                            f"and `loom mix build {config.mixture}` again") from None
         meta = self.schedule.meta
         self.sources = sorted({s for c in meta["components"] for s in c["sources"]})
         try:
@@ -181,7 +186,6 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         state = checkpoint.load(wrapped, optimizer, run.resume_from)
         start_step, tokens_seen = state["step"], state["tokens_seen"]
     if ranks.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
         metrics.write_run(run_dir, {**run.describe(), metrics.STATUS: metrics.RUNNING,
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
                                     metrics.STARTED_AT: time.time()})
@@ -200,7 +204,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
             f"{start_step}..{run.end_step} of {schedule.steps}, {ranks.world_size} rank(s) on {ranks.device}, "
             f"mid-training from step {run.midtrain_start}")
-    metrics_file = open(run_dir / metrics.METRICS_FILE, "a") if ranks.is_main else None
+    metrics_log = metrics.MetricsLog(run_dir) if ranks.is_main else None
     step_began = time.perf_counter()
     waited_before = loader.wait_seconds
     try:
@@ -253,14 +257,16 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                            metrics.MFU: flops_token * tokens_per_step / seconds / (peak * ranks.world_size),
                            metrics.PEAK_FLOPS: peak, metrics.PEAK_SOURCE: peak_source})
             if ranks.is_main:
-                metrics_file.write(json.dumps(record) + "\n")
-                metrics_file.flush()
+                metrics_log.write(record)
             done = step + 1
             if done % config.checkpoint_every == 0 or done == run.end_step:
+                if ranks.is_main:
+                    metrics_log.publish()  # on a store, before the checkpoint commits: see MetricsLog
                 checkpoint.save(wrapped, optimizer, checkpoint.checkpoint_dir(run_dir, done),
                                 {"step": done, "tokens_seen": tokens_seen, "schedule_fingerprint": run.fingerprint,
                                  "model_config": run.model_config.__dict__}, ranks.is_main)
             if ranks.is_main and (done % config.report_every == 0 or done == run.end_step):
+                metrics_log.publish()
                 log(f"step {done:>6}/{run.end_step}  loss {record[metrics.LOSS]:.4f}  lr {lr:.2e}  "
                     f"grad {grad_norm:.3f}  {record[metrics.TOKENS_PER_SECOND]:,.0f} tok/s  "
                     f"mfu {record[metrics.MFU]:.1%}")
@@ -269,12 +275,13 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
             step_began, waited_before = time.perf_counter(), loader.wait_seconds  # eval, checkpoints, reports: not step time
     except BaseException:
         if ranks.is_main:
+            metrics_log.publish()
             metrics.finish(run_dir, metrics.FAILED)
             write_report(report, run_dir, log)
         raise
     finally:
-        if metrics_file:
-            metrics_file.close()
+        if metrics_log:
+            metrics_log.close()
     if ranks.is_main:
         metrics.finish(run_dir, metrics.FINISHED if run.end_step == schedule.steps else metrics.STOPPED)
         write_report(report, run_dir, log)

@@ -1,13 +1,15 @@
 """What a training run writes, defined once: runs/<run>/metrics.jsonl, a line per step, and runs/<run>/run.json,
 what the run is and how it stands. The training loop writes these keys and the run report reads them; this
-module imports no torch, so the report (and `loom sql`) can use it without."""
+module imports no torch, so the report (and `loom sql`) can use it without. The run folder may be on an object
+store (see MetricsLog for what a reader sees there while the run goes on)."""
 
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from loom.io import write_text
+from loom.io import as_path, copy_file, is_remote, read_text, write_text
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
@@ -72,7 +74,7 @@ def read_metrics(run_dir: Path) -> list[dict]:
 def read_metrics_counted(run_dir: Path) -> tuple[list[dict], int]:
     """The records of metrics.jsonl, and how many of its lines could not be read and were skipped: a killed
     writer leaves its last line torn (`{"step": 12, "lo`), and a reader may meet the line being written."""
-    lines, unreadable = _whole_lines(Path(run_dir) / METRICS_FILE)
+    lines, unreadable = _whole_lines(as_path(run_dir) / METRICS_FILE)
     return [record for _, record in lines], unreadable
 
 
@@ -80,7 +82,7 @@ def keep_metrics_before(run_dir: Path, step: int) -> int:
     """On resume, keep the whole lines of the steps before the checkpoint (later steps are trained again, and
     appended after them) and drop any torn line, so the file is whole again and each step appears once.
     Returns the number of unreadable lines dropped, said once on stderr."""
-    path = Path(run_dir) / METRICS_FILE
+    path = as_path(run_dir) / METRICS_FILE
     if not path.exists():
         return 0
     lines, unreadable = _whole_lines(path)
@@ -111,14 +113,48 @@ def _whole_lines(path: Path) -> tuple[list[tuple[str, dict]], int]:
 
 
 def read_run(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / RUN_FILE).read_text())
+    return json.loads(read_text(as_path(run_dir) / RUN_FILE))
 
 
 def write_run(run_dir: Path, info: dict) -> None:
     """Whole or not at all: the report reads run.json while the run goes on."""
-    write_text(json.dumps(info, indent=2), Path(run_dir) / RUN_FILE)
+    write_text(json.dumps(info, indent=2), as_path(run_dir) / RUN_FILE)
 
 
 def finish(run_dir: Path, status: str) -> None:
-    if (Path(run_dir) / RUN_FILE).exists():
+    if (as_path(run_dir) / RUN_FILE).exists():
         write_run(run_dir, {**read_run(run_dir), STATUS: status, ENDED_AT: time.time()})
+
+
+class MetricsLog:
+    """metrics.jsonl as the main rank writes it, a line per step. In a local run folder each line is appended and
+    flushed as it comes. A store has no append: the lines go to a local copy, and `publish` uploads it whole (one
+    PUT), which the loop does at every report, before every checkpoint and at the end. A reader of the store's
+    copy sees every step up to the last of those; and a run killed after a checkpoint has every step before it
+    there, so its resume (which keeps the steps before the checkpoint) leaves no step out."""
+
+    def __init__(self, run_dir):
+        self.target = as_path(run_dir) / METRICS_FILE
+        self.remote = is_remote(self.target)
+        self._folder = tempfile.TemporaryDirectory(prefix="loom-metrics-") if self.remote else None
+        local = Path(self._folder.name) / METRICS_FILE if self._folder else self.target
+        if self.remote and self.target.exists():  # the steps a resumed run keeps (keep_metrics_before)
+            local.write_text(read_text(self.target), encoding="utf-8")
+        self.local = local
+        self._file = open(local, "a")
+        self._unpublished = False
+
+    def write(self, record: dict) -> None:
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+        self._unpublished = self.remote
+
+    def publish(self) -> None:
+        if self._unpublished:
+            copy_file(self.local, self.target)
+            self._unpublished = False
+
+    def close(self) -> None:
+        self._file.close()
+        if self._folder:
+            self._folder.cleanup()
