@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
+from loom.io import as_path, read_parquet
 
 SPEC_FILE = "mixture.toml"  # the spec as resolved
 SCHEDULE_FILE = "schedule.json"  # phases, components, fingerprints: what Schedule loads
@@ -16,4 +16,4 @@ def sequences_file(component: int) -> str:
 
 
 def read_plan(folder: Path) -> list[dict]:
-    return pq.read_table(Path(folder) / PLAN_FILE).to_pylist()
+    return read_parquet(as_path(folder) / PLAN_FILE).to_pylist()

@@ -5,9 +5,9 @@ import hashlib
 import json
 
 import duckdb
-import pyarrow.parquet as pq
 
 from loom.errors import UserError
+from loom.io import duckdb_connect, read_parquet
 from loom.sql import literal
 from loom.workspace import Generation
 
@@ -20,18 +20,18 @@ def read_curation(gen: Generation) -> dict:
 
 
 def manifest_fingerprint(gen: Generation) -> str:
-    shards = duckdb.sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
+    shards = duckdb_connect(gen.root).sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
     return hashlib.sha256("\n".join(r[0] for r in shards.fetchall()).encode()).hexdigest()[:24]
 
 
 def shard_sources(gen: Generation) -> dict[str, str]:
     """The source of each curated shard, by its path relative to the generation (as sequence indexes name it)."""
-    shards = pq.read_table(gen.manifest_table("shards"), columns=["path", "source"])
+    shards = read_parquet(gen.manifest_table("shards"), columns=["path", "source"])
     return dict(zip(shards["path"].to_pylist(), shards["source"].to_pylist()))
 
 
 def documents(gen: Generation) -> duckdb.DuckDBPyConnection:
     """A connection with the manifest's documents (one row per kept document, no text) as the view `documents`."""
-    con = duckdb.connect()
+    con = duckdb_connect(gen.root)
     con.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet({literal(gen.manifest_table('documents'))})")
     return con

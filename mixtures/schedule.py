@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
+from loom.io import as_path, read_parquet, read_text
 from mixtures.compiled import SCHEDULE_FILE, read_plan
 
 MASK64 = np.uint64(2**64 - 1)
@@ -79,7 +79,7 @@ class Schedule:
 
     @classmethod
     def load(cls, folder: Path) -> "Schedule":
-        return cls(json.loads((Path(folder) / SCHEDULE_FILE).read_text()))
+        return cls(json.loads(read_text(as_path(folder) / SCHEDULE_FILE)))
 
     def phase_of(self, step: int) -> int:
         if not 0 <= step < self.steps:
@@ -147,7 +147,7 @@ class SequenceIndex:
     component's concatenated stream. Sequence i is tokens [i*(seq_len+1), (i+1)*(seq_len+1)) of that stream."""
 
     def __init__(self, path: Path, seq_len: int):
-        table = pq.read_table(path)
+        table = read_parquet(path)
         self.shards = table["shard"].to_pylist()
         self.rows = table["row"].to_numpy()
         self.n_tokens = table["n_tokens"].to_numpy()

@@ -5,7 +5,7 @@ from pathlib import Path
 from statistics import median
 
 from loom.errors import UserError
-from loom.io import write_text
+from loom.io import as_path, write_text
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
 from trainer.metrics import (
     ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EXPERT_LOAD, GLOBAL_BATCH, GRAD_NORM,
@@ -101,7 +101,7 @@ def group_table(records: list[dict]) -> str:
 
 
 def run_report(run_dir: Path) -> Path:
-    run_dir = Path(run_dir)
+    run_dir = as_path(run_dir)
     if not (run_dir / RUN_FILE).is_file():
         raise UserError(f"no training run in {run_dir} (no {RUN_FILE}); start one with `loom train --mixture NAME`")
     info = read_run(run_dir)

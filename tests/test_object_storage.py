@@ -239,10 +239,10 @@ def test_an_https_style_source_is_read_over_http(slice_sources):
         server.shutdown()
 
 
-@pytest.mark.parametrize("command", [["mix", "build", "sample"], ["train", "--mixture", "sample"], ["sql", "SELECT 1"]])
+@pytest.mark.parametrize("command", [["quickstart"], ["tokenizer", "train", "--sources", "sources.toml"]])
 def test_commands_that_cannot_use_a_store_yet_say_so_in_one_line(command):
     result = run_loom("-w", "s3://bucket/ws", *command, check=False)
     assert result.returncode == 2
     assert result.stderr.strip() == (f"error: `loom {command[0]}` cannot use a workspace on object storage yet "
-                                     "(s3://bucket/ws); only `loom curate` can: copy it to a local folder (e.g. "
-                                     "`aws s3 sync s3://bucket/ws ./ws`) and run `loom -w ./ws ...` there")
+                                     "(s3://bucket/ws): copy it to a local folder (e.g. `aws s3 sync s3://bucket/ws "
+                                     "./ws`) and run `loom -w ./ws ...` there")

@@ -5,23 +5,28 @@ import click
 from loom.cli import curate, mix, quality, quickstart, report, sql, tokenizer, train
 from loom.cli.console import LoomGroup
 from loom.errors import UserError
+from loom.io import check_reachable, storage_errors
 from loom.workspace import Workspace
 
-ON_OBJECT_STORAGE = ("curate",)  # the commands that can use a workspace on s3:// (and other stores) today
+# the commands that can use a workspace on s3:// (and other stores) today
+ON_OBJECT_STORAGE = ("curate", "mix", "sql", "report")
 
 
 @click.group(cls=LoomGroup)
 @click.option("--workspace", "-w", metavar="DIR",
-              help="Workspace folder, or a URL such as s3://bucket/prefix for `curate` [default: $LOOM_WORKSPACE or "
-                   "./loom-work]")
+              help="Workspace folder, or a URL such as s3://bucket/prefix [default: $LOOM_WORKSPACE or ./loom-work]")
 @click.pass_context
 def cli(ctx, workspace):
     """Loom: curate raw corpora into tokenized Parquet, build mixtures, train on them."""
     ctx.obj = Workspace.locate(workspace)
-    if ctx.obj.remote and ctx.invoked_subcommand not in ON_OBJECT_STORAGE:
-        raise UserError(f"`loom {ctx.invoked_subcommand}` cannot use a workspace on object storage yet ({ctx.obj.root}); "
-                        f"only `loom curate` can: copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) "
-                        "and run `loom -w ./ws ...` there")
+    if not ctx.obj.remote:
+        return
+    if ctx.invoked_subcommand not in ON_OBJECT_STORAGE:
+        raise UserError(f"`loom {ctx.invoked_subcommand}` cannot use a workspace on object storage yet ({ctx.obj.root}): "
+                        f"copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) and run `loom -w ./ws ...` "
+                        "there")
+    with storage_errors(ctx.obj.root):  # a wrong bucket, endpoint or key said once, before the command starts
+        check_reachable(ctx.obj.root)
 
 
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, sql.sql, train.train,
