@@ -20,7 +20,8 @@ def read_curation(gen: Generation) -> dict:
 
 
 def manifest_fingerprint(gen: Generation) -> str:
-    shards = duckdb_connect(gen.root).sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
+    con = duckdb_connect(gen.root)
+    shards = con.sql(f"SELECT fingerprint FROM read_parquet({literal(gen.manifest_table('shards'))}) ORDER BY path")
     return hashlib.sha256("\n".join(r[0] for r in shards.fetchall()).encode()).hexdigest()[:24]
 
 

@@ -29,8 +29,8 @@ docs = 0.5
 QUERIES = [
     "SELECT source, count(*) AS docs, sum(n_tokens) AS tokens FROM documents GROUP BY 1 ORDER BY 1",
     "SELECT source, fate, stage, reason, count(*) FROM funnel GROUP BY ALL ORDER BY ALL",
-    "SELECT doc_id, source, lang, quality_bucket, n_tokens FROM doc_stats ORDER BY doc_id",
-    "SELECT source, path, documents FROM shards ORDER BY path",
+    "SELECT id, source, shard, row, lang, quality_bucket, n_tokens FROM doc_stats ORDER BY shard, row",
+    "SELECT source, path, n_docs, n_tokens FROM shards ORDER BY path",
     "SELECT source, record, reason FROM quarantine ORDER BY ALL",
     "SELECT * FROM dedup_clusters ORDER BY ALL",
     "SELECT * FROM mixture_plan ORDER BY ALL",
@@ -60,7 +60,7 @@ def workspaces(s3_server, slice_sources, slice_tokenizer, curated_slice, tmp_pat
 @pytest.fixture(scope="module")
 def built(workspaces) -> dict[str, subprocess.CompletedProcess]:
     store, local = workspaces
-    return {"store": run_loom("-w", store, "mix", "build", "good"), "local": run_loom("-w", local, "mix", "build", "good")}
+    return {name: run_loom("-w", ws, "mix", "build", "good") for name, ws in (("store", store), ("local", local))}
 
 
 def compiled_files(root) -> dict[str, bytes]:
@@ -87,9 +87,10 @@ def test_mix_build_on_a_store_writes_the_same_schedule_files(workspaces, built):
     meta = json.loads(as_path(f"{store}/mixtures/good/schedule.json").read_text())
     assert meta["workspace"] == store and meta["generation"].startswith("g-")
     listed = run_loom("-w", store, "mix", "list").stdout
-    assert any(line.split("│")[1:4:2] == [" good ", " yes "] for line in listed.splitlines() if "│" in line), listed
-    shown = run_loom("-w", store, "mix", "show", "good").stdout
-    assert shown.split("Plan of good", 1)[1] == run_loom("-w", local, "mix", "show", "good").stdout.split("Plan of good", 1)[1]
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in listed.splitlines() if "│" in line]
+    assert [f"{store}/mixtures/good.toml", "yes"] in [row[1:] for row in rows if row[0] == "good"], listed
+    shown = [run_loom("-w", ws, "mix", "show", "good").stdout for ws in (store, local)]
+    assert shown[0] == shown[1] and "Plan of good" in shown[0]
     assert not as_path(f"{store}/locks/mixture-good.lock").exists()  # released
 
 

@@ -22,9 +22,9 @@ def cli(ctx, workspace):
     if not ctx.obj.remote:
         return
     if ctx.invoked_subcommand not in ON_OBJECT_STORAGE:
-        raise UserError(f"`loom {ctx.invoked_subcommand}` cannot use a workspace on object storage yet ({ctx.obj.root}): "
-                        f"copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) and run `loom -w ./ws ...` "
-                        "there")
+        raise UserError(f"`loom {ctx.invoked_subcommand}` cannot use a workspace on object storage yet "
+                        f"({ctx.obj.root}): copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) and "
+                        "run `loom -w ./ws ...` there")
     with storage_errors(ctx.obj.root):  # a wrong bucket, endpoint or key said once, before the command starts
         check_reachable(ctx.obj.root)
 
