@@ -195,3 +195,6 @@ def test_a_wrong_bucket_no_credentials_or_nothing_curated_is_one_line(s3_server,
     for command, line in expected.items():
         result = run_loom("-w", empty, *command, check=False)
         assert (result.returncode, result.stderr.strip()) == (2, line), command
+    listed = run_loom("-w", empty, "mix", "list").stdout  # the bundled specs, none compiled here
+    assert any(line.split("│")[1].strip() == "sample" and line.split("│")[3].strip() == "no"
+               for line in listed.splitlines() if "│" in line), listed
