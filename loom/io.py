@@ -346,3 +346,17 @@ def parquet_row_groups(path) -> pq.ParquetFile:
         return pq.ParquetFile(path)
     fs, spelled = _fs_path(path)
     return pq.ParquetFile(fs.open(spelled, "rb", cache_type="none"))
+
+
+def check_reachable(root) -> None:
+    """Lists a workspace on a store once, so that a refusal (no credentials, a wrong key or endpoint, no such bucket)
+    is raised for `storage_errors` to word before a reader takes it for an empty workspace. A prefix with nothing
+    under it yet passes, as does a local path."""
+    root = as_path(root)
+    if is_remote(root):
+        fs, spelled = _fs_path(root)
+        try:
+            fs.ls(spelled)
+        except FileNotFoundError as err:
+            if "bucket does not exist" in str(err):
+                raise

@@ -10,9 +10,9 @@ from tokenizers import Tokenizer
 
 from curation.tokenizer import tokenizer_fingerprint
 from loom.errors import UserError
-from loom.io import write_parquet, write_text
+from loom.io import local_file, write_parquet, write_text
 from loom.workspace import Generation, Workspace
-from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SEQUENCES_DIR, SPEC_FILE, sequences_file
+from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, sequences_file
 from mixtures.manifest import documents, manifest_fingerprint, read_curation
 from mixtures.plan import PLAN, Component, component_stats, plan_phases, plan_rows, resolve, weight_keys
 from mixtures.spec import MixtureSpec, to_toml
@@ -29,12 +29,10 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     steps = spec.resolved_steps()
     phases = plan_phases(spec, keys, steps)
     rows = plan_rows(spec, components, phases, stats)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SEQUENCES_DIR).mkdir(exist_ok=True)
     meta = {
         "name": spec.name, "seed": spec.seed, "seq_len": spec.seq_len, "global_batch": spec.global_batch,
         "steps": steps, "tokens": steps * spec.global_batch * spec.seq_len,
-        "vocab_size": Tokenizer.from_file(str(tokenizer)).get_vocab_size(),
+        "vocab_size": Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
         "components": write_sequence_indexes(con, components, stats, out),
         "manifest_fingerprint": manifest_fingerprint(gen), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path, PurePath
 
 from loom.errors import UserError, reject_unknown_keys
+from loom.io import as_path, read_text
 from loom.names import check_name
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
@@ -121,7 +122,7 @@ def _weights(table, where: str) -> tuple[tuple[str, float], ...]:
 
 def load_spec(path: Path) -> MixtureSpec:
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
     return parse_spec(raw, str(path))
@@ -129,11 +130,11 @@ def load_spec(path: Path) -> MixtureSpec:
 
 def find_spec(name_or_path: str, workspace_mixtures: Path, builtin: Path) -> Path:
     """A path to a spec file, or a name: the workspace's mixtures/NAME.toml first, then the built-in one."""
-    as_path = Path(name_or_path)
-    if as_path.suffix == ".toml":
-        if not as_path.is_file():
-            raise UserError(f"no mixture spec at {as_path}")
-        return as_path
+    given = as_path(name_or_path)
+    if given.suffix == ".toml":
+        if not given.is_file():
+            raise UserError(f"no mixture spec at {given}")
+        return given
     check_name("mixture", name_or_path)
     for folder in (workspace_mixtures, builtin):
         candidate = folder / f"{name_or_path}.toml"

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from loom.errors import UserError
-from loom.io import write_text
+from loom.io import as_path, write_text
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE
 from reports import sections
@@ -20,14 +20,14 @@ def curation_report(root: Path) -> Path:
     sources = [s for (s,) in con.sql("SELECT DISTINCT source FROM funnel ORDER BY source").fetchall()]
     body = [f"<h1>Curation of {len(sources)} sources</h1>",
             sections.funnel(con, sources), sections.distributions(con, sources), sections.spot_checks(con, sources, 0)]
-    out = Workspace(Path(root)).published().curation_report
+    out = Workspace(as_path(root)).published().curation_report
     write_text(page("Loom curation report", body), out)
     return out
 
 
 def mixture_report(root: Path, name: str) -> Path:
     """`mixtures/NAME/report.html`: what the mixture is made of, phase by phase, and of what data."""
-    ws = Workspace(Path(root))
+    ws = Workspace(as_path(root))
     folder = ws.mixture_dir(name)
     if not (folder / SCHEDULE_FILE).is_file():
         raise UserError(f"mixture '{name}' is not compiled in {root}; run `loom mix build {name}`")

@@ -1,16 +1,19 @@
 """DuckDB views over a workspace: the manifests, the curated data, compiled mixtures and training runs.
 A view exists only when the files behind it do, so the list grows as a workspace does. The connection they are
-defined on is sandboxed by DuckDB's own settings: it reaches files under the workspace folder and nothing else."""
+defined on is sandboxed by DuckDB's own settings: it reaches files under the workspace folder (or, for a workspace on
+an object store, its URL prefix, read through the store's fsspec filesystem) and nothing else."""
 
 import glob
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from loom.errors import UserError
+from loom.io import as_path, duckdb_connect, expand_glob, is_remote
 from loom.sql import literal
 from loom.workspace import Workspace
 
@@ -89,7 +92,7 @@ VIEWS = (
 
 def available_views(root: Path, folders: dict[bool, Path] | None = None) -> list[tuple[str, str]]:
     """(name, CREATE VIEW statement) of each view whose files exist, in dependency order."""
-    root = Path(root).resolve()
+    root = workspace_root(root)
     folders = folders or view_folders(root)
     return [(view.name, create_statement(view, folders[view.published])) for view in VIEWS
             if has_files(view, folders[view.published])]
@@ -101,8 +104,20 @@ def view_folders(root: Path) -> dict[bool, Path]:
     return {True: Workspace(root).published().root, False: root}
 
 
+def workspace_root(root) -> Path:
+    """A local workspace as its resolved folder (DuckDB checks resolved paths), a store's as its URL."""
+    root = as_path(root)
+    return root if is_remote(root) else Path(root).resolve()
+
+
 def has_files(view: View, folder: Path) -> bool:
-    return bool(glob.glob(os.path.join(glob.escape(str(folder)), view.pattern)))
+    return bool(view_files(view, folder))
+
+
+def view_files(view: View, folder: Path) -> list:
+    if is_remote(folder):
+        return expand_glob(f"{folder}/{view.pattern}")
+    return glob.glob(os.path.join(glob.escape(str(folder)), view.pattern))
 
 
 def create_statement(view: View, folder: Path) -> str:
@@ -126,7 +141,7 @@ def connect(root: Path) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
 def workspace_views(root: Path) -> WorkspaceViews:
     """The workspace's views on a sandboxed connection. A view its files cannot make (a run's metrics.jsonl with no
     readable line yet) is left out with a note, so the other views still answer; unreadable JSONL lines are noted."""
-    root = Path(root).resolve()
+    root = workspace_root(root)
     folders = view_folders(root)
     con = sandboxed_connection(root, folders)
     names, notes = [], []
@@ -148,12 +163,15 @@ def workspace_views(root: Path) -> WorkspaceViews:
 
 def sandboxed_connection(root: Path, folders: dict[bool, Path]) -> duckdb.DuckDBPyConnection:
     """An in-memory connection that reaches files under `root` (and what symlinks in it lead to) and nothing else,
-    reading or writing (DuckDB refuses every other path, URLs included), installs and loads no extension, and whose
-    configuration is locked, so no query can undo any of that. DuckDB spills inside the workspace, not in `.`."""
+    reading or writing (DuckDB refuses every other path, URLs included: on a store, every URL outside the
+    workspace's prefix, though the store's filesystem is registered), installs and loads no extension, and whose
+    configuration is locked, so no query can undo any of that. DuckDB spills inside a local workspace, not in `.`
+    (for one on a store, in a folder of its own under the system's temporary folder)."""
     check_root(root)
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-                                 "allow_community_extensions": False})
-    con.execute("SET temp_directory = ?", [str(root / SPILL_FOLDER)])
+    con = duckdb_connect(root)
+    for setting in ("autoinstall_known_extensions", "autoload_known_extensions", "allow_community_extensions"):
+        con.execute(f"SET {setting} = false")
+    con.execute("SET temp_directory = ?", [str(spill_folder(root))])
     linked, files = linked_targets(root, folders)
     con.execute("SET allowed_directories = ?", [[f"{root}/", *linked]])
     con.execute("SET allowed_paths = ?", [files])
@@ -162,12 +180,21 @@ def sandboxed_connection(root: Path, folders: dict[bool, Path]) -> duckdb.DuckDB
     return con
 
 
+def spill_folder(root: Path) -> Path:
+    if is_remote(root):
+        return Path(tempfile.gettempdir()) / f"loom-duckdb-{os.getpid()}"
+    return root / SPILL_FOLDER
+
+
 def linked_targets(root: Path, view_roots: dict[bool, Path]) -> tuple[list[str], list[str]]:
     """The folders and files outside `root` that the views' files reach through a symlink inside it (curated/ linked
-    to another disk): DuckDB resolves links before it checks a path, and they are the workspace's as much."""
+    to another disk): DuckDB resolves links before it checks a path, and they are the workspace's as much. A store
+    has no links."""
     folders, files = set(), set()
+    if is_remote(root):
+        return [], []
     for view in VIEWS:
-        for name in glob.glob(os.path.join(glob.escape(str(view_roots[view.published])), view.pattern)):
+        for name in view_files(view, view_roots[view.published]):
             path = Path(name)
             for link in (p for p in [path, *path.parents] if p.is_relative_to(root) and p.is_symlink()):
                 if link.is_dir():
@@ -180,7 +207,7 @@ def linked_targets(root: Path, view_roots: dict[bool, Path]) -> tuple[list[str],
 def check_root(root: Path) -> None:
     """DuckDB takes paths as UTF-8 and reads `[`, `*` and `?` in them as a glob (escaping them would also widen
     the sandbox to another folder's name), so a workspace path must be UTF-8 without those."""
-    shown = os.fsencode(root).decode("utf-8", "backslashreplace")
+    shown = str(root) if is_remote(root) else os.fsencode(root).decode("utf-8", "backslashreplace")
     if shown != str(root):
         raise UserError(f"the workspace path {shown} is not valid UTF-8, which DuckDB needs; rename the folder")
     if glob.has_magic(str(root)):
@@ -194,7 +221,8 @@ def unreadable_lines(con: duckdb.DuckDBPyConnection, root: Path, folder: Path, p
     rows = con.execute(f"""SELECT filename, count(*) FROM read_ndjson_objects({format(WorkspacePaths(folder), pattern)},
                            filename = true, ignore_errors = true)
                            WHERE json IS NULL GROUP BY filename ORDER BY filename""").fetchall()
-    return [f"skipped {n} unreadable line{'' if n == 1 else 's'} in {Path(name).relative_to(root)}" for name, n in rows]
+    return [f"skipped {n} unreadable line{'' if n == 1 else 's'} in {str(name).removeprefix(f'{root}/')}"
+            for name, n in rows]
 
 
 def is_read_only(con: duckdb.DuckDBPyConnection, query: str) -> bool:
