@@ -53,10 +53,10 @@ def test_funnel_and_documents_are_per_shard_parts_of_the_single_tables(curated_s
     assert list(zip(documents["shard"].to_pylist(), documents["row"].to_pylist())) == expected
 
 
-def test_publish_runs_on_the_workers_and_a_rerun_ends_identical(curated_slice, slice_sources, slice_tokenizer, tmp_path):
-    """The stages are all done in a copy of the curated slice; with its generations gone, curate runs publish
-    only: each shard's part is a task on a worker (the task stream says where), and the manifest comes out as
-    before."""
+def test_publish_runs_on_the_workers_and_a_killed_one_rerun_ends_identical(curated_slice, slice_sources, slice_tokenizer, tmp_path):
+    """The stages are all done in a copy of the curated slice; with its generations gone (but for a killed
+    publish's temporary folder), curate runs publish only: each shard's part is a task on a worker (the task stream
+    says where), the manifest comes out as before and the killed publish's folder is gone."""
     from distributed import get_task_stream
 
     from curation.run import curate, dask_client
@@ -65,6 +65,9 @@ def test_publish_runs_on_the_workers_and_a_rerun_ends_identical(curated_slice, s
     before = {name: pq.read_table(ws.published().manifest_table(name)) for name in ("funnel", "documents")}
     shutil.rmtree(ws.generations)
     ws.published_file.unlink()
+    killed = ws.generations / ".g-0123456789abcdef.tmp-1" / "manifest" / "funnel"  # a publish killed part-way
+    killed.mkdir(parents=True)
+    (killed / "part-00000.parquet").write_bytes(b"PAR1 cut short")
     shards, ctx = planned(ws, slice_sources, slice_tokenizer)
     with dask_client(workers=2) as client, get_task_stream(client) as stream:
         workers = set(client.scheduler_info()["workers"])
@@ -76,6 +79,7 @@ def test_publish_runs_on_the_workers_and_a_rerun_ends_identical(curated_slice, s
     for name in ("publish_shard", "publish_manifest", "source_summary"):
         assert ran.get(name) and ran[name] <= workers, (name, sorted(ran))
     gen = ws.published()
+    assert [p.name for p in ws.generations.iterdir()] == [gen.id]
     for name, table in before.items():
         assert pq.read_table(gen.manifest_table(name)).equals(table), name
     assert sum(s["docs_in"] for s in summary) == len(before["funnel"])
