@@ -44,7 +44,7 @@ def removals_by_shard(ctx, shards: list) -> list:
     import dask
     import dask.dataframe as dd
 
-    ordinals = {(s.source.name, s.index): i for i, s in enumerate(shards)}
+    ordinals = dask.delayed(shard_ordinals)([(s.source.name, s.index) for s in shards])  # one task, not one copy each
     pieces = [dask.delayed(removals_piece)(path, group, ordinals)
               for path in ctx.removals for group in range(parquet_file(path).num_row_groups)]
     if not pieces:
@@ -52,6 +52,11 @@ def removals_by_shard(ctx, shards: list) -> list:
     frame = dd.from_delayed(pieces, meta=ORDERED_REMOVALS, verify_meta=False)
     by_shard = frame.set_index(ORDINAL, divisions=list(range(len(shards) + 1)))  # partition i: ordinal i only
     return by_shard.to_delayed()
+
+
+def shard_ordinals(keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """(source, shard index) -> the shard's place in publish order."""
+    return {key: ordinal for ordinal, key in enumerate(keys)}
 
 
 def removals_piece(path: str, group: int, ordinals: dict) -> pd.DataFrame:

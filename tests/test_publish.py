@@ -5,6 +5,7 @@ import shutil
 
 import duckdb
 import pyarrow.parquet as pq
+import pytest
 from conftest import copy_curated
 
 from loom.sql import literal, path_list
@@ -53,6 +54,7 @@ def test_funnel_and_documents_are_per_shard_parts_of_the_single_tables(curated_s
     assert list(zip(documents["shard"].to_pylist(), documents["row"].to_pylist())) == expected
 
 
+@pytest.mark.slow  # a LocalCluster and a publish: 29-41 s on a loaded machine
 def test_publish_runs_on_the_workers_and_a_killed_one_rerun_ends_identical(curated_slice, slice_sources, slice_tokenizer, tmp_path):
     """The stages are all done in a copy of the curated slice; with its generations gone (but for a killed
     publish's temporary folder), curate runs publish only: each shard's part is a task on a worker (the task stream
