@@ -108,7 +108,7 @@ def funnel(ws: Path):
     import pyarrow.parquet as pq
     from loom.workspace import Workspace
 
-    table = pq.read_table(Workspace(ws).published().root / "manifest" / "funnel.parquet")
+    table = pq.read_table(Workspace(ws).published().root / "manifest" / "funnel")
     return table.drop(["shard"]).sort_by([("record", "ascending")])
 
 

@@ -113,7 +113,7 @@ def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: b
             assert r["member_id"] == document_id(texts[doc]), "cluster member does not match the input line"
             clusters[doc] = r["cluster_id"]
         return removed, clusters, None
-    funnel = pq.read_table(ws / "manifest" / "funnel.parquet",
+    funnel = pq.read_table(ws / "manifest" / "funnel",
                            columns=["shard", "record", "doc_id", "fate", "reason"]).to_pylist()
     assert len(funnel) == len(texts), f"funnel has {len(funnel)} rows for {len(texts)} documents"
     fates = Counter((r["fate"], r["reason"]) for r in funnel)

@@ -1,6 +1,6 @@
 """Mixture compile time and `batch(step)` latency for 10^5 and 10^6 steps.
 
-A synthetic manifest (documents.parquet etc.: the compiler reads nothing else) of 2,000,000 documents of
+A synthetic manifest (manifest/documents/ etc.: the compiler reads nothing else) of 2,000,000 documents of
 4,000-12,000 tokens stands in for a large curated workspace. Prints compile seconds, batch(step) latency at
 early and late steps, and, last, the ratio of late to early latency: ~1.0 means random access costs the same
 at any step (O(batch), not O(step)).
@@ -29,7 +29,7 @@ SOURCES = {"web": ["web"], "docs": ["docs"], "code": ["code"], "books": ["books"
 
 def synthetic_workspace(root: Path, n_docs: int) -> Workspace:
     layout = Workspace(root)
-    layout.manifest.mkdir(parents=True)
+    (layout.manifest / "documents").mkdir(parents=True)
     rng = np.random.default_rng(0)
     names = list(SOURCES)
     source = np.array(names)[rng.integers(0, len(names), n_docs)]
@@ -40,7 +40,7 @@ def synthetic_workspace(root: Path, n_docs: int) -> Workspace:
         "shard": [f"curated/{s}/part-{k:05d}.parquet" for s, k in zip(source, shard_index)],
         "row": np.arange(n_docs), "lang": ["en"] * n_docs,
         "n_tokens": rng.integers(4_000, 12_000, n_docs), "quality_bucket": rng.integers(0, 5, n_docs).astype(np.int16),
-    }), layout.manifest / "documents.parquet")
+    }), layout.manifest / "documents" / "part-00000.parquet")
     pq.write_table(pa.table({"path": [f"p{i}" for i in range(64)], "fingerprint": [f"f{i}" for i in range(64)]}),
                    layout.manifest / "shards.parquet")
     tokenizer = layout.models / "tokenizer.json"

@@ -10,8 +10,8 @@ the same number of documents at every size, as in any sharded corpus that grows.
 see most of the corpus; --corpus web is the mosaic corpus of earlier runs, of which the filters keep ~5%.
 Both plant 40% near duplicates and 10% exact copies. The job is the default one (language ID, the four
 datatrove filters on English, quality buckets without a model, exact dedup, MinHash dedup, tokenizing) on a
-LocalCluster of --workers single-threaded processes; `publish` (manifest and generation, built by the client
-after the stages) is timed as a stage of its own.
+LocalCluster of --workers single-threaded processes; `publish` (manifest and generation, built by one task per
+shard on the workers after the stages) is timed as a stage of its own.
 
 Memory and CPU come from every process separately. As each stage starts, the client and every worker (via
 `client.run`) collect garbage, hand freed memory back to the OS (glibc malloc_trim, Arrow's pool) and reset
@@ -54,8 +54,8 @@ HOLDS = {
     "minhash_dedup": "workers: shuffle partitions, as many as shards, so ~ a shard's band rows, pairs and shingle "
                      "sets each: flat; the client holds counts only (pairs, changed labels per components round)",
     "tokenize": "workers: one shard's batches and the shard's removed records; flat",
-    "publish": "client: DuckDB over every funnel and curated part (ORDER BY, spilling past its memory limit), "
-               "the generation's listing; grows with the corpus unless streamed",
+    "publish": "workers: one task per shard (its funnel joined with its removals, shuffled to it by shard; its "
+               "curated part's rows), then the small tables in one task; the client holds counts only, so flat",
 }
 CLIENT_HOLDS = "the client also hosts the scheduler: task metadata grows with the number of shards (2 -> 32)"
 

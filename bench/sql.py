@@ -1,6 +1,6 @@
 """`loom sql` on a workspace of 1,000,000 document rows: the per-source token sum, against pandas.
 
-Builds a manifest/documents.parquet of N synthetic rows (the doc_stats view reads only that file), then times
+Builds a manifest/documents/part-00000.parquet of N synthetic rows (the doc_stats view reads only that file), then times
 `SELECT source, sum(n_tokens) FROM doc_stats GROUP BY 1` through Loom's views (a fresh connection each time, as
 `loom sql` makes) and the same figure with pandas.read_parquet + groupby, which is what a user would write
 otherwise. Prints the medians of 5 runs and, last, the ratio pandas time / loom time.
@@ -28,7 +28,7 @@ QUERY = "SELECT source, sum(n_tokens) FROM doc_stats GROUP BY 1 ORDER BY 1"
 
 def write_documents(root: Path, rows: int) -> None:
     rng = np.random.default_rng(0)
-    (root / "manifest").mkdir(parents=True)
+    (root / "manifest" / "documents").mkdir(parents=True)
     sources = np.array(["web", "docs", "code", "fortunes", "reference"])[rng.integers(0, 5, rows)]
     pq.write_table(pa.table({
         "id": pa.array([f"{i:032x}" for i in range(rows)]), "source": sources,
@@ -36,7 +36,7 @@ def write_documents(root: Path, rows: int) -> None:
         "row": np.arange(rows), "lang": np.array(["en", "de", "fr"])[rng.integers(0, 3, rows)],
         "n_chars": rng.integers(100, 50_000, rows), "n_tokens": rng.integers(30, 12_000, rows),
         "quality": rng.random(rows).astype(np.float32), "quality_bucket": rng.integers(0, 5, rows).astype(np.int16),
-    }), root / "manifest" / "documents.parquet", compression="zstd")
+    }), root / "manifest" / "documents" / "part-00000.parquet", compression="zstd")
 
 
 def timed(fn, repeat: int = 5) -> tuple[float, object]:
@@ -56,7 +56,7 @@ def main() -> None:
         root = Path(tmp)
         write_documents(root, args.rows)
         loom_s, loom_rows = timed(lambda: connect(root)[0].sql(QUERY).fetchall())
-        pandas_s, pandas_rows = timed(lambda: pd.read_parquet(root / "manifest" / "documents.parquet",
+        pandas_s, pandas_rows = timed(lambda: pd.read_parquet(root / "manifest" / "documents",
                                                               columns=["source", "n_tokens"])
                                       .groupby("source")["n_tokens"].sum().sort_index())
         assert [(s, int(n)) for s, n in loom_rows] == [(s, int(n)) for s, n in pandas_rows.items()]

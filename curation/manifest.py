@@ -3,6 +3,9 @@
 - shards:    one row per curated Parquet part;
 - documents: one row per kept document (no text, no token ids);
 - funnel:    one row per input record with its fate, so that inputs == sum of fates per source.
+
+documents and funnel are folders of parts, one per shard, written on the workers (curation.manifest_parts); the
+small tables here are written by one task once those are in place.
 """
 
 import datetime
@@ -12,14 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from curation.document import SUMMARY_FATES
-from curation.stages.base import removals_relation
-from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
-from curation.stages.prepare import PREPARE
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
-from loom.io import atomic_path, duckdb_connect, path_text, read_text, write_parquet, write_text
-from loom.sql import literal, path_list
+from loom.io import atomic_path, duckdb_connect, read_text, write_parquet, write_text
+from loom.sql import literal
 from loom.workspace import Generation, Workspace
 
 SHARDS = pa.schema(
@@ -36,8 +36,9 @@ SHARDS = pa.schema(
 )
 
 
-def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -> None:
-    """The manifest of a generation being built in `gen.root`, whose curated parts are in place."""
+def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], counts: list[dict]) -> None:
+    """The manifest's small tables, of a generation being built in `gen.root` whose curated parts and per-document
+    tables (curation.manifest_parts) are in place: run as one task on a worker. `counts` are the shards' counts."""
     ws = ctx.workspace
     sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
@@ -45,19 +46,11 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
     con = duckdb_connect(ws.root)
-    curated = path_list(gen.curated_part(s.source.name, s.index) for s in shards)
-    _copy(con, f"""
-        SELECT id, source, replace(filename, {literal(path_text(gen.root) + "/")}, '') AS shard,
-               file_row_number AS row, lang, lang_score, n_chars, n_tokens, quality, quality_bucket, dup_cluster
-        FROM read_parquet({curated}, filename = true, file_row_number = true)
-        ORDER BY filename, file_row_number
-    """, gen.manifest_table("documents"))
-    _copy(con, funnel_query(ws, shards, ctx.removals), gen.manifest_table("funnel"))
     _copy(con, f"""
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
         FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
     """, gen.manifest_table("dedup_clusters"))
-    write_text(json.dumps(dedup_report(con, ws), indent=2), gen.manifest / "dedup_report.json")
+    write_text(json.dumps(dedup_report(con, ws, counts), indent=2), gen.manifest / "dedup_report.json")
     quality = json.loads(read_text(QUALITY_SELECT.marker(ws)))
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
@@ -73,33 +66,16 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -
         write_text("\n".join(fingerprints) + "\n", gen.curated / source / "_SUCCESS")
 
 
-def funnel_query(ws: Workspace, shards: list, removals: tuple[str, ...]) -> str:
-    """Every input record's fate: what `prepare` recorded, unless a later stage removed the document (the
-    removals tables the stages wrote), in source order, then shard, then record."""
-    funnel = path_list(PREPARE.funnel_path(ws, s) for s in shards)
-    ranks = ", ".join(f"({literal(s.source.name)}, {s.rank})" for s in {s.source.name: s for s in shards}.values())
-    later = lambda column: f"CASE WHEN x.fate IS NOT NULL THEN x.{column} ELSE f.{column} END AS {column}"  # noqa: E731
-    return f"""
-        SELECT f.source, f.shard, f.input, f.record, f.doc_id, {later("fate")}, {later("stage")}, {later("reason")},
-               {later("detail")}, x.dup_cluster, f.lang
-        FROM read_parquet({funnel}) f
-        LEFT JOIN {removals_relation(removals)} x USING (source, shard, record)
-        JOIN (VALUES {ranks}) AS r(source, rank) USING (source)
-        ORDER BY r.rank, f.shard, f.record
-    """
-
-
-def dedup_report(con, ws: Workspace, largest: int = 10) -> dict:
+def dedup_report(con, ws: Workspace, counts: list[dict], largest: int = 10) -> dict:
     """The numbers a report's dedup section shows: removed fraction per source (of the documents that reached
-    MinHash dedup), the cluster size histogram and the largest clusters."""
+    MinHash dedup, summed from the shards' counts), the cluster size histogram and the largest clusters."""
     clusters = f"read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))})"
-    signatures = f"read_parquet({literal(ws.stage_dir(MINHASH.name) / '*' / 'part-*.parquet')})"
     stats = json.loads(read_text(MINHASH_DEDUP.marker(ws)))
-    removed = con.sql(f"""
-        SELECT s.source, count(*) AS considered, count(c.member_id) AS removed
-        FROM {signatures} s LEFT JOIN (SELECT * FROM {clusters} WHERE removed) c ON c.member_id = s.id
-        GROUP BY 1 ORDER BY 1
-    """).fetchall() if any(ws.stage_dir(MINHASH.name).glob("*/part-*.parquet")) else []
+    removed: dict[str, list[int]] = {}
+    for shard in counts:
+        totals = removed.setdefault(shard["source"], [0, 0])
+        totals[0] += shard["considered"]
+        totals[1] += shard["near_duplicates"]
     sizes = con.sql(f"SELECT cluster_size, count(DISTINCT cluster_id) FROM {clusters} GROUP BY 1 ORDER BY 1").fetchall()
     top = con.sql(f"""
         SELECT cluster_id, any_value(cluster_size) AS size, string_agg(DISTINCT source, ',' ORDER BY source) AS sources,
@@ -108,7 +84,7 @@ def dedup_report(con, ws: Workspace, largest: int = 10) -> dict:
     """).fetchall()
     return {
         "removed_fraction": {s: {"considered": n, "removed": r, "fraction": round(r / n, 6) if n else 0.0}
-                             for s, n, r in removed},
+                             for s, (n, r) in sorted(removed.items()) if n},
         "cluster_sizes": {str(size): n for size, n in sizes},
         "largest_clusters": [{"cluster_id": c, "size": n, "sources": src.split(","), "min_jaccard": j, "oversized": o}
                              for c, n, src, j, o in top],
@@ -137,7 +113,7 @@ def _copy(con, query: str, path: Path) -> None:
 
 def source_summary(gen: Generation) -> list[dict]:
     """Per source: records in, each fate's count, tokens kept and the top removal reasons."""
-    funnel = literal(gen.manifest_table("funnel"))
+    funnel = literal(gen.manifest_files("funnel"))
     shards = literal(gen.manifest_table("shards"))
     counts = ", ".join(f"count(*) FILTER (fate = {literal(fate)}) AS {fate}" for fate in SUMMARY_FATES)
     con = duckdb_connect(gen.root)

@@ -2,54 +2,56 @@
 together, then named in `published.json` (one atomic replace, or one PUT on a store). A reader sees the previous
 generation or the new one, never a mix, and a job killed at any point leaves the published one as it was.
 
-A local generation is built under a temporary name, its parts hard-linked from work/, and renamed whole. An
-object store has no rename: the generation's files are written under generations/<id>/ directly (server-side
-copies), then its `_SUCCESS` marker, the commit; only then is it published, and a generation without the marker
-is a killed job's, rebuilt by the next run and never read."""
+The generation is built by Dask tasks: one per shard copies its curated part and quarantine and writes its parts
+of the manifest's documents and funnel (curation.manifest_parts), then one task writes the small tables; the
+client holds counts only. A local generation is built under a temporary name, its parts hard-linked from work/,
+and renamed whole. An object store has no rename: the generation's files are written under generations/<id>/
+directly (server-side copies), then its `_SUCCESS` marker, the commit; only then is it published, and a
+generation without the marker is a killed job's, rebuilt by the next run and never read."""
 
 import json
 import os
 import time
 
 from curation.manifest import write_manifest
-from curation.stages.prepare import PREPARE
-from curation.stages.tokenize import TOKENIZE
-from loom.io import as_path, copy_file, remove_tree, text_digest, write_text
+from curation.manifest_parts import publish_shards
+from loom.io import as_path, remove_tree, text_digest, write_text
 from loom.workspace import Generation, Workspace
+
+
+LAYOUT = "manifest parts"  # the generation's layout: a generation built by another layout is rebuilt, not reused
 
 
 def generation_id(ctx, shards: list, stats: dict[str, dict]) -> str:
     """Named after everything it is made of, so that an unchanged rerun finds it already built."""
     parts = [f"{s.key}:{s.rank}:{stats[s.key]['fingerprint']}" for s in shards]
-    return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), length=16)
+    return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), LAYOUT, length=16)
 
 
-def publish(ctx, shards: list, stats: dict[str, dict]) -> Generation:
+def publish(ctx, shards: list, stats: dict[str, dict], client) -> Generation:
     """Builds the job's generation unless it exists, publishes it, and removes those before the previous one."""
     ws: Workspace = ctx.workspace
     previous = ws.published()
     gen = ws.generation(generation_id(ctx, shards, stats))
     if ws.remote:
         if not gen.success_marker.exists():
-            build(ctx, gen, shards, stats)
+            build(ctx, gen, shards, stats, client)
             write_text(gen.id + "\n", gen.success_marker)
     elif not gen.root.is_dir():
         staging = ws.generation(f".{gen.id}.tmp-{os.getpid()}")
         remove_tree(staging.root)
-        build(ctx, staging, shards, stats)
+        build(ctx, staging, shards, stats, client)
         staging.root.rename(gen.root)
     write_text(json.dumps({"generation": gen.id, "published": time.time()}), ws.published_file)
     remove_old_generations(ws, keep={gen.id, previous.id})
     return gen
 
 
-def build(ctx, gen: Generation, shards: list, stats: dict[str, dict]) -> None:
-    """The generation's curated parts and quarantine copied (locally, linked) from work/, then its manifest."""
-    ws = ctx.workspace
-    for shard in shards:
-        copy_file(TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index))
-        copy_file(PREPARE.quarantine_path(ws, shard), gen.quarantine_part(shard.source.name, shard.index))
-    write_manifest(ctx, gen, shards, stats)
+def build(ctx, gen: Generation, shards: list, stats: dict[str, dict], client) -> None:
+    """The generation's curated parts, quarantine and per-document tables written shard by shard on the workers,
+    then its small tables by one more task."""
+    counts = publish_shards(client, ctx, gen, shards)
+    client.submit(write_manifest, ctx, gen, shards, stats, counts, key=f"publish_manifest-{gen.id}").result()
 
 
 def remove_old_generations(ws: Workspace, keep: set[str]) -> None:

@@ -144,4 +144,5 @@ def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=S
     if any(source.storage_options for source in ctx.config.sources):
         client.register_plugin(SourceStorageOptions(ctx.config.sources))
     stats, removals = run_stages(shards, ctx, client, progress, stages)
-    return source_summary(publish(replace(ctx, removals=removals), shards, stats))
+    gen = publish(replace(ctx, removals=removals), shards, stats, client)
+    return client.submit(source_summary, gen, key=f"source_summary-{gen.id}").result()  # read on a worker

@@ -11,6 +11,7 @@ from pathlib import Path
 from loom.io import as_path, is_remote, is_url
 
 DEFAULT_WORKSPACE = "loom-work"
+PART_TABLES = ("documents", "funnel")  # manifest tables written per shard, as folders of parts
 
 
 def part_name(index: int, suffix: str | None = "parquet") -> str:
@@ -146,8 +147,21 @@ class Generation:
         return self.root / "manifest"
 
     def manifest_table(self, name: str) -> Path:
-        """One of the manifest's Parquet tables: shards, documents, funnel, dedup_clusters, quality_buckets."""
-        return self.manifest / f"{name}.parquet"
+        """One of the manifest's Parquet tables: shards, documents, funnel, dedup_clusters, quality_buckets. The
+        per-document ones (PART_TABLES) are folders of parts, one per curated shard, whose rows in file-name
+        order are the table's rows in order; pyarrow reads such a folder as one table."""
+        return self.manifest / (name if name in PART_TABLES else f"{name}.parquet")
+
+    def manifest_part(self, name: str, ordinal: int) -> Path:
+        """The part of a per-document table written for the shard at `ordinal` in publish order (source rank, then
+        shard index): manifest/<name>/part-NNNNN.parquet."""
+        return self.manifest_table(name) / part_name(ordinal)
+
+    def manifest_files(self, name: str) -> Path:
+        """What SQL reads for a manifest table: its file, or its folder's parts as a glob (DuckDB reads a glob's
+        files in name order)."""
+        table = self.manifest_table(name)
+        return table / "*.parquet" if name in PART_TABLES else table
 
     @property
     def curation_info(self) -> Path:

@@ -34,5 +34,5 @@ def shard_sources(gen: Generation) -> dict[str, str]:
 def documents(gen: Generation) -> duckdb.DuckDBPyConnection:
     """A connection with the manifest's documents (one row per kept document, no text) as the view `documents`."""
     con = duckdb_connect(gen.root)
-    con.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet({literal(gen.manifest_table('documents'))})")
+    con.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet({literal(gen.manifest_files('documents'))})")
     return con

@@ -49,12 +49,12 @@ class WorkspacePaths:
 VIEWS = (
     View("documents", "curated/*/part-*.parquet",
          "SELECT * FROM read_parquet({ws:curated/*/part-*.parquet}, union_by_name = true)", published=True),
-    View("doc_stats", "manifest/documents.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/documents.parquet})", published=True),
+    View("doc_stats", "manifest/documents/*.parquet",
+         "SELECT * FROM read_parquet({ws:manifest/documents/*.parquet})", published=True),
     View("shards", "manifest/shards.parquet",
          "SELECT * FROM read_parquet({ws:manifest/shards.parquet})", published=True),
-    View("funnel", "manifest/funnel.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/funnel.parquet})", published=True),
+    View("funnel", "manifest/funnel/*.parquet",
+         "SELECT * FROM read_parquet({ws:manifest/funnel/*.parquet})", published=True),
     View("quarantine", "quarantine/*/*.jsonl", """
         SELECT split_part(filename, '/', -2) AS source, input, record, reason, detail, raw
         FROM read_json({ws:quarantine/*/*.jsonl}, format = 'newline_delimited', filename = true,

@@ -1,6 +1,8 @@
 """Are two Loom workspaces' outputs the same? Compares the published generation's curated Parquet, manifest and
 quarantine, the compiled mixtures and the models byte for byte; the one column that holds wall-clock times (manifest/shards.parquet
-`created`) is compared as a table without it. HTML reports are skipped (they hold paths and times).
+`created`) is compared as a table without it. The manifest's documents and funnel are compared as tables, rows in
+order, whether a folder of parts (manifest/funnel/part-*.parquet) or one file from before (manifest/funnel.parquet).
+HTML reports are skipped (they hold paths and times).
 
     python scripts/compare_workspaces.py WORKSPACE_A WORKSPACE_B
 
@@ -17,25 +19,46 @@ from loom.workspace import Workspace
 PUBLISHED = ("curated", "manifest", "quarantine")  # in the published generation (a workspace from before
 WORKSPACE = ("mixtures", "models")                  # generations has them at its top)
 TIMED_COLUMNS = {"manifest/shards.parquet": ["created"]}
+PART_TABLES = ("manifest/documents", "manifest/funnel")  # folders of parts; single .parquet files before
 
 
 def output_files(root: Path) -> dict[str, Path]:
     folders = [(Workspace(root).published().root, top) for top in PUBLISHED] + [(root, top) for top in WORKSPACE]
-    return {str(p.relative_to(base)): p for base, top in folders for p in sorted((base / top).rglob("*"))
-            if p.is_file() and p.suffix != ".html"}
+    files = {str(p.relative_to(base)): p for base, top in folders for p in sorted((base / top).rglob("*"))
+             if p.is_file() and p.suffix != ".html"}
+    gen = Workspace(root).published().root
+    for table in PART_TABLES:
+        parts = [name for name in files if name == f"{table}.parquet" or name.startswith(f"{table}/")]
+        for name in parts:
+            del files[name]
+        if parts:
+            files[table] = gen / (table if parts[0].startswith(f"{table}/") else f"{table}.parquet")
+    return files
 
 
 def same(name: str, a: Path, b: Path) -> bool:
+    if name in PART_TABLES:
+        return pq.read_table(a).equals(pq.read_table(b))
     if name in TIMED_COLUMNS:
         return pq.read_table(a).drop(TIMED_COLUMNS[name]).equals(pq.read_table(b).drop(TIMED_COLUMNS[name]))
     return a.read_bytes() == b.read_bytes()
 
 
+def same_rows(name: str, a: Path, b: Path) -> bool:
+    """Whether a part table differs only in the order of its rows (manifest/documents was in path order, source
+    name first, before it was written per shard in publish order, source rank first)."""
+    if name not in PART_TABLES:
+        return False
+    ta, tb = pq.read_table(a), pq.read_table(b)
+    keys = [(column, "ascending") for column in ta.column_names if column in ("source", "shard", "row", "record")]
+    return ta.sort_by(keys).equals(tb.sort_by(keys)) if ta.schema.equals(tb.schema) else False
+
+
 def main(a: Path, b: Path) -> int:
     files_a, files_b = output_files(a), output_files(b)
     differ = [f"only in {a if name in files_a else b}: {name}" for name in sorted(set(files_a) ^ set(files_b))]
-    differ += [f"differs: {name}" for name in sorted(set(files_a) & set(files_b))
-               if not same(name, files_a[name], files_b[name])]
+    differ += [f"differs{' in row order only' if same_rows(name, files_a[name], files_b[name]) else ''}: {name}"
+               for name in sorted(set(files_a) & set(files_b)) if not same(name, files_a[name], files_b[name])]
     print("\n".join(differ + [f"{len(files_a)} files compared, {len(differ)} differ"]))
     return 1 if differ else 0
 

@@ -57,7 +57,7 @@ def bad_run(tmp_path_factory, slice_tokenizer):
 
 def test_each_bad_record_is_counted_under_its_reason(bad_run):
     ws, _ = bad_run
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     bad = Counter(row["reason"] for row in funnel if row["source"] == "bad" and row["fate"] == "malformed")
     assert bad == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2, "empty_text": 1, "empty_file": 1}
     kept = [row for row in funnel if row["source"] == "bad" and row["fate"] == "kept"]
@@ -73,7 +73,7 @@ def test_good_records_survive_and_the_truncated_tail_is_counted(bad_run):
     assert sorted(texts["bad"]) == sorted(GOOD_TEXTS[:5])
     assert 0 < complete_before_cut < len(GOOD_TEXTS) - 10
     assert texts["cut"] == GOOD_TEXTS[10 : 10 + complete_before_cut]
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     cut = Counter(row["reason"] for row in funnel if row["source"] == "cut" and row["fate"] == "malformed")
     assert cut == {"truncated_file": 1}
 

@@ -32,8 +32,8 @@ def raw_record_counts(slice_root):
 def outputs(curated_slice):
     workspace, _ = curated_slice
     curated = pq.read_table(sorted((published(workspace) / "curated").glob("*/part-*.parquet")))
-    funnel = pq.read_table(published(workspace) / "manifest" / "funnel.parquet")
-    documents = pq.read_table(published(workspace) / "manifest" / "documents.parquet")
+    funnel = pq.read_table(published(workspace) / "manifest" / "funnel")
+    documents = pq.read_table(published(workspace) / "manifest" / "documents")
     shards = pq.read_table(published(workspace) / "manifest" / "shards.parquet")
     return workspace, curated, funnel, documents, shards
 

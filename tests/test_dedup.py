@@ -148,7 +148,7 @@ def test_removed_documents_carry_their_cluster_in_the_funnel(ground_truth):
     rows = clusters_of(ws)
     removed = {row["member_id"]: row["cluster_id"] for row in rows if row["removed"]}
     assert removed
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     near = {row["doc_id"]: row for row in funnel if row["reason"] == "near_duplicate"}
     assert near.keys() == removed.keys()
     for doc_id, row in near.items():
@@ -193,7 +193,7 @@ def test_with_quality_scores_each_cluster_keeps_its_best_member(tmp_path, slice_
                pq.read_table(sorted((ws / "work" / "minhash").glob("*/part-*.parquet"))).to_pylist()}
     rows = clusters_of(ws)
     assert rows
-    kept = {r["id"] for r in pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()}
+    kept = {r["id"] for r in pq.read_table(published(ws) / "manifest" / "documents").to_pylist()}
     for cluster_id in {r["cluster_id"] for r in rows}:
         members = [r["member_id"] for r in rows if r["cluster_id"] == cluster_id]
         best = max(members, key=lambda m: (quality[m], [-ord(c) for c in m]))

@@ -270,7 +270,7 @@ def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_ever
     result = run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer,
                       "--workers", 1, check=False)
     assert result.returncode == 0, result.stderr
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     assert len(funnel) == expected["records"]  # every input record, and the two cuts, in exactly one row
     assert Counter(row["reason"] for row in funnel if row["fate"] == "malformed") == expected["reasons"]
     assert Counter(row["fate"] for row in funnel) == {"kept": expected["kept"], "malformed": 4}

@@ -150,7 +150,7 @@ def test_sequences_are_the_packed_token_stream_of_their_component(built, mix_ws)
     out, _ = built
     meta = json.loads((out / "schedule.json").read_text())
     web = next(c for c in meta["components"] if c["key"] == "web")
-    documents = pq.read_table(published(mix_ws) / "manifest" / "documents.parquet").to_pylist()
+    documents = pq.read_table(published(mix_ws) / "manifest" / "documents").to_pylist()
     stream = []
     for doc in sorted((d for d in documents if d["source"] == "web"), key=lambda d: (d["shard"], d["row"])):
         ids = pq.read_table(published(mix_ws) / doc["shard"], columns=["input_ids"])["input_ids"][doc["row"]].as_py()

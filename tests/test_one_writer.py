@@ -83,7 +83,7 @@ def published_files(ws: Path) -> dict[str, bytes]:
 
 def funnel_and_documents(ws: Path) -> tuple[int, int]:
     """Kept rows in the funnel, and documents `loom sql` sees."""
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     counted = run_loom("-w", ws, "sql", "SELECT count(*) AS n FROM documents", "--format", "json")
     return sum(r["fate"] == "kept" for r in funnel), json.loads(counted.stdout)[0]["n"]
 

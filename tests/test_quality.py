@@ -108,7 +108,7 @@ def test_buckets_are_the_quantiles_of_all_scores(scored_run):
     for bucket in buckets[:-1]:  # each cut is its quartile, within the sketch's accuracy; tied odds stay together
         share = (bucket["quality_bucket"] + 1) / len(buckets) * len(scores)
         assert below(scores, bucket["upper"], -1) <= share + 1 and below(scores, bucket["upper"], +1) >= share - 1
-    documents = pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()
+    documents = pq.read_table(published(ws) / "manifest" / "documents").to_pylist()
     for doc in documents:
         bucket = buckets[doc["quality_bucket"]]
         assert bucket["lower"] <= doc["quality"] <= bucket["upper"]
@@ -125,7 +125,7 @@ def below(scores: np.ndarray, cut: float, side: int) -> int:
 
 def test_keep_fraction_keeps_half_of_a_source_and_the_funnel_accounts_for_the_rest(scored_run):
     ws, *_ = scored_run
-    funnel = [row for row in pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist() if row["source"] == "fortunes"]
+    funnel = [row for row in pq.read_table(published(ws) / "manifest" / "funnel").to_pylist() if row["source"] == "fortunes"]
     fates = Counter(row["fate"] for row in funnel)
     scored = fates["kept"] + fates["duplicate"] + fates["low_quality"]  # no filters: every document is scored
     assert fates["malformed"] + scored == len(funnel)
@@ -140,7 +140,7 @@ def test_keep_fraction_keeps_half_of_a_source_and_the_funnel_accounts_for_the_re
               pq.read_table(ws / "work" / "prepare" / "fortunes" / "part-00000.parquet").to_pylist()}
     kept = pq.read_table(published(ws) / "curated" / "fortunes", columns=["quality"])["quality"].to_pylist()
     assert min(kept) >= max(scores[record] for record in removed)  # the top half by score is what stays
-    docs = pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()
+    docs = pq.read_table(published(ws) / "manifest" / "documents").to_pylist()
     assert all(d["quality"] is not None for d in docs)
 
 

@@ -14,8 +14,8 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
     out = result.stdout
     assert "Tokenizer:" in out and "Quality model:" in out and "Curation funnel" in out
     assert f"Workspace:       {ws}" in out
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
-    documents = pq.read_table(published(ws) / "manifest" / "documents.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    documents = pq.read_table(published(ws) / "manifest" / "documents").to_pylist()
     assert {row["source"] for row in funnel} == set(BUNDLED)
     for source in BUNDLED:
         kept = sum(1 for row in documents if row["source"] == source)

@@ -108,7 +108,7 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
     meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
     headline = report.read_text()
     assert f"<b>{meta['tokens']:,}</b>" in headline
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
     assert raw == [sum(1 for f in funnel if f["source"] == s) for s in sorted({f["source"] for f in funnel})]
 

@@ -14,13 +14,15 @@ from distributed import Client
 
 from conftest import LOOM, published, run_loom
 
+from loom.workspace import Workspace
+
 MANIFEST_TABLES = ("documents", "funnel", "shards")
 
 
 def read_outputs(ws: Path) -> dict:
     tables = {str(p.relative_to(ws)): pq.read_table(p) for p in sorted((published(ws) / "curated").glob("*/part-*.parquet"))}
     for name in MANIFEST_TABLES:
-        table = pq.read_table(published(ws) / "manifest" / f"{name}.parquet")
+        table = pq.read_table(Workspace(ws).published().manifest_table(name))
         tables[name] = table.drop_columns(["created"]) if name == "shards" else table
     return tables
 
@@ -44,7 +46,7 @@ def test_a_killed_job_resumes_to_the_same_outputs(tmp_path, curated_slice, slice
     finished_before_kill = done_markers(ws, "prepare")
     total_shards = len(done_markers(clean_ws, "prepare"))
     assert 0 < len(finished_before_kill) < total_shards, "the kill was meant to land part-way through prepare"
-    assert not (published(ws) / "manifest" / "funnel.parquet").exists()
+    assert not (published(ws) / "manifest" / "funnel").exists()
 
     rerun = run_loom("-w", ws, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     assert "Curation funnel" in rerun.stdout
@@ -74,7 +76,7 @@ def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes
     third = done_markers(ws, "prepare")
     redone = {marker for marker in first if third[marker] != first[marker]}
     assert redone == {"work/prepare/fortunes/part-00000.done"}
-    reasons = {r["reason"] for r in pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist() if r["source"] == "fortunes"}
+    reasons = {r["reason"] for r in pq.read_table(published(ws) / "manifest" / "funnel").to_pylist() if r["source"] == "fortunes"}
     assert "gopher_short_doc" not in reasons and reasons & {"too_few_sentences", "no_terminal_punct"}
 
 

@@ -221,7 +221,7 @@ def test_a_jsonl_cut_into_shards_curates_to_the_same_output_as_one_shard(tmp_pat
     assert curated_rows(cut_ws).equals(curated_rows(whole_ws))
 
     def funnel(ws):
-        rows = pq.read_table(published(ws) / "manifest" / "funnel.parquet").drop(["shard"]).to_pylist()
+        rows = pq.read_table(published(ws) / "manifest" / "funnel").drop(["shard"]).to_pylist()
         return sorted(rows, key=lambda r: r["record"])
 
     cut_funnel = funnel(cut_ws)

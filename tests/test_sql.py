@@ -25,7 +25,7 @@ def sql_csv(ws, query: str) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def tables(quickstart_ws):
     ws, _ = quickstart_ws
-    return ws, {name: pq.read_table(published(ws) / "manifest" / f"{name}.parquet").to_pylist()
+    return ws, {name: pq.read_table(published(ws) / "manifest" / name).to_pylist()
                 for name in ("documents", "funnel")}
 
 

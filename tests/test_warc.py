@@ -253,7 +253,7 @@ def test_a_curate_of_warc_and_wet_files_accounts_for_every_record(tmp_path, slic
     (tmp_path / "sources.toml").write_text('[[source]]\nname = "crawl"\nformat = "warc"\npaths = ["crawl/*"]\n')
     ws = tmp_path / "ws"
     run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer, "--workers", 1)
-    funnel = pq.read_table(published(ws) / "manifest" / "funnel.parquet").to_pylist()
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     assert Counter(Path(row["input"]).name for row in funnel) == {  # one row per response/conversion record
         "handbook.warc.gz": 10, "handbook.warc.wet.gz": 8, "z-cut.warc.gz": 6}
     reasons = Counter((row["fate"], row["stage"], row["reason"]) for row in funnel if row["fate"] != "kept")

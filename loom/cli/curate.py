@@ -106,5 +106,5 @@ def print_summary(summary: list[dict]) -> None:
 def print_outputs(ws: Workspace) -> None:
     gen = ws.published()
     console.print(f"Curated Parquet: {gen.curated}/<source>/part-*.parquet")
-    console.print(f"Manifest:        {gen.manifest}/{{shards,documents,funnel}}.parquet")
+    console.print(f"Manifest:        {gen.manifest}/shards.parquet, {{documents,funnel}}/part-*.parquet")
     console.print(f"Quarantine:      {gen.quarantine}/<source>/part-*.jsonl")
