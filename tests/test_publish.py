@@ -16,7 +16,7 @@ def single_funnel(ws: Workspace, shards: list) -> list[dict]:
     """The funnel as one query over every prepare funnel and every removals table, ordered by source rank, shard
     and record: what publish wrote as manifest/funnel.parquet before it was written per shard."""
     funnels = path_list(ws.stage_part("funnel", s.source.name, s.index) for s in shards)
-    removals = path_list(sorted(ws.work.glob("*/removals.parquet")))
+    removals = path_list(sorted(ws.work.glob("*/removals/*/part-*.parquet")))
     ranks = ", ".join(f"({literal(s.source.name)}, {s.rank})" for s in shards)
     later = lambda c: f"CASE WHEN x.fate IS NOT NULL THEN x.{c} ELSE f.{c} END AS {c}"  # noqa: E731
     return duckdb.sql(f"""
