@@ -128,6 +128,19 @@ def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     return workspace, result
 
 
+GOOD_SPEC = """seq_len = 64
+global_batch = 8
+total_tokens = 60_000
+[weights]
+web = 0.4
+docs = 0.3
+code = 0.3
+[midtrain]
+docs = 0.5
+"web:lang=de" = 0.5
+"""  # a mixture of the curated slice that compiles: both phases, a source, a slice
+
+
 def write_spec(ws: Path, name: str, body: str) -> Path:
     """The workspace's mixtures/NAME.toml: `body` after its name line."""
     (ws / "mixtures").mkdir(exist_ok=True)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import copy_curated, published, run_loom, write_spec
+from conftest import GOOD_SPEC, copy_curated, published, run_loom, write_spec
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import SequenceIndex, load_schedule, load_spec
@@ -109,22 +109,9 @@ def mix_ws(tmp_path_factory, curated_slice, slice_tokenizer):
     return copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("mixws") / "ws")
 
 
-GOOD = """seq_len = 64
-global_batch = 8
-total_tokens = 60_000
-[weights]
-web = 0.4
-docs = 0.3
-code = 0.3
-[midtrain]
-docs = 0.5
-"web:lang=de" = 0.5
-"""
-
-
 @pytest.fixture(scope="module")
 def built(mix_ws):
-    write_spec(mix_ws, "good", GOOD)
+    write_spec(mix_ws, "good", GOOD_SPEC)
     result = run_loom("-w", mix_ws, "mix", "build", "good")
     return mix_ws / "mixtures" / "good", result
 
@@ -182,15 +169,15 @@ def test_a_schedule_built_on_other_data_is_refused(built, mix_ws, tmp_path):
 
 
 ERRORS = [
-    ("epochs", GOOD.replace("total_tokens = 60_000", "total_tokens = 6_000_000"), "over max_epochs = 8"),
-    ("negative", GOOD.replace("web = 0.4", "web = -0.4"), "the weight of 'web' is negative"),
-    ("zeros", GOOD.replace('docs = 0.5\n"web:lang=de" = 0.5', 'docs = 0\n"web:lang=de" = 0'), "every weight is zero"),
+    ("epochs", GOOD_SPEC.replace("total_tokens = 60_000", "total_tokens = 6_000_000"), "over max_epochs = 8"),
+    ("negative", GOOD_SPEC.replace("web = 0.4", "web = -0.4"), "the weight of 'web' is negative"),
+    ("zeros", GOOD_SPEC.replace('docs = 0.5\n"web:lang=de" = 0.5', 'docs = 0\n"web:lang=de" = 0'), "every weight is zero"),
     ("fractions", "seq_len = 64\nglobal_batch = 8\ntotal_tokens = 60_000\n[[phase]]\nname = \"a\"\nfraction = 0.7\n"
                   "weights = { web = 1 }\n[[phase]]\nname = \"b\"\nfraction = 0.2\nweights = { docs = 1 }\n",
      "phase fractions sum to 0.9, not 1"),
-    ("nomatch", GOOD.replace('"web:lang=de"', '"web:lang=xx"'), "weight key 'web:lang=xx' matches no documents"),
-    ("unknownkey", GOOD.replace('"web:lang=de"', '"blog"'), "weight key 'blog' is not a source, a tag or a slice"),
-    ("tokenizer", 'tokenizer = "other.json"\n' + GOOD, "differs from the one the data was curated with"),
+    ("nomatch", GOOD_SPEC.replace('"web:lang=de"', '"web:lang=xx"'), "weight key 'web:lang=xx' matches no documents"),
+    ("unknownkey", GOOD_SPEC.replace('"web:lang=de"', '"blog"'), "weight key 'blog' is not a source, a tag or a slice"),
+    ("tokenizer", 'tokenizer = "other.json"\n' + GOOD_SPEC, "differs from the one the data was curated with"),
     ("badspec", "seq_len = 64\nglobal_batch = 8\n[weights]\nweb = 1\n", "give exactly one of `total_tokens` or `steps`"),
 ]
 

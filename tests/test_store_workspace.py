@@ -10,21 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import LOOM, copy_curated, run_loom, write_spec
+from conftest import GOOD_SPEC, LOOM, copy_curated, run_loom, write_spec
 
 from loom.io import as_path
-
-GOOD = """seq_len = 64
-global_batch = 8
-total_tokens = 60_000
-[weights]
-web = 0.4
-docs = 0.3
-code = 0.3
-[midtrain]
-docs = 0.5
-"web:lang=de" = 0.5
-"""
 
 QUERIES = [
     "SELECT source, count(*) AS docs, sum(n_tokens) AS tokens FROM documents GROUP BY 1 ORDER BY 1",
@@ -51,9 +39,9 @@ def workspaces(s3_server, slice_sources, slice_tokenizer, curated_slice, tmp_pat
     run_loom("-w", store, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     tokenizer = as_path(f"{store}/models/tokenizer.json")
     tokenizer.fs.put_file(str(slice_tokenizer), tokenizer.path)
-    put_text(f"{store}/mixtures/good.toml", f'name = "good"\n{GOOD}')
+    put_text(f"{store}/mixtures/good.toml", f'name = "good"\n{GOOD_SPEC}')
     local = copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("local") / "ws")
-    write_spec(local, "good", GOOD)
+    write_spec(local, "good", GOOD_SPEC)
     return store, local
 
 
