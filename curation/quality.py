@@ -162,6 +162,11 @@ def train_quality_model(positives: list[str], negatives: list[str], out: Path, c
         )
         if config.cutoff:
             model.quantize(input=fh.name, qnorm=True, retrain=True, cutoff=config.cutoff, thread=1, verbose=0)
+    except RuntimeError as err:  # fastText's EncounteredNaNError: the training diverged
+        if "NaN" not in str(err):
+            raise
+        raise UserError(f"the quality classifier diverged (fastText: {err}) on {len(train)} examples; lower --lr "
+                        f"(now {config.lr}) or --dim (now {config.dim}), or give it more examples") from None
     finally:
         os.unlink(fh.name)
     with atomic_path(out) as tmp:

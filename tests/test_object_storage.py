@@ -239,7 +239,18 @@ def test_an_https_style_source_is_read_over_http(slice_sources):
         server.shutdown()
 
 
-@pytest.mark.parametrize("command", [["quickstart"], ["tokenizer", "train", "--sources", "sources.toml"]])
+def test_the_tokenizer_is_trained_into_a_workspace_on_a_store(s3_server, slice_sources):
+    from tokenizers import Tokenizer
+
+    models = as_path(s3_server.url("ws-models")) / "models"
+    result = run_loom("-w", s3_server.url("ws-models"), "tokenizer", "train", "--sources", slice_sources,
+                      "--vocab-size", 500)
+    assert f"Tokenizer: {models / 'tokenizer.json'} (500 tokens" in result.stdout
+    assert Tokenizer.from_str((models / "tokenizer.json").read_text()).get_vocab_size() == 500
+    assert not models.parent.joinpath("locks", "workspace.lock").exists()  # it held the lock and let it go
+
+
+@pytest.mark.parametrize("command", [["quickstart"], ["quality", "train", "--sources", "sources.toml"]])
 def test_commands_that_cannot_use_a_store_yet_say_so_in_one_line(command):
     result = run_loom("-w", "s3://bucket/ws", *command, check=False)
     assert result.returncode == 2

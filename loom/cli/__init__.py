@@ -9,7 +9,7 @@ from loom.io import check_reachable, storage_errors
 from loom.workspace import Workspace
 
 # the commands that can use a workspace on s3:// (and other stores) today
-ON_OBJECT_STORAGE = ("curate", "mix", "sql", "report", "train")
+ON_OBJECT_STORAGE = ("curate", "tokenizer", "mix", "sql", "report", "train")
 
 
 @click.group(cls=LoomGroup)

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
+from loom.io import as_path, path_text
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
@@ -59,4 +60,4 @@ def workspace_lock(ws: Workspace):
 
 def writes_models(ws: Workspace, output: Path):
     """The workspace's lock when `output` is one of its models (curation reads them), else nothing to hold."""
-    return workspace_lock(ws) if Path(output).resolve().parent == ws.models.resolve() else nullcontext()
+    return workspace_lock(ws) if path_text(as_path(output).parent) == path_text(ws.models) else nullcontext()

@@ -6,6 +6,7 @@ import click
 
 from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import sources_option, sources_path
+from loom.io import as_path
 from loom.workspace import Workspace
 
 
@@ -36,7 +37,7 @@ def quality_train(ws: Workspace, positive, negative, sources, output, **hyperpar
     """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
     from curation.quality import TrainingConfig
 
-    output = Path(output) if output else ws.quality_model
+    output = as_path(output) if output else ws.quality_model
     with writes_models(ws, output):
         train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
                       output)
