@@ -160,6 +160,7 @@ def test_a_query_on_a_store_reaches_its_prefix_and_nothing_else(s3_server, small
     assert not as_path(f"{store}/copied.csv").exists()
 
 
+@pytest.mark.slow  # ~8 `loom` runs on S3; the same lines for curate and train are checked by default
 def test_a_wrong_bucket_no_credentials_or_nothing_curated_is_one_line(s3_server, tmp_path):
     wrong_bucket = run_loom("-w", "s3://no-such-bucket/ws", "sql", "SELECT 1", check=False)
     assert wrong_bucket.returncode == 2
