@@ -309,22 +309,30 @@ def duckdb_connect(*paths):
 def storage_errors(where):
     """An object store refusing us (no such endpoint, wrong or missing credentials) as one UserError line that
     names `where` and the fix; the reason is the store's own words, which never hold a secret."""
-    from loom.errors import UserError
-
     try:
         yield
     except Exception as err:
-        if not _is_storage_error(err):
+        refusal = storage_refusal(err, where)
+        if refusal is None:
             raise
-        if isinstance(err, ImportError):  # fsspec's "Please install gcsfs to access Google Storage"
-            raise UserError(f"cannot use {where}: {err} (pip install it into Loom's environment)") from None
-        if isinstance(err, FileNotFoundError):
-            raise UserError(f"cannot use {where}: {err}; create the bucket, or fix the URL") from None
-        reason = "access denied" if isinstance(err, PermissionError) else type(err).__name__
-        detail = str(err).strip() or reason
-        raise UserError(f"cannot use {where}: {reason} ({detail}); check the endpoint (AWS_ENDPOINT_URL, or "
-                        "`endpoint_url` in a source's storage_options) and the credentials (AWS_ACCESS_KEY_ID and "
-                        "AWS_SECRET_ACCESS_KEY, ~/.aws, or storage_options)") from None
+        raise refusal from None
+
+
+def storage_refusal(err: Exception, where):
+    """The UserError that says `err` in one line, when it is an object store refusing us; else None."""
+    from loom.errors import UserError
+
+    if not _is_storage_error(err):
+        return None
+    if isinstance(err, ImportError):  # fsspec's "Please install gcsfs to access Google Storage"
+        return UserError(f"cannot use {where}: {err} (pip install it into Loom's environment)")
+    if isinstance(err, FileNotFoundError):
+        return UserError(f"cannot use {where}: {err}; create the bucket, or fix the URL")
+    reason = "access denied" if isinstance(err, PermissionError) else type(err).__name__
+    detail = str(err).strip() or reason
+    return UserError(f"cannot use {where}: {reason} ({detail}); check the endpoint (AWS_ENDPOINT_URL, or "
+                     "`endpoint_url` in a source's storage_options) and the credentials (AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY, ~/.aws, or storage_options)")
 
 
 def _is_storage_error(err: BaseException) -> bool:

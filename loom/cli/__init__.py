@@ -5,7 +5,7 @@ import click
 from loom.cli import curate, mix, quality, quickstart, report, sql, tokenizer, train
 from loom.cli.console import LoomGroup
 from loom.errors import UserError
-from loom.io import check_reachable, storage_errors
+from loom.io import check_reachable
 from loom.workspace import Workspace
 
 # the commands that can use a workspace on s3:// (and other stores) today
@@ -25,8 +25,7 @@ def cli(ctx, workspace):
         raise UserError(f"`loom {ctx.invoked_subcommand}` cannot use a workspace on object storage yet "
                         f"({ctx.obj.root}): copy it to a local folder (e.g. `aws s3 sync {ctx.obj.root} ./ws`) and "
                         "run `loom -w ./ws ...` there")
-    with storage_errors(ctx.obj.root):  # a wrong bucket, endpoint or key said once, before the command starts
-        check_reachable(ctx.obj.root)
+    check_reachable(ctx.obj.root)  # a wrong bucket, endpoint or key said once (by LoomGroup), before the command
 
 
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, sql.sql, train.train,

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 
 from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
-from loom.io import as_path, path_text
+from loom.io import as_path, path_text, storage_refusal
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
@@ -37,8 +37,8 @@ class Interrupted(click.ClickException):
 
 
 class LoomGroup(click.Group):
-    """Turns a UserError anywhere below into one line on stderr and exit status 2, and Ctrl-C into one line and
-    exit status 130."""
+    """Turns a UserError anywhere below, or an object store refusing us (loom.io.storage_refusal, naming the
+    workspace), into one line on stderr and exit status 2, and Ctrl-C into one line and exit status 130."""
 
     def invoke(self, ctx):
         try:
@@ -47,6 +47,12 @@ class LoomGroup(click.Group):
             raise UserFacingError(str(err)) from None
         except KeyboardInterrupt:
             raise Interrupted() from None
+        except Exception as err:
+            ws = ctx.find_root().obj
+            refusal = storage_refusal(err, ws.root) if isinstance(ws, Workspace) else None
+            if refusal is None:
+                raise
+            raise UserFacingError(str(refusal)) from None
 
 
 def note(line: str) -> None:

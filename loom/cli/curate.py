@@ -10,7 +10,7 @@ from rich.table import Table
 
 from loom.cli.console import console, note, workspace_lock
 from loom.cli.options import sources_option, sources_path, tokenizer_path, workers_option
-from loom.io import as_path, remove_temporary_files, storage_errors
+from loom.io import as_path, remove_temporary_files
 from loom.workspace import Workspace
 
 
@@ -24,10 +24,9 @@ from loom.workspace import Workspace
 @click.pass_obj
 def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model):
     """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
-    with storage_errors(ws.root):
-        run_curation(ws, sources_path(ws, sources), tokenizer_path(ws, tokenizer),
-                     quality_model_path(ws, quality_model), scheduler, workers)
-        print_outputs(ws)
+    run_curation(ws, sources_path(ws, sources), tokenizer_path(ws, tokenizer), quality_model_path(ws, quality_model),
+                 scheduler, workers)
+    print_outputs(ws)
 
 
 def quality_model_path(ws: Workspace, value: str | None) -> Path | None:

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from loom.cli.console import LoomGroup, console, note
 from loom.errors import UserError
-from loom.io import remove_temporary_files, storage_errors
+from loom.io import remove_temporary_files
 from loom.lock import exclusive
 from loom.names import check_name
 from loom.workspace import Workspace, examples_dir
@@ -28,10 +28,9 @@ def mix_list(ws: Workspace):
     table = Table(title="Mixtures")
     for column in ("name", "spec", "compiled"):
         table.add_column(column)
-    with storage_errors(ws.root):
-        for name, spec in spec_files(ws.mixtures, builtin_mixtures()).items():
-            compiled = (ws.mixture_dir(name) / SCHEDULE_FILE).exists()
-            table.add_row(name, str(spec), "yes" if compiled else "no")
+    for name, spec in spec_files(ws.mixtures, builtin_mixtures()).items():
+        compiled = (ws.mixture_dir(name) / SCHEDULE_FILE).exists()
+        table.add_row(name, str(spec), "yes" if compiled else "no")
     console.print(table)
 
 
@@ -42,8 +41,7 @@ def mix_list(ws: Workspace):
 @click.pass_obj
 def mix_build(ws: Workspace, name, total_tokens, steps):
     """Compile NAME (a mixture name or a path to a spec) into WORKSPACE/mixtures/NAME/."""
-    with storage_errors(ws.root):
-        build_mixture(ws, name, total_tokens, steps)
+    build_mixture(ws, name, total_tokens, steps)
 
 
 @mix.command("show")
@@ -54,10 +52,9 @@ def mix_show(ws: Workspace, name):
     from mixtures import PLAN_FILE
 
     out = ws.mixture_dir(check_name("mixture", name))
-    with storage_errors(ws.root):
-        if not (out / PLAN_FILE).exists():
-            raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
-        print_plan(out)
+    if not (out / PLAN_FILE).exists():
+        raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
+    print_plan(out)
 
 
 def builtin_mixtures() -> Path:

@@ -8,7 +8,7 @@ import click
 
 from loom.cli.console import LoomGroup, console
 from loom.errors import UserError
-from loom.io import is_remote, storage_errors
+from loom.io import is_remote
 from loom.names import check_name
 from loom.workspace import Workspace
 
@@ -25,8 +25,7 @@ def report_mixture(ws: Workspace, name):
     """Write WORKSPACE/mixtures/NAME/report.html (`loom mix build` writes it too)."""
     from reports.build import mixture_report
 
-    with storage_errors(ws.root):
-        console.print(f"Report: {mixture_report(ws.root, check_name('mixture', name))}")
+    console.print(f"Report: {mixture_report(ws.root, check_name('mixture', name))}")
 
 
 @report.command("curation")
@@ -35,8 +34,7 @@ def report_curation(ws: Workspace):
     """Write WORKSPACE/manifest/report.html: funnel, distributions and spot checks of every source."""
     from reports.build import curation_report
 
-    with storage_errors(ws.root):
-        console.print(f"Report: {curation_report(ws.root)}")
+    console.print(f"Report: {curation_report(ws.root)}")
 
 
 @report.command("run")
@@ -46,8 +44,7 @@ def report_run(ws: Workspace, run):
     """Write WORKSPACE/runs/RUN/report.html (training rewrites it as it goes)."""
     from reports.run import run_report
 
-    with storage_errors(ws.root):
-        console.print(f"Report: {run_report(ws.run_dir(check_name('run', run)))}")
+    console.print(f"Report: {run_report(ws.run_dir(check_name('run', run)))}")
 
 
 @report.command("open")
@@ -57,11 +54,10 @@ def report_open(ws: Workspace, name):
     """Print the path of mixture NAME's report (or the curation report), and open it where a browser is."""
     from reports.html import REPORT_FILE
 
-    with storage_errors(ws.root):
-        path = ws.mixture_dir(check_name("mixture", name)) / REPORT_FILE if name else ws.published().curation_report
-        if not path.is_file():
-            fix = f"loom report mixture {name}" if name else "loom report curation"
-            raise UserError(f"no report at {path}; write it with `{fix}`")
+    path = ws.mixture_dir(check_name("mixture", name)) / REPORT_FILE if name else ws.published().curation_report
+    if not path.is_file():
+        fix = f"loom report mixture {name}" if name else "loom report curation"
+        raise UserError(f"no report at {path}; write it with `{fix}`")
     click.echo(str(path))
     if is_remote(path):
         return  # no browser opens a store's URL: fetch the page first

@@ -7,7 +7,6 @@ import click
 
 from loom.cli.console import console
 from loom.errors import UserError
-from loom.io import storage_errors
 from loom.workspace import Workspace
 
 
@@ -22,11 +21,6 @@ from loom.workspace import Workspace
 @click.pass_obj
 def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
     """Run a read-only SQL QUERY (or one from stdin) over the workspace's views, in DuckDB."""
-    with storage_errors(ws.root):
-        run_sql(ws, query, fmt, output, limit, show_views, db)
-
-
-def run_sql(ws: Workspace, query, fmt, output, limit, show_views, db) -> None:
     from reports.sql import materialize, one_line_errors, open_views, read_only_query
     from reports.views import available_views
 

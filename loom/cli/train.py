@@ -3,7 +3,7 @@
 import click
 
 from loom.cli.console import Interrupted, console, note
-from loom.io import remove_temporary_files, storage_errors
+from loom.io import remove_temporary_files
 from loom.workspace import Workspace
 from trainer.options import config_from_options, train_options
 
@@ -18,8 +18,7 @@ RESUME_RUN = "interrupted; run the same command with --resume to go on from the 
 @click.pass_obj
 def train(ws: Workspace, nproc, **options):
     """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
-    with storage_errors(ws.root):
-        train_run(config_from_options(ws.root, options), nproc)
+    train_run(config_from_options(ws.root, options), nproc)
 
 
 def train_run(config, nproc: int) -> None:
