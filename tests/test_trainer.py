@@ -12,11 +12,11 @@ import torch.nn.functional as F
 from conftest import LOOM_SCRIPT, TINY_MODEL, copy_curated, run_loom, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
-from trainer.config import LRSchedule, TrainConfig, lr_schedule
+from trainer.config import LRSchedule, TrainConfig, lr_schedule, model_config
 from trainer.data import RankLoader, SequenceReader
 from trainer.distributed import Ranks, exit_rank, local, teardown, wrap
 from trainer.metrics import keep_metrics_before, read_metrics_counted
-from trainer.model import Transformer, model_config
+from trainer.model import Transformer
 from trainer.norms import GroupNorms
 
 SPEC = """seq_len = 32

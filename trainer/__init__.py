@@ -6,8 +6,8 @@ import importlib
 
 PUBLIC = {
     "TrainConfig": "trainer.config", "LRSchedule": "trainer.config", "lr_schedule": "trainer.config",
-    "SIZES": "trainer.config", "ModelConfig": "trainer.model", "Transformer": "trainer.model",
-    "model_config": "trainer.model", "Run": "trainer.loop", "train": "trainer.loop",
+    "SIZES": "trainer.config", "ModelConfig": "trainer.config", "Transformer": "trainer.model",
+    "model_config": "trainer.config", "Run": "trainer.loop", "train": "trainer.loop",
     "launch_ranks": "trainer.launch",
 }
 __all__ = sorted(PUBLIC)

@@ -1,8 +1,8 @@
-"""What a training run is: the mixture, the model size and the optimizer's schedule, as a frozen dataclass."""
+"""What a training run is: the mixture, the model's shape (ModelConfig, from a named size) and the optimizer's schedule."""
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from loom.errors import UserError
@@ -18,6 +18,42 @@ SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridd
     "tiny-moe": dict(d_model=64, n_layers=2, n_heads=2, n_experts=4, top_k=2),
     "small-moe": dict(d_model=256, n_layers=4, n_heads=4, n_experts=8, top_k=2),
 }
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    d_model: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int | None = None  # SwiGLU hidden width; default 8/3 d_model rounded up to a multiple of 64
+    tie_embeddings: bool = True
+    n_experts: int = 0  # 0: a dense feed-forward in every layer
+    top_k: int = 2
+    router_bias_rate: float = 1e-3  # how far the bias moves per step, towards balanced load
+    rope_theta: float = 10000.0
+    init_std: float = 0.02
+
+    @property
+    def ffn_width(self) -> int:
+        return self.d_ff or 64 * -(-8 * self.d_model // (3 * 64))
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def model_config(size: str, vocab_size: int, **overrides) -> ModelConfig:
+    """A named size, with any field overridden (None means keep the size's value)."""
+    if size not in SIZES:
+        raise ValueError(f"unknown model size '{size}'; sizes: {', '.join(SIZES)}")
+    config = replace(ModelConfig(vocab_size=vocab_size, **SIZES[size]),
+                     **{k: v for k, v in overrides.items() if v is not None})
+    if config.d_model % config.n_heads or config.head_dim % 2:
+        raise ValueError(f"d_model {config.d_model} must split into {config.n_heads} heads of even width")
+    if config.n_experts and not 1 <= config.top_k <= config.n_experts:
+        raise ValueError(f"top_k {config.top_k} must be between 1 and n_experts {config.n_experts}")
+    return config
 
 
 @dataclass(frozen=True)

@@ -6,24 +6,24 @@ the same number of tokens, the mean of the ranks' gradients (DDP, FSDP2) is the 
 
 import json
 import time
-from collections import deque
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 from loom.errors import UserError
 from loom.io import as_path
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE, load_schedule, target_shares
 from trainer import checkpoint, metrics
-from trainer.config import TrainConfig, lr_schedule
-from trainer.data import Batch, RankLoader, SequenceReader, validation_batches
-from trainer.distributed import Ranks, all_reduce_sum, setup, teardown, wrap
-from trainer.model import Transformer, count_parameters, flops_per_token, model_config
+from trainer.config import TrainConfig, lr_schedule, model_config
+from trainer.data import RankLoader, SequenceReader, validation_batches
+from trainer.distributed import Ranks, setup, teardown, wrap
+from trainer.evaluation import StepMetrics, evaluate, forward_losses, per_source
+from trainer.model import Transformer, count_parameters, flops_per_token
+from trainer.moe import update_router_biases
 from trainer.norms import GroupNorms, clip_gradients
+from trainer.spikes import SpikeDetector
 from trainer.throughput import peak_flops
 
 ReportHook = Callable[[Path], object]
@@ -98,66 +98,12 @@ class Run:
         }
 
 
-class StepMetrics:
-    """Sums that every rank adds to and one all-reduce combines: token losses per source, token counts per
-    source, sequences per component."""
-
-    def __init__(self, n_sources: int, n_components: int, device):
-        self.n_sources, self.n_components = n_sources, n_components
-        self.values = torch.zeros(2 * n_sources + n_components, dtype=torch.float64, device=device)
-
-    def add(self, token_losses: torch.Tensor, batch: Batch) -> None:
-        sources = batch.sources.reshape(-1)
-        self.values[: self.n_sources].index_add_(0, sources, token_losses.detach().reshape(-1).double())
-        self.values[self.n_sources : 2 * self.n_sources].index_add_(0, sources, torch.ones_like(sources, dtype=torch.float64))
-        self.values[2 * self.n_sources :].index_add_(0, batch.components, torch.ones_like(batch.components, dtype=torch.float64))
-
-    def reduce(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        values = all_reduce_sum(self.values).cpu().numpy()
-        n = self.n_sources
-        return values[:n], values[n : 2 * n], values[2 * n :]
-
-
-def per_source(names: list[str], loss_sums: np.ndarray, counts: np.ndarray) -> dict[str, float]:
-    return {name: float(s / c) for name, s, c in zip(names, loss_sums, counts) if c > 0}
-
-
-def forward_losses(model, batch: Batch, device, autocast: bool) -> torch.Tensor:
-    inputs, targets = batch.inputs.to(device, non_blocking=True), batch.targets.to(device, non_blocking=True)
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
-        logits = model(inputs)
-    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
-
-
 def make_optimizer(model, config: TrainConfig) -> torch.optim.Optimizer:
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     return torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
                               {"params": no_decay, "weight_decay": 0.0}],
                              lr=config.lr, betas=(0.9, config.beta2), eps=1e-8)
-
-
-class SpikeDetector:
-    """A grad norm above `factor` times the median of the last `window` steps is a spike; it is attributed
-    to the group whose update moved most against its own recent median."""
-
-    def __init__(self, factor: float, window: int = 50):
-        self.factor = factor
-        self.grad_norms: deque = deque(maxlen=window)
-        self.updates: dict[str, deque] = {}
-
-    def check(self, grad_norm: float, update_norms: dict[str, float]) -> str | None:
-        ratios = {}
-        for group, value in update_norms.items():
-            history = self.updates.setdefault(group, deque(maxlen=self.grad_norms.maxlen))
-            if history:
-                ratios[group] = value / (float(np.median(history)) + 1e-12)
-            history.append(value)
-        spike = len(self.grad_norms) >= 10 and grad_norm > self.factor * float(np.median(self.grad_norms))
-        self.grad_norms.append(grad_norm)
-        if not spike:
-            return None
-        return max(ratios, key=ratios.get) if ratios else "unknown"
 
 
 def train(config: TrainConfig, report: ReportHook | None = None, log=print) -> Path:
@@ -286,32 +232,6 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         metrics.finish(run_dir, metrics.FINISHED if run.end_step == schedule.steps else metrics.STOPPED)
         write_report(report, run_dir, log)
     return run_dir
-
-
-def update_router_biases(moe_layers) -> float | None:
-    """Moves each MoE layer's router_bias by its load summed over ranks; returns the worst max/mean load."""
-    if not moe_layers:
-        return None
-    loads = all_reduce_sum(torch.stack([layer.load for layer in moe_layers]))
-    for layer, load in zip(moe_layers, loads):
-        layer.update_router_bias(load)
-    return float((loads.max(dim=1).values / loads.mean(dim=1).clamp(min=1e-9)).max())
-
-
-@torch.no_grad()
-def evaluate(wrapped, model, batches: list[Batch], run: Run, ranks: Ranks, autocast: bool):
-    """Loss per source over the held-out sequences (every rank its share, then summed)."""
-    if not batches and not ranks.distributed:
-        return {}, None
-    forward = wrapped if run.config.fsdp else model  # DDP's forward would sync buffers; FSDP2's gathers shards
-    forward.eval()
-    sums = StepMetrics(len(run.sources), len(run.schedule.components), ranks.device)
-    for batch in batches:
-        sums.add(forward_losses(forward, batch, ranks.device, autocast), batch)
-    for layer in model.moe_layers():
-        layer.load.zero_()
-    loss_sums, counts, _ = sums.reduce()
-    return per_source(run.sources, loss_sums, counts), float(loss_sums.sum() / counts.sum()) if counts.sum() else None
 
 
 def write_report(report: ReportHook | None, run_dir: Path, log) -> None:

@@ -1,49 +1,13 @@
 """A decoder-only transformer: RoPE, RMSNorm, SwiGLU, causal SDPA, and an optional mixture-of-experts
-feed-forward with auxiliary-loss-free balancing (a `router_bias` buffer moved by the load, not by gradients)."""
-
-from dataclasses import dataclass, replace
+feed-forward (trainer.moe)."""
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import SIZES
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    vocab_size: int
-    d_model: int = 128
-    n_layers: int = 2
-    n_heads: int = 4
-    d_ff: int | None = None  # SwiGLU hidden width; default 8/3 d_model rounded up to a multiple of 64
-    tie_embeddings: bool = True
-    n_experts: int = 0  # 0: a dense feed-forward in every layer
-    top_k: int = 2
-    router_bias_rate: float = 1e-3  # how far the bias moves per step, towards balanced load
-    rope_theta: float = 10000.0
-    init_std: float = 0.02
-
-    @property
-    def ffn_width(self) -> int:
-        return self.d_ff or 64 * -(-8 * self.d_model // (3 * 64))
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
-
-
-def model_config(size: str, vocab_size: int, **overrides) -> ModelConfig:
-    """A named size, with any field overridden (None means keep the size's value)."""
-    if size not in SIZES:
-        raise ValueError(f"unknown model size '{size}'; sizes: {', '.join(SIZES)}")
-    config = replace(ModelConfig(vocab_size=vocab_size, **SIZES[size]),
-                     **{k: v for k, v in overrides.items() if v is not None})
-    if config.d_model % config.n_heads or config.head_dim % 2:
-        raise ValueError(f"d_model {config.d_model} must split into {config.n_heads} heads of even width")
-    if config.n_experts and not 1 <= config.top_k <= config.n_experts:
-        raise ValueError(f"top_k {config.top_k} must be between 1 and n_experts {config.n_experts}")
-    return config
+from trainer.config import ModelConfig
+from trainer.feedforward import SwiGLU
+from trainer.moe import MoE
 
 
 class RMSNorm(nn.Module):
@@ -82,52 +46,6 @@ class Attention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.out(y.transpose(1, 2).reshape(batch, seq, -1))
-
-
-class SwiGLU(nn.Module):
-    def __init__(self, d_model: int, width: int):
-        super().__init__()
-        self.gate_up = nn.Linear(d_model, 2 * width, bias=False)
-        self.down = nn.Linear(width, d_model, bias=False)
-
-    def forward(self, x):
-        gate, up = self.gate_up(x).chunk(2, dim=-1)
-        return self.down(F.silu(gate) * up)
-
-
-class MoE(nn.Module):
-    """Top-k routed SwiGLU experts. Selection uses sigmoid affinity + `router_bias`; the output is weighted by
-    the affinities alone, so the bias steers load without entering the gradient (DeepSeek-V3)."""
-
-    def __init__(self, config: ModelConfig):
-        super().__init__()
-        self.top_k, self.rate = config.top_k, config.router_bias_rate
-        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
-        self.experts = nn.ModuleList(SwiGLU(config.d_model, config.ffn_width) for _ in range(config.n_experts))
-        self.register_buffer("router_bias", torch.zeros(config.n_experts))
-        self.register_buffer("load", torch.zeros(config.n_experts), persistent=False)  # tokens per expert since the last update
-
-    def forward(self, x):
-        flat = x.reshape(-1, x.shape[-1])
-        affinity = torch.sigmoid(self.router(flat).float())
-        chosen = torch.topk(affinity + self.router_bias, self.top_k, dim=-1).indices
-        weights = affinity.gather(-1, chosen)
-        weights = (weights / weights.sum(-1, keepdim=True)).type_as(flat)
-        with torch.no_grad():
-            self.load += torch.bincount(chosen.flatten(), minlength=len(self.experts)).to(self.load.dtype)
-        out = torch.zeros_like(flat)
-        for e, expert in enumerate(self.experts):
-            token, slot = torch.nonzero(chosen == e, as_tuple=True)
-            if len(token):
-                out.index_add_(0, token, expert(flat[token]) * weights[token, slot, None])
-        return out.view_as(x)
-
-    @torch.no_grad()
-    def update_router_bias(self, load: torch.Tensor) -> None:
-        """Under-loaded experts become more likely to be chosen, over-loaded ones less; `load` is the count of
-        tokens each expert received this step, summed over ranks so every rank moves the bias identically."""
-        self.router_bias += self.rate * torch.sign(load.mean() - load)
-        self.load.zero_()
 
 
 class Block(nn.Module):
