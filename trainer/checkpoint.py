@@ -20,6 +20,7 @@ from loom.io import as_path, is_remote, read_text, remove_tree, write_text
 from trainer.distributed import in_group
 
 STATE_FILE = "trainer_state.json"
+SPIKES = "spike_detector"  # the spike detector's running history, in the state file
 KEEP = 2
 
 

@@ -84,6 +84,7 @@ class TrainConfig:
     device: str = "auto"  # auto: cuda when there is one, else cpu
     peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, or measured on CPU
     spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
+    micro_batches: int = 1  # the rank's share of each step's batch in this many forward+backward passes, one update
 
     def __post_init__(self):
         """The names become folders (mixtures/MIXTURE/, runs/NAME/): checked before any folder or compute."""

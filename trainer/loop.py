@@ -19,7 +19,8 @@ from trainer import checkpoint, metrics
 from trainer.config import TrainConfig, lr_schedule, model_config
 from trainer.data import RankLoader, SequenceReader, validation_batches
 from trainer.distributed import Ranks, setup, teardown, wrap
-from trainer.evaluation import StepMetrics, evaluate, forward_losses, per_source
+from trainer.accumulation import accumulate_gradients
+from trainer.evaluation import StepMetrics, evaluate, per_source
 from trainer.model import Transformer, count_parameters, flops_per_token
 from trainer.moe import update_router_biases
 from trainer.norms import GroupNorms, clip_gradients
@@ -56,6 +57,7 @@ class Run:
         self.end_step = min(self.schedule.steps, config.max_steps or self.schedule.steps)
         self.fingerprint = checkpoint.schedule_fingerprint(meta)
         self.target_shares = target_shares(folder, self.schedule)
+        self.resume_step = 0  # the step of the checkpoint resumed from
         self.resume_from = self._check_run_folder()
 
     def _check_run_folder(self) -> Path | None:
@@ -76,12 +78,28 @@ class Run:
         if state["model_config"] != self.model_config.__dict__:
             raise UserError(f"run '{self.config.name}' was trained with another model ({state['model_config']}); "
                             "resume it with the same --model and sizes")
+        self.resume_step = state["step"]
         return found
 
     def check_world_size(self, world_size: int) -> None:
+        """The global batch splits over the ranks, and each rank's share into its micro-batches."""
         if self.schedule.global_batch % world_size:
             raise UserError(f"global_batch {self.schedule.global_batch} of mixture '{self.config.mixture}' does not "
                             f"split over {world_size} ranks; pick a number of ranks that divides it")
+        share, parts = self.schedule.global_batch // world_size, self.config.micro_batches
+        if share % parts:
+            raise UserError(f"--micro-batches {parts} does not divide the {share} sequences of each rank's share of "
+                            f"global_batch {self.schedule.global_batch} ({world_size} rank(s)); pick a divisor of {share}")
+
+    def nothing_to_train(self) -> str | None:
+        """The line to say when a resumed run's checkpoint is already at its end step, else None."""
+        if self.resume_step >= self.schedule.steps:
+            return (f"run '{self.config.name}' already finished all {self.schedule.steps} steps; nothing to train "
+                    "(start a new --run-name to train again)")
+        if self.resume_step >= self.end_step:
+            return (f"run '{self.config.name}' is at step {self.resume_step} already and --max-steps "
+                    f"{self.config.max_steps} asks for no more; nothing to train (raise --max-steps to go on)")
+        return None
 
     def describe(self) -> dict:
         counts = count_parameters(self.model_config)
@@ -112,7 +130,12 @@ def train(config: TrainConfig, report: ReportHook | None = None, log=print) -> P
     try:
         if ranks.device.type == "cpu" and ranks.world_size > 1:
             torch.set_num_threads(1)
-        return _train(Run(config), ranks, report, log)
+        run = Run(config)
+        if finished := run.nothing_to_train():
+            if ranks.is_main:
+                log(finished)
+            return config.run_dir
+        return _train(run, ranks, report, log)
     finally:
         teardown()
 
@@ -127,10 +150,13 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     wrapped = wrap(model, ranks, config.fsdp)
     norms = GroupNorms(model, sharded=config.fsdp and ranks.distributed)  # after wrapping: FSDP2 swaps parameters
     optimizer = make_optimizer(wrapped, config)
+    spikes = SpikeDetector(config.spike_factor)
     start_step, tokens_seen = 0, 0
     if run.resume_from is not None:
         state = checkpoint.load(wrapped, optimizer, run.resume_from)
         start_step, tokens_seen = state["step"], state["tokens_seen"]
+        if checkpoint.SPIKES in state:  # checkpoints written before it was saved start the detector afresh
+            spikes.load_state(state[checkpoint.SPIKES])
     if ranks.is_main:
         metrics.write_run(run_dir, {**run.describe(), metrics.STATUS: metrics.RUNNING,
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
@@ -144,7 +170,6 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     autocast = ranks.device.type == "cuda"
     flops_token = flops_per_token(run.model_config, meta["seq_len"])
     peak, peak_source = peak_flops(ranks.device, config.peak_tflops)
-    spikes = SpikeDetector(config.spike_factor)
     tokens_per_step = schedule.global_batch * meta["seq_len"]
     if ranks.is_main:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
@@ -162,18 +187,17 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                 group["lr"] = lr
             wrapped.train()
             sums = StepMetrics(len(run.sources), len(schedule.components), ranks.device)
-            token_losses = forward_losses(wrapped, batch, ranks.device, autocast)
-            token_losses.mean().backward()
-            sums.add(token_losses, batch)
+            accumulate_gradients(wrapped, batch, config.micro_batches, sums, ranks.device, autocast)
             grad_squares = norms.gradients()
             grad_norm = float(grad_squares.sum()) ** 0.5
             clip_gradients(wrapped, grad_norm, config.grad_clip)
-            before = norms.snapshot()
+            buffers_before = norms.buffer_snapshot()
             optimizer.step()
+            update_squares = norms.step_updates(optimizer)  # before zero_grad: which parameters had a gradient
             optimizer.zero_grad(set_to_none=True)
             expert_load = update_router_biases(moe_layers)
             loss_sums, counts, sequences = sums.reduce()
-            updates = norms.named(norms.updates(before))
+            updates = norms.named(update_squares + norms.buffer_updates(buffers_before))
             tokens_seen += tokens_per_step
             record = {
                 metrics.STEP: step, metrics.PHASE: phase, metrics.LR: lr,
@@ -210,7 +234,8 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                     metrics_log.publish()  # on a store, before the checkpoint commits: see MetricsLog
                 checkpoint.save(wrapped, optimizer, checkpoint.checkpoint_dir(run_dir, done),
                                 {"step": done, "tokens_seen": tokens_seen, "schedule_fingerprint": run.fingerprint,
-                                 "model_config": run.model_config.__dict__}, ranks.is_main)
+                                 "model_config": run.model_config.__dict__, checkpoint.SPIKES: spikes.state()},
+                                ranks.is_main)
             if ranks.is_main and (done % config.report_every == 0 or done == run.end_step):
                 metrics_log.publish()
                 log(f"step {done:>6}/{run.end_step}  loss {record[metrics.LOSS]:.4f}  lr {lr:.2e}  "

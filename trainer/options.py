@@ -26,6 +26,7 @@ HELP = {
     "seed": "Model initialization seed", "device": "cpu, cuda or auto",
     "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: known GPU peak, or measured on CPU]",
     "spike_factor": "Flag a grad norm above this times its running median",
+    "micro_batches": "Split each rank's share of a step's batch into N micro-batches (gradient accumulation)",
 }
 MAY_BE_ZERO = {"seed", "warmup_steps", "decay_start", "n_experts"}
 POSITIVE = {"lr", "peak_tflops", "spike_factor"}

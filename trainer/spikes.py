@@ -26,3 +26,12 @@ class SpikeDetector:
         if not spike:
             return None
         return max(ratios, key=ratios.get) if ratios else "unknown"
+
+    def state(self) -> dict:
+        """The running history, for a checkpoint: a resumed run flags the steps the straight run flags."""
+        return {"grad_norms": list(self.grad_norms), "updates": {g: list(h) for g, h in self.updates.items()}}
+
+    def load_state(self, state: dict) -> None:
+        window = self.grad_norms.maxlen
+        self.grad_norms = deque(state["grad_norms"], maxlen=window)
+        self.updates = {g: deque(h, maxlen=window) for g, h in state["updates"].items()}
