@@ -134,7 +134,8 @@ def _compare_accumulated(ranks: Ranks):
         before = norms.snapshot()
         optimizer.step()
         new = norms.named(norms.step_updates(optimizer))
-        assert new == pytest.approx(norms.named(norms.updates(before)), rel=1e-5)
+        # float32 weights rounded after the update: see the one-process test below for the tolerance
+        assert new == pytest.approx(norms.named(norms.updates(before)), rel=1e-4, abs=1e-12)
 
 
 def test_micro_batches_under_ddp_and_fsdp2_give_the_whole_batch_gradients(tmp_path):
