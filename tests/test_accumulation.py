@@ -157,6 +157,16 @@ def test_two_ranks_with_micro_batches_give_the_losses_of_one(acc_ws):
 # ---- update norms without a copy of the model ---------------------------------------------------------
 
 
+@pytest.fixture
+def one_thread():
+    """A tiny model gains nothing from more threads, and on a shared machine loses much to them."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("size, dtype, rtol", [("tiny-moe", torch.float64, 1e-9), ("tiny", torch.float32, 1e-3)])
 def test_update_norms_from_adamw_state_equal_those_from_a_copy(size, dtype, rtol):
     """Over steps with small and large LRs, clipping and weight decay (and, with experts, parameters that got no
