@@ -88,8 +88,9 @@ class Run:
                             f"split over {world_size} ranks; pick a number of ranks that divides it")
         share, parts = self.schedule.global_batch // world_size, self.config.micro_batches
         if share % parts:
-            raise UserError(f"--micro-batches {parts} does not divide the {share} sequences of each rank's share of "
-                            f"global_batch {self.schedule.global_batch} ({world_size} rank(s)); pick a divisor of {share}")
+            raise UserError(f"--micro-batches {parts} does not divide the {share} sequences of each rank's share "
+                            f"of global_batch {self.schedule.global_batch} ({world_size} rank(s)); "
+                            f"pick a divisor of {share}")
 
     def nothing_to_train(self) -> str | None:
         """The line to say when a resumed run's checkpoint is already at its end step, else None."""

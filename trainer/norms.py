@@ -104,6 +104,7 @@ def adamw_change_squared(param: torch.Tensor, group: dict, state: dict | None) -
     change = local(state["exp_avg_sq"]).sqrt()
     change.div_(math.sqrt(1 - beta2**step)).add_(eps)
     torch.div(local(state["exp_avg"]), change, out=change)
-    change.mul_(lr / (1 - beta1**step)).add_(local(param).detach(), alpha=lr * decay).div_(1 - lr * decay)  # minus the change
+    change.mul_(lr / (1 - beta1**step))  # the Adam part
+    change.add_(local(param).detach(), alpha=lr * decay).div_(1 - lr * decay)  # minus the change
     flat = change.reshape(-1)
     return torch.dot(flat, flat).double()
