@@ -85,7 +85,9 @@ def main() -> None:
         records = read_metrics(config.run_dir)[args.skip:]
         loom_step = statistics.median(r["step_seconds"] for r in records)
         data_fraction = sum(r["data_wait_fraction"] * r["step_seconds"] for r in records) / sum(r["step_seconds"] for r in records)
-        mfu = statistics.median(r["mfu"] for r in records)
+        known = [r["mfu"] for r in records if r.get("mfu") is not None]  # null without a known peak
+        mfu = f"{statistics.median(known):.1%}" if known else "-"
+        tflops = statistics.median(r["flops_per_second"] for r in records) / 1e12
     bare_step = (before + after) / 2
     rows = [("bare loop (before)", before), ("loom train", loom_step), ("bare loop (after)", after)]
     print(f"\nmodel {args.model}: {run.model_config.__dict__}")
@@ -93,7 +95,8 @@ def main() -> None:
     print(f"{'':<20}{'s/step':>10}{'tokens/s':>12}")
     for name, seconds in rows:
         print(f"{name:<20}{seconds:>10.4f}{tokens_per_step / seconds:>12,.0f}")
-    print(f"loom: data loading {data_fraction:.2%} of step time, MFU {mfu:.1%} (peak {records[-1]['peak_source']})")
+    print(f"loom: data loading {data_fraction:.2%} of step time, {tflops:.3g} TFLOP/s achieved, MFU {mfu} "
+          f"({records[-1]['peak_source']})")
     print(json.dumps({"loom_tokens_per_second": tokens_per_step / loom_step,
                       "bare_tokens_per_second": tokens_per_step / bare_step, "data_fraction": data_fraction}))
     print(f"ratio loom/bare tokens per second: {bare_step / loom_step:.3f}x; data loading {data_fraction:.2%} of step time")

@@ -8,9 +8,10 @@ from loom.errors import UserError
 from loom.io import as_path, write_text
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
 from trainer.metrics import (
-    ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EXPERT_LOAD, GLOBAL_BATCH, GRAD_NORM,
-    GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE, MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS,
-    PEAK_SOURCE, PHASE, PHASES, RUN, RUN_FILE, RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS,
+    ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EXPERT_LOAD, FLOPS_PER_SECOND,
+    FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH, GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE,
+    MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE,
+    RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS,
     TARGET_SHARES, TOKENS_PER_SECOND, TOKENS_SEEN, UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WORLD_SIZE,
     METRICS_FILE, read_metrics_counted, read_run,
 )
@@ -39,7 +40,8 @@ def headline(info: dict, records: list[dict]) -> str:
         ("tokens seen", number(last.get(TOKENS_SEEN, 0))), ("loss", number(last.get(LOSS))),
         ("val loss", number(validated[-1][VAL_LOSS]) if validated else "-"),
         ("tokens/s", number(round(median(r[TOKENS_PER_SECOND] for r in recent))) if recent else "-"),
-        ("MFU", f"{median(r[MFU] for r in recent):.1%}" if recent else "-"),
+        ("TFLOP/s", _median(recent, FLOPS_PER_SECOND, lambda v: f"{v / 1e12:.3g}")),
+        ("MFU", _median(recent, MFU, lambda v: f"{v:.1%}")),
         ("data wait", f"{median(r[DATA_WAIT_FRACTION] for r in recent):.2%}" if recent else "-"),
     ]
     cards = "".join(f'<div id="headline-{esc(k.replace(" ", "-"))}">{esc(k)}<b>{esc(v)}</b></div>' for k, v in items)
@@ -49,8 +51,31 @@ def headline(info: dict, records: list[dict]) -> str:
              + (f", {model['n_experts']} experts (top {model['top_k']})" if model["n_experts"] else ""))
     return (f'<div class="headline">{cards}</div><p class="note">Mixture {esc(info[MIXTURE])}, '
             f"{info[GLOBAL_BATCH]} x {info[SEQ_LEN]} tokens per step on {info.get(WORLD_SIZE, 1)} rank(s) "
-            f"({esc(info.get(DEVICE, '?'))}); {esc(shape)}. Peak for MFU: "
-            f"{esc(last.get(PEAK_SOURCE, '?'))}, {number((last.get(PEAK_FLOPS) or 0) / 1e12, 2)} TFLOP/s.</p>")
+            f"({esc(info.get(DEVICE, '?'))}{esc(', ' + info[PRECISION] if PRECISION in info else '')}); "
+            f"{esc(shape)}. {esc(mfu_note(recent))}</p>")
+
+
+def _median(records: list[dict], key: str, show) -> str:
+    """The median of the records' values of `key`, shown; "-" when none has one (null, or an older run's line)."""
+    values = [r[key] for r in records if r.get(key) is not None]
+    return show(median(values)) if values else "-"
+
+
+def mfu_note(recent: list[dict]) -> str:
+    """Against which peak MFU is, or why there is none. Older runs' lines have a peak and an MFU, no FLOP/s."""
+    if not recent:
+        return ""
+    last = recent[-1]
+    peak = last.get(PEAK_FLOPS)
+    if peak is None:
+        return f"{last.get(PEAK_SOURCE, 'no MFU: no known peak')}."
+    note = f"Peak for MFU: {last.get(PEAK_SOURCE, '?')}, {peak / 1e12:.4g} TFLOP/s per device."
+    above = [r[FLOPS_PER_SECOND_PER_DEVICE] for r in recent
+             if r.get(MFU) is None and r.get(FLOPS_PER_SECOND_PER_DEVICE, 0) > peak]
+    if above:
+        note += (f" MFU left out on {len(above)} of the last {len(recent)} steps: a device achieved up to "
+                 f"{max(above) / 1e12:.3g} TFLOP/s, above that peak.")
+    return note
 
 
 def phase_markers(info: dict) -> list[tuple[float, str]]:
@@ -134,6 +159,8 @@ def run_report(run_dir: Path) -> Path:
             group_table(records),
             "<h2>Throughput</h2>",
             line_chart([("tokens/s", _series(records, TOKENS_PER_SECOND))], "throughput-chart", "tokens/s", markers),
+            line_chart([("achieved, all devices", [(s, v / 1e12) for s, v in _series(records, FLOPS_PER_SECOND)])],
+                       "flops-chart", "TFLOP/s", markers),
             line_chart([("data wait fraction", _series(records, DATA_WAIT_FRACTION))], "data-wait-chart",
                        "fraction of step time waiting for data", markers),
         ]

@@ -179,7 +179,8 @@ def test_every_step_reports_norms_throughput_and_mfu(runs):
     groups = {"embed", "norm", "layers.0.attn", "layers.0.ffn", "layers.1.attn", "layers.1.ffn"}
     assert groups <= set(record["param_norm_by_group"]) and groups <= set(record["update_norm_by_group"])
     assert record["grad_norm"] == pytest.approx(sum(v**2 for v in record["grad_norm_by_group"].values()) ** 0.5)
-    assert record["tokens_per_second"] > 0 and 0 < record["mfu"] < 1 and 0 <= record["data_wait_fraction"] < 1
+    assert record["tokens_per_second"] > 0 and record["flops_per_second"] > 0 and 0 <= record["data_wait_fraction"] < 1
+    assert record["mfu"] is None  # no known peak on CPU without --peak-tflops (tests/test_throughput.py)
 
 
 def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):

@@ -80,9 +80,10 @@ class TrainConfig:
     report_every: int = 10
     resume: bool = False
     fsdp: bool = False
+    compile: bool = False  # torch.compile each block (inductor)
     seed: int = 0
     device: str = "auto"  # auto: cuda when there is one, else cpu
-    peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, or measured on CPU
+    peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, else no MFU
     spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
     micro_batches: int = 1  # the rank's share of each step's batch in this many forward+backward passes, one update
 

@@ -2,6 +2,7 @@
 CPU, NCCL on GPU; one process without torchrun needs no group at all."""
 
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from typing import NoReturn
@@ -71,21 +72,50 @@ def exit_rank(code: int) -> NoReturn:
     os._exit(code)
 
 
-def wrap(model: nn.Module, ranks: Ranks, fsdp: bool) -> nn.Module:
-    """The model as the step sees it. Under FSDP2 each block is its own shard unit, then the root (embedding,
-    final norm and head). Buffers are not broadcast: every rank updates them identically (see MoE)."""
+FP32, BF16_AUTOCAST, BF16_FSDP2 = "fp32", "bf16-autocast", "bf16-fsdp2"
+
+
+def precision(ranks: Ranks, fsdp: bool) -> str:
+    """fp32 on CPU; on GPU bf16 through FSDP2's mixed-precision policy when sharding, else through autocast."""
+    if ranks.device.type != "cuda":
+        return FP32
+    return BF16_FSDP2 if fsdp and ranks.distributed else BF16_AUTOCAST
+
+
+def wrap(model: nn.Module, ranks: Ranks, fsdp: bool, compile_blocks: bool = False) -> nn.Module:
+    """The model as the step sees it. Blocks are compiled first, one by one, as torchtitan does (its
+    apply_compile: after activation checkpointing, before FSDP). Under FSDP2 each block is its own shard unit,
+    then the root (embedding, final norm and head); on GPU with bf16 compute and fp32 gradient reduction.
+    Buffers are not broadcast: every rank updates them identically (see MoE)."""
+    if compile_blocks:
+        compile_each_block(model, ranks.device)
     if not ranks.distributed:
         return model
     if fsdp:
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        policy = MixedPrecisionPolicy()
+        if precision(ranks, fsdp) == BF16_FSDP2:
+            policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for layer in model.layers:
-            fully_shard(layer)
-        return fully_shard(model)
+            fully_shard(layer, mp_policy=policy)
+        return fully_shard(model, mp_policy=policy)
     from torch.nn.parallel import DistributedDataParallel
 
     device_ids = [ranks.device.index] if ranks.device.type == "cuda" else None
     return DistributedDataParallel(model, device_ids=device_ids, forward_sync_buffers=False)
+
+
+def compile_each_block(model: nn.Module, device: torch.device) -> None:
+    """torch.compile (inductor) of each block's forward. Only the forward is replaced, not the block (as
+    torch.compile(block) would): parameter names, so checkpoints and the norm groups, stay as they are, and the
+    FSDP2/DDP hooks on the block run outside the compiled code."""
+    if device.type == "cpu" and not shutil.which(os.environ.get("CXX", "g++")):
+        raise UserError(f"--compile on CPU needs a C++ compiler for inductor, and "
+                        f"'{os.environ.get('CXX', 'g++')}' is not on PATH; install g++ (or set CXX), or train "
+                        "without --compile")
+    for block in model.layers:
+        block.forward = torch.compile(block.forward)
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:

@@ -16,16 +16,16 @@ from loom.io import as_path
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE, load_schedule, target_shares
 from trainer import checkpoint, metrics
+from trainer.accumulation import accumulate_gradients
 from trainer.config import TrainConfig, lr_schedule, model_config
 from trainer.data import RankLoader, SequenceReader, validation_batches
-from trainer.distributed import Ranks, setup, teardown, wrap
-from trainer.accumulation import accumulate_gradients
+from trainer.distributed import BF16_AUTOCAST, Ranks, precision, setup, teardown, wrap
 from trainer.evaluation import StepMetrics, evaluate, per_source
 from trainer.model import Transformer, count_parameters, flops_per_token
 from trainer.moe import update_router_biases
 from trainer.norms import GroupNorms, clip_gradients
 from trainer.spikes import SpikeDetector
-from trainer.throughput import peak_flops
+from trainer.throughput import Throughput, device_peak
 
 ReportHook = Callable[[Path], object]
 
@@ -148,7 +148,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     torch.manual_seed(config.seed)
     model = Transformer(run.model_config, schedule.meta["seq_len"]).to(ranks.device)
     moe_layers = model.moe_layers()
-    wrapped = wrap(model, ranks, config.fsdp)
+    wrapped = wrap(model, ranks, config.fsdp, config.compile)
     norms = GroupNorms(model, sharded=config.fsdp and ranks.distributed)  # after wrapping: FSDP2 swaps parameters
     optimizer = make_optimizer(wrapped, config)
     spikes = SpikeDetector(config.spike_factor)
@@ -161,6 +161,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     if ranks.is_main:
         metrics.write_run(run_dir, {**run.describe(), metrics.STATUS: metrics.RUNNING,
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
+                                    metrics.PRECISION: precision(ranks, config.fsdp),
                                     metrics.STARTED_AT: time.time()})
         metrics.keep_metrics_before(run_dir, start_step)
     meta = schedule.meta
@@ -168,9 +169,9 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     per_rank = schedule.global_batch // ranks.world_size
     validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
     loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)
-    autocast = ranks.device.type == "cuda"
-    flops_token = flops_per_token(run.model_config, meta["seq_len"])
-    peak, peak_source = peak_flops(ranks.device, config.peak_tflops)
+    autocast = precision(ranks, config.fsdp) == BF16_AUTOCAST
+    throughput = Throughput(flops_per_token(run.model_config, meta["seq_len"]), ranks.world_size,
+                            device_peak(ranks.device, config.peak_tflops), log if ranks.is_main else lambda _: None)
     tokens_per_step = schedule.global_batch * meta["seq_len"]
     if ranks.is_main:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
@@ -223,10 +224,8 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
             if (step + 1) % config.eval_every == 0 or step + 1 == run.end_step:
                 by_source, val_loss = evaluate(wrapped, model, validation, run, ranks, autocast)
                 record.update({metrics.VAL_LOSS_BY_SOURCE: by_source, metrics.VAL_LOSS: val_loss})
-            record.update({metrics.STEP_SECONDS: seconds, metrics.TOKENS_PER_SECOND: tokens_per_step / seconds,
-                           metrics.DATA_WAIT_FRACTION: waited / seconds,
-                           metrics.MFU: flops_token * tokens_per_step / seconds / (peak * ranks.world_size),
-                           metrics.PEAK_FLOPS: peak, metrics.PEAK_SOURCE: peak_source})
+            record.update({metrics.STEP_SECONDS: seconds, metrics.DATA_WAIT_FRACTION: waited / seconds,
+                           **throughput.of_step(tokens_per_step, seconds)})
             if ranks.is_main:
                 metrics_log.write(record)
             done = step + 1
@@ -241,7 +240,8 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                 metrics_log.publish()
                 log(f"step {done:>6}/{run.end_step}  loss {record[metrics.LOSS]:.4f}  lr {lr:.2e}  "
                     f"grad {grad_norm:.3f}  {record[metrics.TOKENS_PER_SECOND]:,.0f} tok/s  "
-                    f"mfu {record[metrics.MFU]:.1%}")
+                    f"{record[metrics.FLOPS_PER_SECOND] / 1e12:.3g} TFLOP/s  "
+                    f"mfu {'-' if record[metrics.MFU] is None else format(record[metrics.MFU], '.1%')}")
                 if done < run.end_step:
                     write_report(report, run_dir, log)
             step_began, waited_before = time.perf_counter(), loader.wait_seconds  # eval, checkpoints, reports: not step time

@@ -35,9 +35,11 @@ VAL_LOSS = "val_loss"
 STEP_SECONDS = "step_seconds"
 TOKENS_PER_SECOND = "tokens_per_second"
 DATA_WAIT_FRACTION = "data_wait_fraction"
-MFU = "mfu"
-PEAK_FLOPS = "peak_flops"
-PEAK_SOURCE = "peak_source"
+FLOPS_PER_SECOND = "flops_per_second"  # achieved, all devices: the model's training FLOPs per token x tokens/s
+FLOPS_PER_SECOND_PER_DEVICE = "flops_per_second_per_device"
+MFU = "mfu"  # per device against PEAK_FLOPS; null without a known peak, or where the peak is below what was achieved
+PEAK_FLOPS = "peak_flops"  # one device's; null when unknown
+PEAK_SOURCE = "peak_source"  # where PEAK_FLOPS comes from, or why there is none
 
 # ---- run.json, in the order it holds its keys ----
 RUN = "run"
@@ -61,6 +63,7 @@ CONFIG = "config"
 STATUS = "status"  # RUNNING, then FINISHED, STOPPED (at --max-steps) or FAILED
 WORLD_SIZE = "world_size"
 DEVICE = "device"
+PRECISION = "precision"  # fp32, bf16-autocast or bf16-fsdp2 (trainer.distributed.precision)
 STARTED_AT = "started_at"
 ENDED_AT = "ended_at"
 

@@ -23,8 +23,9 @@ HELP = {
     "eval_every": "Validation loss on held-out sequences every N steps",
     "report_every": "Log a line and rewrite the run report every N steps",
     "resume": "Continue the run from its latest checkpoint", "fsdp": "Shard with FSDP2 instead of DDP",
+    "compile": "torch.compile each transformer block (inductor; on CPU it needs g++)",
     "seed": "Model initialization seed", "device": "cpu, cuda or auto",
-    "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: known GPU peak, or measured on CPU]",
+    "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: a known GPU's dense bf16 peak; else no MFU]",
     "spike_factor": "Flag a grad norm above this times its running median",
     "micro_batches": "Split each rank's share of a step's batch into N micro-batches (gradient accumulation)",
 }
