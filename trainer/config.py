@@ -31,6 +31,7 @@ class ModelConfig:
     n_experts: int = 0  # 0: a dense feed-forward in every layer
     top_k: int = 2
     router_bias_rate: float = 1e-3  # how far the bias moves per step, towards balanced load
+    sequence_aux_coeff: float = 0.0  # DeepSeek-V3's sequence-wise balance loss, times this (0: off)
     rope_theta: float = 10000.0
     init_std: float = 0.02
 
@@ -84,6 +85,7 @@ class TrainConfig:
     device: str = "auto"  # auto: cuda when there is one, else cpu
     peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, or measured on CPU
     spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
+    moe_sequence_aux_coeff: float | None = None  # MoE: DeepSeek-V3's sequence-wise balance loss factor (0: off)
 
     def __post_init__(self):
         """The names become folders (mixtures/MIXTURE/, runs/NAME/): checked before any folder or compute."""

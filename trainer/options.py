@@ -26,6 +26,7 @@ HELP = {
     "seed": "Model initialization seed", "device": "cpu, cuda or auto",
     "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: known GPU peak, or measured on CPU]",
     "spike_factor": "Flag a grad norm above this times its running median",
+    "moe_sequence_aux_coeff": "MoE: weight of DeepSeek-V3's sequence-wise balance loss (e.g. 1e-4) [default: 0, off]",
 }
 MAY_BE_ZERO = {"seed", "warmup_steps", "decay_start", "n_experts"}
 POSITIVE = {"lr", "peak_tflops", "spike_factor"}
