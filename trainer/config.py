@@ -30,7 +30,7 @@ class ModelConfig:
     tie_embeddings: bool = True
     n_experts: int = 0  # 0: a dense feed-forward in every layer
     top_k: int = 2
-    router_bias_rate: float = 1e-3  # how far the bias moves per step, towards balanced load
+    router_bias_rate: float = 1e-2  # how far the bias moves per step towards balanced load (MoE.update_router_bias)
     sequence_aux_coeff: float = 0.0  # DeepSeek-V3's sequence-wise balance loss, times this (0: off)
     rope_theta: float = 10000.0
     init_std: float = 0.02

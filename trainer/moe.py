@@ -54,7 +54,9 @@ class MoE(nn.Module):
         """Under-loaded experts become more likely to be chosen, over-loaded ones less; `load` is the count of
         tokens each expert received this step, summed over ranks so every rank moves the bias identically.
         As torchtitan's `_update_expert_bias` (pytorch/torchtitan b5bcd76c, torchtitan/components/optimizer/
-        optimizer.py): rate * sign(mean load - load), centred so the biases keep a zero mean."""
+        optimizer.py): rate * sign(mean load - load), centred so the biases keep a zero mean.
+        The rate (ModelConfig.router_bias_rate) is 1e-2, not DeepSeek-V3's 1e-3: a small model at Loom's LR moves
+        its router faster than 1e-3 per step can follow (measured in the commit that set it)."""
         delta = self.rate * torch.sign(load.mean() - load)
         self.router_bias += delta - delta.mean()
         self.load.zero_()
