@@ -2,13 +2,18 @@
 real mixture of the curated slice, the real routing and bias update."""
 
 import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from conftest import TINY_MODEL, copy_curated, run_loom, write_spec
+from conftest import LOOM, TINY_MODEL, copy_curated, run_loom, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import TrainConfig, model_config
@@ -233,3 +238,32 @@ def test_a_run_whose_ranks_died_is_marked_failed_and_its_report_stops_reloading(
         assert f'<svg class="chart" id="{chart}"' in page
     assert "1 (n_experts / top_k - 1 = 4 / 2 - 1) is the ceiling" in page
     write_run(config.run_dir, finished)
+
+
+def rank_process(run: str, rank: int) -> int | None:
+    """The pid of `python -m trainer` rank `rank` of `run` on this machine, from /proc."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"trainer" in command and run.encode() in command and f"RANK={rank}".encode() in environment:
+            return int(pid)
+    return None
+
+
+@pytest.mark.slow
+def test_a_killed_rank_leaves_its_run_failed_not_running(moe_ws):
+    """Rank 0 killed (SIGKILL: it cannot mark anything): `loom train --nproc 2` fails, and run.json says so."""
+    run_file = moe_ws / "runs" / "sigkill" / "run.json"
+    launcher = subprocess.Popen([*LOOM, "-w", moe_ws, "train", "--mixture", "moemix", "--run-name", "sigkill", *map(str, MOE),
+                                 "--nproc", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (run_file.exists() and rank_process("sigkill", 0)):
+        time.sleep(0.01)
+    assert read_run(run_file.parent)["status"] == RUNNING  # killed while running: the case under test
+    os.kill(rank_process("sigkill", 0), signal.SIGKILL)
+    _, err = launcher.communicate(timeout=240)
+    assert launcher.returncode == 2 and "training failed in one of its 2 processes" in err
+    assert read_run(run_file.parent)["status"] == FAILED
