@@ -8,10 +8,11 @@ from loom.errors import UserError
 from loom.io import as_path, write_text
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
 from trainer.metrics import (
-    ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EXPERT_LOAD, FLOPS_PER_SECOND,
-    FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH, GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE,
-    MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE,
-    RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS,
+    ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EXPERT_LOAD_BY_LAYER,
+    EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND, FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH,
+    GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE, MODEL, PARAM_NORM_BY_GROUP, PARAMETERS,
+    PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE, RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE,
+    STATUS, STEP, STEPS,
     TARGET_SHARES, TOKENS_PER_SECOND, TOKENS_SEEN, UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WORLD_SIZE,
     METRICS_FILE, read_metrics_counted, read_run,
 )
@@ -125,6 +126,27 @@ def group_table(records: list[dict]) -> str:
     return table(["group", "weight norm", "grad norm", "update norm"], rows, "groups-table")
 
 
+def expert_load(info: dict, records: list[dict], markers) -> list[str]:
+    """Each MoE layer's max violation per step, and its experts' shares of the token slots."""
+    model = info[MODEL]
+    ceiling = model["n_experts"] / model["top_k"] - 1
+    layers = list(records[-1].get(EXPERT_MAX_VIOLATION_BY_LAYER) or {})
+    parts = ["<h2>MoE expert load</h2>",
+             f'<p class="note" id="expert-load-bounds">Max violation = max over experts of load / mean load - 1, '
+             f"load being an expert's share of the layer's token slots summed over ranks: 0 is perfectly "
+             f"balanced; {number(ceiling)} (n_experts / top_k - 1 = {model['n_experts']} / {model['top_k']} - 1) "
+             f"is the ceiling, reached when {model['top_k']} experts take every token and the others none.</p>",
+             line_chart(_by_source(records, EXPERT_MAX_VIOLATION_BY_LAYER), "expert-violation-chart",
+                        "max violation", markers)]
+    for layer in layers:
+        shares = [(f"expert {e}", [(r[STEP], r[EXPERT_LOAD_BY_LAYER][layer][e]) for r in records
+                                   if layer in (r.get(EXPERT_LOAD_BY_LAYER) or {})])
+                  for e in range(model["n_experts"])]
+        parts += [f"<h3>{esc(layer)}: share of token slots per expert (balanced: {number(1 / model['n_experts'])})</h3>",
+                  line_chart(shares, f"expert-load-{layer.replace('.', '-')}", "share", markers)]
+    return parts
+
+
 def run_report(run_dir: Path) -> Path:
     run_dir = as_path(run_dir)
     if not (run_dir / RUN_FILE).is_file():
@@ -164,9 +186,8 @@ def run_report(run_dir: Path) -> Path:
             line_chart([("data wait fraction", _series(records, DATA_WAIT_FRACTION))], "data-wait-chart",
                        "fraction of step time waiting for data", markers),
         ]
-        if any(EXPERT_LOAD in r for r in records):
-            body += ["<h3>MoE expert load (max / mean, worst layer)</h3>",
-                     line_chart([("max/mean", _series(records, EXPERT_LOAD))], "expert-chart", "", markers)]
+        if any(EXPERT_MAX_VIOLATION in r for r in records):
+            body += expert_load(info, records, markers)
         body += ["<h2>Mixture: realized against target shares</h2>", shares(info, records)]
     else:
         body.append("<p>No step has finished yet.</p>")

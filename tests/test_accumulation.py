@@ -104,11 +104,11 @@ def _batch(ids: torch.Tensor) -> Batch:
 
 def _compare_accumulated(ranks: Ranks):
     """On 2 ranks, DDP and FSDP2: 4 micro-batches of each rank's share give the gradients of one pass over the
-    whole batch in one process, so do the experts' loads, and the update norms from AdamW's state equal those
+    whole batch in one process (cross-entropy and the MoE's sequence-wise balance loss), so do the experts' loads, and the update norms from AdamW's state equal those
     from a copy of the model."""
     ids = torch.randint(0, 300, (16, 17), generator=torch.Generator().manual_seed(5))
     mine = _batch(ids.chunk(ranks.world_size)[ranks.rank])
-    config = model_config("tiny-moe", 300, d_model=32)
+    config = model_config("tiny-moe", 300, d_model=32, sequence_aux_coeff=0.1)  # the balance loss weighed in too
     train_config = TrainConfig(workspace=".", mixture="m")
 
     def fresh():

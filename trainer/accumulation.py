@@ -1,14 +1,15 @@
 """Gradient accumulation: a rank's share of a step's batch in micro-batches, a forward and backward pass each,
 gradients summed before the one optimizer step. The loss of each micro-batch is its token mean scaled by its
-share of the rank's tokens, so the summed gradient is the gradient of the mean over all the rank's tokens:
-the same step as one pass over the whole share, to float rounding. Ranks exchange gradients once, after the
-last micro-batch."""
+share of the rank's tokens (an MoE's sequence-wise balance loss too), so the summed gradient is the gradient of
+the mean over all the rank's tokens: the same step as one pass over the whole share, to float rounding. Ranks
+exchange gradients once, after the last micro-batch."""
 
 from contextlib import contextmanager
 
 from trainer.data import Batch
 from trainer.distributed import in_group
 from trainer.evaluation import StepMetrics, forward_losses
+from trainer.moe import loss_share
 
 
 def split(batch: Batch, parts: int) -> list[Batch]:
@@ -41,7 +42,8 @@ def accumulate_gradients(wrapped, batch: Batch, micro_batches: int, sums: StepMe
     tokens = batch.targets.numel()
     pieces = split(batch, micro_batches)
     for i, piece in enumerate(pieces):
-        with gradient_sync(wrapped, enabled=i == len(pieces) - 1):
+        share = piece.targets.numel() / tokens
+        with gradient_sync(wrapped, enabled=i == len(pieces) - 1), loss_share(share):
             token_losses = forward_losses(wrapped, piece, device, autocast)
-            (token_losses.mean() * (token_losses.numel() / tokens)).backward()
+            (token_losses.mean() * share).backward()
         sums.add(token_losses, piece)

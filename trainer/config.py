@@ -30,7 +30,8 @@ class ModelConfig:
     tie_embeddings: bool = True
     n_experts: int = 0  # 0: a dense feed-forward in every layer
     top_k: int = 2
-    router_bias_rate: float = 1e-3  # how far the bias moves per step, towards balanced load
+    router_bias_rate: float = 1e-2  # how far the bias moves per step towards balanced load (MoE.update_router_bias)
+    sequence_aux_coeff: float = 0.0  # DeepSeek-V3's sequence-wise balance loss, times this (0: off)
     rope_theta: float = 10000.0
     init_std: float = 0.02
 
@@ -86,6 +87,7 @@ class TrainConfig:
     peak_tflops: float | None = None  # per device, for MFU; default: a known GPU's bf16 peak, else no MFU
     spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
     micro_batches: int = 1  # the rank's share of each step's batch in this many forward+backward passes, one update
+    moe_sequence_aux_coeff: float | None = None  # MoE: DeepSeek-V3's sequence-wise balance loss factor (0: off)
 
     def __post_init__(self):
         """The names become folders (mixtures/MIXTURE/, runs/NAME/): checked before any folder or compute."""

@@ -10,8 +10,9 @@ from loom.errors import UserError
 from loom.io import as_path
 from loom.lock import exclusive
 from loom.workspace import Workspace
+from trainer import metrics
 from trainer.config import TrainConfig
-from trainer.loop import Run
+from trainer.loop import ReportHook, Run, write_report
 from trainer.options import config_to_args
 
 
@@ -28,7 +29,7 @@ def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
     return exclusive(ws.lock_file(f"run-{config.name}"), f"run '{config.name}' in {ws.root}", note)
 
 
-def launch_ranks(config: TrainConfig, nproc: int) -> None:
+def launch_ranks(config: TrainConfig, nproc: int, report: ReportHook | None = None) -> None:
     Run(config).check_world_size(nproc)  # bad input is refused here, once, before any rank starts
     threads = max(1, (os.cpu_count() or 1) // nproc)  # the cores shared out, unless the user chose
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
@@ -38,5 +39,15 @@ def launch_ranks(config: TrainConfig, nproc: int) -> None:
            RUN_LOCK_HELD: "1"}
     result = subprocess.run(command, env=env)
     if result.returncode:
+        mark_failed(config, report)
         raise UserError(f"training failed in one of its {nproc} processes (exit {result.returncode}); "
                         "see their output above")
+
+
+def mark_failed(config: TrainConfig, report: ReportHook | None) -> None:
+    """A rank killed (a signal, an abort in a collective) cannot mark its run failed itself: run.json would say
+    "running" for ever and the report reload for ever. The launcher does it, and rewrites the report."""
+    run_dir = config.run_dir
+    if (run_dir / metrics.RUN_FILE).exists() and metrics.read_run(run_dir).get(metrics.STATUS) == metrics.RUNNING:
+        metrics.finish(run_dir, metrics.FAILED)
+        write_report(report, run_dir, print)

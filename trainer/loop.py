@@ -49,7 +49,8 @@ class Run:
         try:
             self.model_config = model_config(config.model, meta["vocab_size"], d_model=config.d_model,
                                              n_layers=config.n_layers, n_heads=config.n_heads,
-                                             n_experts=config.n_experts, top_k=config.top_k)
+                                             n_experts=config.n_experts, top_k=config.top_k,
+                                             sequence_aux_coeff=config.moe_sequence_aux_coeff)
         except ValueError as err:
             raise UserError(f"{err}; change --model or the size options") from None
         self.midtrain_start = self.schedule.phases[-1].start_step
@@ -147,7 +148,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     run_dir = config.run_dir
     torch.manual_seed(config.seed)
     model = Transformer(run.model_config, schedule.meta["seq_len"]).to(ranks.device)
-    moe_layers = model.moe_layers()
+    moe_layers = model.named_moe_layers()
     wrapped = wrap(model, ranks, config.fsdp, config.compile)
     norms = GroupNorms(model, sharded=config.fsdp and ranks.distributed)  # after wrapping: FSDP2 swaps parameters
     optimizer = make_optimizer(wrapped, config)
@@ -212,8 +213,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                 metrics.PARAM_NORM_BY_GROUP: norms.named(norms.weights()), metrics.UPDATE_NORM_BY_GROUP: updates,
                 metrics.TOKENS_SEEN: tokens_seen,
             }
-            if expert_load is not None:
-                record[metrics.EXPERT_LOAD] = expert_load
+            record.update(expert_load)
             spike = spikes.check(grad_norm, updates)
             if spike:
                 record[metrics.SPIKE] = spike

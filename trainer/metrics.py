@@ -28,7 +28,12 @@ GRAD_NORM_BY_GROUP = "grad_norm_by_group"
 PARAM_NORM_BY_GROUP = "param_norm_by_group"
 UPDATE_NORM_BY_GROUP = "update_norm_by_group"
 TOKENS_SEEN = "tokens_seen"
-EXPERT_LOAD = "expert_load_max_over_mean"  # only with experts
+# only with experts: per MoE layer ("layers.0.ffn"), each expert's fraction of the layer's token slots summed over
+# ranks, and its max violation, max_i load_i / mean load - 1 (0 balanced, n_experts / top_k - 1 at worst); and
+# the worst layer's
+EXPERT_LOAD_BY_LAYER = "expert_load_by_layer"
+EXPERT_MAX_VIOLATION_BY_LAYER = "expert_max_violation_by_layer"
+EXPERT_MAX_VIOLATION = "expert_max_violation"
 SPIKE = "spike"  # only on a spike: the group whose update moved most
 VAL_LOSS_BY_SOURCE = "val_loss_by_source"  # only on evaluation steps, with VAL_LOSS
 VAL_LOSS = "val_loss"

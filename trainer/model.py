@@ -89,7 +89,11 @@ class Transformer(nn.Module):
         return self.head(self.norm(x))
 
     def moe_layers(self) -> list[MoE]:
-        return [layer.ffn for layer in self.layers if isinstance(layer.ffn, MoE)]
+        return list(self.named_moe_layers().values())
+
+    def named_moe_layers(self) -> dict[str, MoE]:
+        """Each MoE feed-forward by its name in the model ("layers.0.ffn"), as the metrics name it."""
+        return {f"layers.{i}.ffn": layer.ffn for i, layer in enumerate(self.layers) if isinstance(layer.ffn, MoE)}
 
 
 def count_parameters(config: ModelConfig) -> dict[str, int]:

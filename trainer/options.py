@@ -28,6 +28,7 @@ HELP = {
     "peak_tflops": "Peak TFLOP/s of one device, for MFU [default: a known GPU's dense bf16 peak; else no MFU]",
     "spike_factor": "Flag a grad norm above this times its running median",
     "micro_batches": "Split each rank's share of a step's batch into N micro-batches (gradient accumulation)",
+    "moe_sequence_aux_coeff": "MoE: weight of DeepSeek-V3's sequence-wise balance loss (e.g. 1e-4) [default: 0, off]",
 }
 MAY_BE_ZERO = {"seed", "warmup_steps", "decay_start", "n_experts"}
 POSITIVE = {"lr", "peak_tflops", "spike_factor"}

@@ -35,7 +35,7 @@ def train_run(config, nproc: int) -> None:
             if nproc == 1:
                 train_here(config, report=run_report, log=console.print)
             else:
-                launch_ranks(config, nproc)
+                launch_ranks(config, nproc, report=run_report)
         except KeyboardInterrupt:
             raise Interrupted(RESUME_RUN) from None
     console.print(f"Run report: {config.run_dir / REPORT_FILE}")
