@@ -15,6 +15,7 @@ SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_ba
              "validation_sequences", "validation_tokens", "weights", "midtrain", "phase", "eval"}
 EVAL_KEYS = {"path", "text", "source"}
 PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a phase's name is a label, never a path
+EVAL_NAME = re.compile(r"[A-Za-z0-9_-]+")  # names evals/NAME.parquet and a metrics key
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,8 @@ def _evals(table, where: str) -> tuple[EvalSet, ...]:
     sets = []
     for name, entry in table.items():
         at = f"{where}: [eval.{name}]"
-        if not PHASE_NAME.fullmatch(name):
-            raise UserError(f"{at}: an eval set's name is letters, digits, '.', '_' or '-'")
+        if not EVAL_NAME.fullmatch(name):
+            raise UserError(f"{at}: an eval set's name is letters, digits, '_' or '-'")
         if not isinstance(entry, dict) or set(entry) - EVAL_KEYS or ("path" in entry) == ("source" in entry):
             raise UserError(f"{at}: give `path` (a jsonl, jsonl.gz or parquet file or glob in the workspace) and "
                             "optionally `text` (the field, default \"text\"), or `source` (a curated source's "

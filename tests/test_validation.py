@@ -87,10 +87,10 @@ def test_no_token_of_a_validation_document_is_trained_on(val_ws):
 
 @pytest.fixture(scope="module")
 def eval_run(val_ws):
-    run_loom("-w", val_ws, "train", "--mixture", "heldout", "--run-name", "evals", *TINY_MODEL,
-             "--eval-every", 4, "--checkpoint-every", 8, "--report-every", 8, "--warmup-steps", 2)
+    result = run_loom("-w", val_ws, "train", "--mixture", "heldout", "--run-name", "evals", *TINY_MODEL,
+                      "--eval-every", 4, "--checkpoint-every", 8, "--report-every", 8, "--warmup-steps", 2)
     lines = (val_ws / "runs" / "evals" / "metrics.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    return [json.loads(line) for line in lines], result.stdout
 
 
 def test_eval_sets_are_compiled_and_their_loss_and_bpb_recorded(val_ws, eval_run):
@@ -102,7 +102,8 @@ def test_eval_sets_are_compiled_and_their_loss_and_bpb_recorded(val_ws, eval_run
     texts = [json.loads(line)["text"] for line in (val_ws / "evals" / "excuses.jsonl").read_text().splitlines()]
     ids = pq.read_table(out / sets["excuses"]["file"])["input_ids"].to_pylist()
     assert ids == [tokenizer.encode(t, add_special_tokens=False).ids + [eos] for t in texts]
-    evaluated = [r for r in eval_run if "eval_loss_by_set" in r]
+    records, stdout = eval_run
+    evaluated = [r for r in records if "eval_loss_by_set" in r]
     assert [r["step"] for r in evaluated] == [3, 7]
     assert set(evaluated[-1]["val_loss_by_source"]) == {"code", "docs", "web"}
     for name, record in sets.items():
@@ -114,6 +115,8 @@ def test_eval_sets_are_compiled_and_their_loss_and_bpb_recorded(val_ws, eval_run
         for r in evaluated:
             loss, bpb = r["eval_loss_by_set"][name], r["eval_bpb_by_set"][name]
             assert 0 < loss < 20 and bpb == pytest.approx(loss * targets.size / math.log(2) / scored_bytes, rel=1e-9)
+    assert f"eval set 'excuses' loss {evaluated[-1]['eval_loss_by_set']['excuses']:.4f}" in stdout
+    assert 'id="eval-table"' in (val_ws / "runs" / "evals" / "report.html").read_text()
     # a curated source's held-out documents as an eval set: the same tokens as that source's validation loss
     assert evaluated[-1]["eval_loss_by_set"]["docs-held-out"] == pytest.approx(
         evaluated[-1]["val_loss_by_source"]["docs"], rel=1e-6)
