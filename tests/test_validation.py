@@ -3,7 +3,6 @@ of it) and user eval sets (tokenized at compile time, their loss and bits per by
 
 import json
 import math
-import shutil
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -14,6 +13,7 @@ from conftest import EXAMPLES, TINY_MODEL, copy_curated, published, run_loom, wr
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import Schedule, SequenceIndex, compile_mixture, load_spec
+from mixtures.spec import to_toml
 
 SPEC = """seq_len = 32
 global_batch = 8
@@ -85,12 +85,16 @@ def test_no_token_of_a_validation_document_is_trained_on(val_ws):
         assert counts["sequences"] == counts["tokens"] // 33
 
 
+def train(ws, run: str, *args):
+    result = run_loom("-w", ws, "train", "--mixture", "heldout", "--run-name", run, *TINY_MODEL, "--eval-every", 4,
+                      "--checkpoint-every", 8, "--report-every", 8, "--warmup-steps", 2, *args)
+    lines = (ws / "runs" / run / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines], result.stdout
+
+
 @pytest.fixture(scope="module")
 def eval_run(val_ws):
-    result = run_loom("-w", val_ws, "train", "--mixture", "heldout", "--run-name", "evals", *TINY_MODEL,
-                      "--eval-every", 4, "--checkpoint-every", 8, "--report-every", 8, "--warmup-steps", 2)
-    lines = (val_ws / "runs" / "evals" / "metrics.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines], result.stdout
+    return train(val_ws, "evals")
 
 
 def test_eval_sets_are_compiled_and_their_loss_and_bpb_recorded(val_ws, eval_run):
@@ -122,12 +126,33 @@ def test_eval_sets_are_compiled_and_their_loss_and_bpb_recorded(val_ws, eval_run
         evaluated[-1]["val_loss_by_source"]["docs"], rel=1e-6)
 
 
+@pytest.mark.slow  # a 2-rank run (~30 s on 2 cores)
+def test_validation_and_eval_sets_score_the_same_on_two_ranks(val_ws, eval_run):
+    one = [r for r in eval_run[0] if "eval_loss_by_set" in r]
+    two = [r for r in train(val_ws, "evals-two-ranks", "--nproc", 2)[0] if "eval_loss_by_set" in r]
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [3, 7]
+    for a, b in zip(one, two):
+        for key in ("val_loss_by_source", "eval_loss_by_set", "eval_bpb_by_set"):
+            assert a[key] == pytest.approx(b[key], rel=1e-5), key
+
+
+def test_an_older_spec_s_validation_sequences_still_compiles_as_its_token_budget(tmp_path):
+    older = tmp_path / "older.toml"
+    older.write_text('name = "older"\nseq_len = 32\nsteps = 4\nvalidation_sequences = 2\n[weights]\ncode = 1\n')
+    spec = load_spec(older)
+    assert spec.validation_budget() == 2 * 33
+    resolved = tmp_path / "resolved.toml"
+    resolved.write_text(to_toml(spec, {"steps": 4}, "test"))
+    assert load_spec(resolved).validation_budget() == 66
+
+
 BAD = {
     "missing file": ('[eval.x]\npath = "evals/nosuch.jsonl"\n', "eval set 'x': no file at"),
     "no such field": ('[eval.x]\npath = "evals/excuses.jsonl"\ntext = "body"\n', "has no text field 'body'"),
-    "outside the workspace": ('[eval.x]\npath = "../elsewhere.jsonl"\n', "`path` = '../elsewhere.jsonl' leaves the workspace"),
+    "outside the workspace": ('[eval.x]\npath = "../elsewhere.jsonl"\n',
+                              "`path` = '../elsewhere.jsonl' leaves the workspace"),
     "empty set": ('[eval.x]\npath = "evals/empty.jsonl"\n', "eval set 'x' (evals/empty.jsonl) has no documents"),
-    "unread source": ('[eval.x]\nsource = "fortunes"\n', "uses source 'fortunes', which no weight of the mixture reads"),
+    "unread source": ('[eval.x]\nsource = "fortunes"\n', "source 'fortunes', which no weight of the mixture reads"),
     "validation under a sequence": ("validation_tokens = 10\n", "`validation_tokens` = 10 is less than one sequence"),
     "both budgets": ("validation_tokens = 100\nvalidation_sequences = 2\n", "not both"),
 }

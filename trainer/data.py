@@ -165,7 +165,7 @@ def validation_batches(schedule: Schedule, reader: SequenceReader, rank: int, wo
     held_out = read_parquet(reader.folder / validation["file"])
     indexes = {source: SequenceIndex(held_out.filter(pc.equal(held_out["source"], source)), schedule.meta["seq_len"])
                for source, counts in validation["sources"].items() if counts["sequences"]}
-    items = [(source, i) for source, index in indexes.items() for i in range(validation["sources"][source]["sequences"])]
+    items = [(source, i) for source in indexes for i in range(validation["sources"][source]["sequences"])]
     pieces = [((0, *reader.read_from(indexes[source], i, f"source {source}'s validation")), counted)
               for (source, i), counted in deal(items, rank, world_size)]
     return evaluation_batches(pieces, batch_size)

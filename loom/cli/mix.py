@@ -95,5 +95,6 @@ def print_plan(out: Path) -> None:
         table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
     for row in read_plan(out):
         table.add_row(row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
-                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}", f"{row.get('validation_tokens') or 0:,}")
+                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
+                      f"{row.get('validation_tokens') or 0:,}")
     console.print(table)
