@@ -12,7 +12,9 @@ from curation.tokenizer import tokenizer_fingerprint
 from loom.errors import UserError
 from loom.io import local_file, write_parquet, write_text
 from loom.workspace import Generation, Workspace
-from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, sequences_file
+from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, VALIDATION_FILE, sequences_file
+from mixtures.evalsets import compile_evals
+from mixtures.heldout import hold_out, validation_counts
 from mixtures.manifest import documents, manifest_fingerprint, read_curation
 from mixtures.plan import PLAN, Component, component_stats, plan_phases, plan_rows, resolve, weight_keys
 from mixtures.spec import MixtureSpec, to_toml
@@ -25,7 +27,12 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     keys = weight_keys(spec)
     components = [resolve(key, curation["sources"]) for key in keys]
     con = documents(gen)
-    stats = {c.key: component_stats(spec, c.key, *count(con, c)) for c in components}
+    sources = sorted({s for c in components for s in c.sources})
+    check_eval_sources(spec, sources)
+    held_out = hold_out(con, spec, sources)
+    validation = validation_counts(held_out, sources, spec.seq_len)
+    stats = {c.key: {**component_stats(spec, c.key, *count(con, c)),
+                     "validation_tokens": sum(validation[s]["tokens"] for s in c.sources)} for c in components}
     steps = spec.resolved_steps()
     phases = plan_phases(spec, keys, steps)
     rows = plan_rows(spec, components, phases, stats)
@@ -35,9 +42,13 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
         "vocab_size": Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
         "components": write_sequence_indexes(con, components, stats, out),
+        "validation": {"file": VALIDATION_FILE, "tokens_per_source": spec.validation_budget(),
+                       "sources": validation},
+        "evals": compile_evals(spec, ws.root, tokenizer, gen, held_out, out),
         "manifest_fingerprint": manifest_fingerprint(gen), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],
         "workspace": str(ws.root), "generation": gen.id,
     }
+    write_parquet(held_out, out / VALIDATION_FILE)
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
     write_text(to_toml(spec, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
     write_text(json.dumps(meta, indent=2), out / SCHEDULE_FILE)
@@ -55,22 +66,29 @@ def curated_tokenizer(spec: MixtureSpec, ws: Workspace, curation: dict) -> Path:
     return tokenizer
 
 
+def check_eval_sources(spec: MixtureSpec, sources: list[str]) -> None:
+    for e in spec.evals:
+        if e.source and e.source not in sources:
+            raise UserError(f"mixture '{spec.name}': eval set '{e.name}' uses source '{e.source}', which no weight "
+                            f"of the mixture reads; use one of {', '.join(sources)}")
+
+
 def count(con: duckdb.DuckDBPyConnection, component: Component) -> tuple[int, int]:
-    """The documents a component selects, and their tokens."""
-    documents, tokens = con.execute(f"SELECT count(*), coalesce(sum(n_tokens), 0) FROM documents "
+    """The training documents a component selects (its sources' held-out ones left out), and their tokens."""
+    documents, tokens = con.execute(f"SELECT count(*), coalesce(sum(n_tokens), 0) FROM training_documents "
                                     f"WHERE {component.where}").fetchall()[0]
     return documents, int(tokens)
 
 
 def write_sequence_indexes(con: duckdb.DuckDBPyConnection, components: list[Component], stats: dict[str, dict],
                            out: Path) -> list[dict]:
-    """Per component, its documents in shard and row order with their offsets into its packed token stream;
-    returns the components as schedule.json records them."""
+    """Per component, its training documents in shard and row order with their offsets into its packed token
+    stream; returns the components as schedule.json records them."""
     records = []
     for i, c in enumerate(components):
         index = con.sql(f"""
             SELECT shard, row, n_tokens, (sum(n_tokens) OVER (ORDER BY shard, row) - n_tokens)::BIGINT AS offset
-            FROM documents WHERE {c.where} ORDER BY shard, row
+            FROM training_documents WHERE {c.where} ORDER BY shard, row
         """).to_arrow_table()
         file = sequences_file(i)
         write_parquet(index, out / file)

@@ -20,6 +20,7 @@ PLAN = pa.schema([
     ("target_share", pa.float64()), ("realized_share", pa.float64()), ("sequences_per_step", pa.int32()),
     ("steps", pa.int64()), ("sequences", pa.int64()), ("tokens", pa.int64()), ("epochs_cumulative", pa.float64()),
     ("available_sequences", pa.int64()), ("available_tokens", pa.int64()), ("documents", pa.int64()),
+    ("validation_tokens", pa.int64()),  # held out of the component's sources (mixtures.heldout), never trained on
 ])
 
 
@@ -57,17 +58,14 @@ def resolve(key: str, sources: dict[str, dict]) -> Component:
 
 
 def component_stats(spec: MixtureSpec, key: str, documents: int, tokens: int) -> dict:
-    """What a component holds, in whole sequences of seq_len + 1 tokens; the last ones of its stream are held
-    out for validation (training permutes only the ones before them)."""
+    """What a component trains on (its sources' held-out documents left out: mixtures.heldout), in whole
+    sequences of seq_len + 1 tokens."""
     if documents == 0:
-        raise UserError(f"mixture '{spec.name}': weight key '{key}' matches no documents; check it against "
-                        "`loom mix show` or the manifest")
-    sequences = tokens // (spec.seq_len + 1)
-    held_out = min(spec.validation_sequences, sequences // 10)
-    stats = {"documents": documents, "tokens": tokens, "available_sequences": sequences - held_out,
-             "validation_sequences": held_out}
+        raise UserError(f"mixture '{spec.name}': weight key '{key}' matches no documents left for training once "
+                        "validation's are held out; check it against `loom mix show` or the manifest")
+    stats = {"documents": documents, "tokens": tokens, "available_sequences": tokens // (spec.seq_len + 1)}
     if stats["available_sequences"] == 0:
-        raise UserError(f"mixture '{spec.name}': '{key}' has {tokens} tokens, less than one sequence of "
+        raise UserError(f"mixture '{spec.name}': '{key}' has {tokens} training tokens, less than one sequence of "
                         f"{spec.seq_len + 1}; lower seq_len or drop it")
     return stats
 
@@ -114,6 +112,6 @@ def plan_rows(spec: MixtureSpec, components: list[Component], phases: list[dict]
                 "sequences_per_step": count, "steps": n_steps, "sequences": count * n_steps,
                 "tokens": count * n_steps * spec.seq_len, "epochs_cumulative": round(epochs, 6),
                 "available_sequences": stats[c.key]["available_sequences"], "available_tokens": stats[c.key]["tokens"],
-                "documents": stats[c.key]["documents"],
+                "documents": stats[c.key]["documents"], "validation_tokens": stats[c.key]["validation_tokens"],
             })
     return rows

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from loom.io import as_path, read_parquet, read_text
 from mixtures.compiled import SCHEDULE_FILE, read_plan
@@ -143,11 +144,11 @@ def target_shares(folder: Path, schedule: Schedule) -> dict[str, list[float]]:
 
 
 class SequenceIndex:
-    """Where a component's packed sequences lie: its documents in order, with their token offsets into the
-    component's concatenated stream. Sequence i is tokens [i*(seq_len+1), (i+1)*(seq_len+1)) of that stream."""
+    """Where a component's (or a source's held-out) packed sequences lie: its documents in order, with their
+    token offsets into its concatenated stream. Sequence i is tokens [i*(seq_len+1), (i+1)*(seq_len+1)) of that stream."""
 
-    def __init__(self, path: Path, seq_len: int):
-        table = read_parquet(path)
+    def __init__(self, path_or_table, seq_len: int):
+        table = path_or_table if isinstance(path_or_table, pa.Table) else read_parquet(path_or_table)
         self.shards = table["shard"].to_pylist()
         self.rows = table["row"].to_numpy()
         self.n_tokens = table["n_tokens"].to_numpy()

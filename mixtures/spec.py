@@ -12,8 +12,10 @@ from loom.names import check_name
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
-             "validation_sequences", "weights", "midtrain", "phase"}
+             "validation_sequences", "validation_tokens", "weights", "midtrain", "phase", "eval"}
+EVAL_KEYS = {"path", "text", "source"}
 PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a phase's name is a label, never a path
+EVAL_NAME = re.compile(r"[A-Za-z0-9_-]+")  # names evals/NAME.parquet and a metrics key
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,16 @@ class Phase:
     name: str
     fraction: float
     weights: tuple[tuple[str, float], ...]  # (key, weight): a source, a tag, or a slice such as web:lang=de
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """A user evaluation set: documents of a jsonl / jsonl.gz / parquet file or glob (relative to the workspace,
+    the text in field `text`), or a curated source's held-out documents."""
+    name: str
+    path: str | None = None
+    text: str = "text"
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,7 +46,15 @@ class MixtureSpec:
     global_batch: int = 32  # sequences per step; also the block whose composition is exact
     seed: int = 0
     max_epochs: float = 8.0
-    validation_sequences: int = 8  # held out of training per component (at most a tenth of it), for validation loss
+    validation_sequences: int | None = None  # the old budget, in sequences of seq_len + 1: read as validation_tokens
+    validation_tokens: int | None = None  # held out of training per source, in whole documents (see mixtures.heldout)
+    evals: tuple[EvalSet, ...] = ()
+
+    def validation_budget(self) -> int:
+        """Tokens of whole documents held out per source; 8 sequences' worth unless the spec says otherwise."""
+        if self.validation_tokens is not None:
+            return self.validation_tokens
+        return (8 if self.validation_sequences is None else self.validation_sequences) * (self.seq_len + 1)
 
     def resolved_steps(self) -> int:
         return self.steps if self.steps is not None else max(1, round(self.total_tokens / (self.global_batch * self.seq_len)))
@@ -43,10 +63,10 @@ class MixtureSpec:
 def parse_spec(raw: dict, where: str) -> MixtureSpec:
     reject_unknown_keys(raw, SPEC_KEYS, where)
     name = check_name("mixture", raw.get("name"), f"{where}: `name`")
-    ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed", "validation_sequences")
-            if k in raw}
+    ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed", "validation_sequences",
+                                "validation_tokens") if k in raw}
     for key, value in ints.items():
-        at_least = 0 if key in ("seed", "validation_sequences") else 1
+        at_least = 0 if key in ("seed", "validation_sequences", "validation_tokens") else 1
         if not isinstance(value, int) or isinstance(value, bool) or value < at_least:
             raise UserError(f"{where}: `{key}` must be a whole number of at least {at_least}")
     if ("total_tokens" in raw) == ("steps" in raw):
@@ -54,8 +74,45 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     max_epochs = raw.get("max_epochs", 8.0)
     if not is_finite_number(max_epochs) or max_epochs <= 0:
         raise UserError(f"{where}: `max_epochs` = {max_epochs!r} must be a positive, finite number")
-    tokenizer = _tokenizer_path(raw.get("tokenizer", "models/tokenizer.json"), where)
-    return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs), **ints)
+    _check_validation_budget(ints, where)
+    tokenizer = _workspace_path("tokenizer", raw.get("tokenizer", "models/tokenizer.json"), where,
+                                "a tokenizer.json", "models/tokenizer.json")
+    return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs),
+                       evals=_evals(raw.get("eval", {}), where), **ints)
+
+
+def _check_validation_budget(ints: dict, where: str) -> None:
+    if "validation_sequences" in ints and "validation_tokens" in ints:
+        raise UserError(f"{where}: give `validation_tokens` (per source) or the older `validation_sequences`, not both")
+    tokens, width = ints.get("validation_tokens", 0), ints.get("seq_len", 512) + 1
+    if 0 < tokens < width:
+        raise UserError(f"{where}: `validation_tokens` = {tokens} is less than one sequence of seq_len + 1 = {width} "
+                        "tokens; give 0 (no validation) or at least that")
+
+
+def _evals(table, where: str) -> tuple[EvalSet, ...]:
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: [eval] must hold tables [eval.NAME] with `path` (and `text`) or `source`")
+    sets = []
+    for name, entry in table.items():
+        at = f"{where}: [eval.{name}]"
+        if not EVAL_NAME.fullmatch(name):
+            raise UserError(f"{at}: an eval set's name is letters, digits, '_' or '-'")
+        if not isinstance(entry, dict) or set(entry) - EVAL_KEYS or ("path" in entry) == ("source" in entry):
+            raise UserError(f"{at}: give `path` (a jsonl, jsonl.gz or parquet file or glob in the workspace) and "
+                            "optionally `text` (the field, default \"text\"), or `source` (a curated source's "
+                            "held-out documents)")
+        if "source" in entry:
+            if "text" in entry or not isinstance(entry["source"], str):
+                raise UserError(f"{at}: `source` is the name of a curated source, without `text`")
+            sets.append(EvalSet(name, source=entry["source"]))
+            continue
+        text = entry.get("text", "text")
+        if not isinstance(text, str) or not text:
+            raise UserError(f"{at}: `text` must name the field that holds each document's text")
+        sets.append(EvalSet(name, path=_workspace_path("path", entry["path"], at, "an eval file or glob",
+                                                       "evals/my-set.jsonl"), text=text))
+    return tuple(sets)
 
 
 def is_finite_number(value) -> bool:
@@ -63,14 +120,14 @@ def is_finite_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _tokenizer_path(value, where: str) -> str:
+def _workspace_path(key: str, value, where: str, what: str, example: str) -> str:
     """A path relative to the workspace that stays inside it."""
     if not isinstance(value, str) or not value:
-        raise UserError(f"{where}: `tokenizer` must be a path to a tokenizer.json, relative to the workspace")
+        raise UserError(f"{where}: `{key}` must be a path to {what}, relative to the workspace")
     path = PurePath(value)
     if path.is_absolute() or ".." in path.parts:
-        raise UserError(f"{where}: `tokenizer` = {value!r} leaves the workspace; give a path inside it, "
-                        "relative to it, such as models/tokenizer.json")
+        raise UserError(f"{where}: `{key}` = {value!r} leaves the workspace; give a path inside it, "
+                        f"relative to it, such as {example}")
     return value
 
 
@@ -158,14 +215,18 @@ def spec_files(workspace_mixtures: Path, builtin: Path) -> dict[str, Path]:
 def to_toml(spec: MixtureSpec, extra: dict, note: str) -> str:
     """The spec as resolved, every default filled in, as TOML; the budget as steps."""
     lines = [f"# as resolved by `loom mix build`: every default filled in; {note}", ""]
-    values = {f.name: getattr(spec, f.name) for f in fields(spec) if f.name not in ("phases", "total_tokens")}
-    values.update(extra)
+    values = {f.name: getattr(spec, f.name) for f in fields(spec)
+              if f.name not in ("phases", "total_tokens", "validation_sequences", "validation_tokens", "evals")}
+    values.update({"validation_tokens": spec.validation_budget(), **extra})
     for key, value in values.items():
         if value is not None:
             lines.append(f"{key} = {_toml_value(value)}")
     for phase in spec.phases:
         lines += ["", "[[phase]]", f"name = {_toml_value(phase.name)}", f"fraction = {phase.fraction!r}",
                   "weights = { " + ", ".join(f"{_toml_value(k)} = {w!r}" for k, w in phase.weights) + " }"]
+    for e in spec.evals:
+        lines += ["", f"[eval.{e.name}]"] + ([f"source = {_toml_value(e.source)}"] if e.source else
+                                               [f"path = {_toml_value(e.path)}", f"text = {_toml_value(e.text)}"])
     return "\n".join(lines) + "\n"
 
 

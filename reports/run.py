@@ -8,12 +8,12 @@ from loom.errors import UserError
 from loom.io import as_path, write_text
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
 from trainer.metrics import (
-    ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EXPERT_LOAD_BY_LAYER,
-    EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND, FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH,
-    GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE, MODEL, PARAM_NORM_BY_GROUP, PARAMETERS,
-    PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE, RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE,
-    STATUS, STEP, STEPS,
-    TARGET_SHARES, TOKENS_PER_SECOND, TOKENS_SEEN, UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WORLD_SIZE,
+    ACTIVE_PARAMETERS, COMPONENTS, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EVAL_BPB_BY_SET, EVAL_LOSS_BY_SET,
+    EXPERT_LOAD_BY_LAYER, EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND,
+    FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH, GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE,
+    MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE,
+    RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS, TARGET_SHARES, TOKENS_PER_SECOND, TOKENS_SEEN,
+    UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WORLD_SIZE,
     METRICS_FILE, read_metrics_counted, read_run,
 )
 
@@ -147,6 +147,18 @@ def expert_load(info: dict, records: list[dict], markers) -> list[str]:
     return parts
 
 
+def eval_sets(records: list[dict], markers) -> list[str]:
+    """The mixture's eval sets: bits per byte over the steps, and the latest loss and bpb of each."""
+    evaluated = [r for r in records if r.get(EVAL_LOSS_BY_SET)]
+    if not evaluated:
+        return []
+    last = evaluated[-1]
+    rows = [[name, last[STEP] + 1, loss, last[EVAL_BPB_BY_SET][name]] for name, loss in last[EVAL_LOSS_BY_SET].items()]
+    return ["<h3>Eval sets: bits per byte</h3>",
+            line_chart(_by_source(evaluated, EVAL_BPB_BY_SET), "eval-chart", "bits per byte", markers),
+            table(["eval set", "after step", "loss (nats/token)", "bits per byte"], rows, "eval-table")]
+
+
 def run_report(run_dir: Path) -> Path:
     run_dir = as_path(run_dir)
     if not (run_dir / RUN_FILE).is_file():
@@ -170,6 +182,7 @@ def run_report(run_dir: Path) -> Path:
             line_chart(_by_source(records, LOSS_BY_SOURCE), "source-loss-chart", "loss", markers),
             "<h3>Validation loss per source</h3>",
             line_chart(_by_source(validated, VAL_LOSS_BY_SOURCE), "source-val-chart", "loss", markers),
+            *eval_sets(records, markers),
             "<h2>Learning rate</h2>", line_chart([("lr", _series(records, LR))], "lr-chart", "lr", markers),
             "<h2>Gradient norm</h2>",
             line_chart([("grad norm (before clipping)", _series(records, GRAD_NORM))], "grad-chart", "norm",

@@ -71,7 +71,10 @@ VIEWS = (
         FROM read_json({ws:mixtures/*/schedule.json})"""),
     View("mixture_plan", "mixtures/*/plan.parquet", """
         SELECT split_part(filename, '/', -2) AS mixture, * EXCLUDE (filename)
-        FROM read_parquet({ws:mixtures/*/plan.parquet}, filename = true)"""),
+        FROM read_parquet({ws:mixtures/*/plan.parquet}, filename = true, union_by_name = true)"""),
+    View("mixture_validation", "mixtures/*/validation.parquet", """
+        SELECT split_part(filename, '/', -2) AS mixture, * EXCLUDE (filename)
+        FROM read_parquet({ws:mixtures/*/validation.parquet}, filename = true)"""),
     View("mixture_documents", "mixtures/*/sequences/*.parquet", """
         WITH components AS (
             SELECT name AS mixture, unnest(components, recursive := true)

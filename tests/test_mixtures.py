@@ -138,14 +138,16 @@ def test_sequences_are_the_packed_token_stream_of_their_component(built, mix_ws)
     meta = json.loads((out / "schedule.json").read_text())
     web = next(c for c in meta["components"] if c["key"] == "web")
     documents = pq.read_table(published(mix_ws) / "manifest" / "documents").to_pylist()
+    held_out = {(d["shard"], d["row"]) for d in pq.read_table(out / "validation.parquet").to_pylist()}
+    training = [d for d in documents if d["source"] == "web" and (d["shard"], d["row"]) not in held_out]
+    assert 0 < len(training) < sum(d["source"] == "web" for d in documents)
     stream = []
-    for doc in sorted((d for d in documents if d["source"] == "web"), key=lambda d: (d["shard"], d["row"])):
+    for doc in sorted(training, key=lambda d: (d["shard"], d["row"])):
         ids = pq.read_table(published(mix_ws) / doc["shard"], columns=["input_ids"])["input_ids"][doc["row"]].as_py()
         stream += ids
     index = SequenceIndex(out / web["file"], meta["seq_len"])
     width = meta["seq_len"] + 1
-    assert web["available_sequences"] + web["validation_sequences"] == len(stream) // width
-    assert web["validation_sequences"] == min(8, len(stream) // width // 10)
+    assert web["available_sequences"] == len(stream) // width
     for i in (0, 1, web["available_sequences"] // 2, len(stream) // width - 1):
         tokens = []
         for shard, row, start, length in index.locate(i):

@@ -31,6 +31,9 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == list(range(60)) and records[-1]["loss"] < records[0]["loss"] - 1.0
     assert json.loads((run / "run.json").read_text())["status"] == "stopped"  # a short run of the 244 steps
+    evaluated = [r for r in records if "eval_bpb_by_set" in r]
+    assert [r["step"] for r in evaluated] == [19, 39, 59] and 0 < evaluated[-1]["eval_bpb_by_set"]["bofh"] < 10
+    assert "eval set 'bofh' loss" in out and "bits per byte" in out
 
     again = run_loom("-w", ws, "quickstart", timeout=600)
     assert "is at step 60 already" in again.stdout and "nothing to train" in again.stdout  # nothing trained twice

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
-from loom.io import as_path, parquet_row_groups
+from loom.io import as_path, parquet_row_groups, read_parquet
 from loom.workspace import Generation
 from mixtures import Schedule, SequenceIndex, shard_sources
 
@@ -29,6 +30,7 @@ class Batch:
     targets: torch.Tensor  # (sequences, seq_len) int64
     sources: torch.Tensor  # (sequences, seq_len): the source id of each target token
     components: torch.Tensor  # (sequences,): the mixture component each sequence was drawn for
+    counted: torch.Tensor | None = None  # (sequences,) bool, evaluation only: False for a rank's padding
 
 
 class RowGroupCache:
@@ -69,28 +71,33 @@ class SequenceReader:
     def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str]):
         meta = schedule.meta
         self.width = meta["seq_len"] + 1
-        self.indexes = [SequenceIndex(as_path(folder) / c["file"], meta["seq_len"]) for c in meta["components"]]
+        self.folder = as_path(folder)
+        self.indexes = [SequenceIndex(self.folder / c["file"], meta["seq_len"]) for c in meta["components"]]
         self.source_id = {name: i for i, name in enumerate(sources)}
         self.shard_source = shard_sources(data)
         self.cache = RowGroupCache(data.root)
 
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.read_from(self.indexes[component], sequence, f"component {component}")
+
+    def read_from(self, index: SequenceIndex, sequence: int, what: str) -> tuple[np.ndarray, np.ndarray]:
         tokens, sources = [], []
-        for shard, row, start, length in self.indexes[component].locate(sequence):
+        for shard, row, start, length in index.locate(sequence):
             tokens.append(self.cache.tokens(shard, row, start, length))
             sources.append(np.full(length, self.source_id[self.shard_source[shard]], dtype=np.int64))
         tokens, sources = np.concatenate(tokens).astype(np.int64), np.concatenate(sources)
         if len(tokens) != self.width:
-            raise RuntimeError(f"sequence {sequence} of component {component} has {len(tokens)} tokens, not "
+            raise RuntimeError(f"sequence {sequence} of {what} has {len(tokens)} tokens, not "
                                f"{self.width}: the curated data changed under the schedule; rebuild the mixture")
         return tokens, sources
 
 
-def collate(step: int, pieces: list[tuple[int, np.ndarray, np.ndarray]]) -> Batch:
+def collate(step: int, pieces: list[tuple[int, np.ndarray, np.ndarray]], counted: list[bool] | None = None) -> Batch:
     components = torch.tensor([c for c, _, _ in pieces], dtype=torch.int64)
     tokens = torch.from_numpy(np.stack([t for _, t, _ in pieces]))
     sources = torch.from_numpy(np.stack([s for _, _, s in pieces]))
-    return Batch(step, tokens[:, :-1], tokens[:, 1:], sources[:, 1:], components)
+    mask = None if counted is None else torch.tensor(counted, dtype=torch.bool)
+    return Batch(step, tokens[:, :-1], tokens[:, 1:], sources[:, 1:], components, mask)
 
 
 class RankLoader:
@@ -132,14 +139,47 @@ class RankLoader:
             yield item
 
 
+def deal(items: list, rank: int, world_size: int) -> list[tuple[object, bool]]:
+    """The rank's round-robin share of `items`, as (item, counted). Every rank gets as many (FSDP2's forward is
+    collective): a short rank is padded with items[0], not counted, so the sums are the same on any number of
+    ranks."""
+    if not items:
+        return []
+    mine = items[rank::world_size]
+    return [(item, True) for item in mine] + [(items[0], False)] * (-(-len(items) // world_size) - len(mine))
+
+
+def evaluation_batches(pieces: list[tuple[tuple, bool]], batch_size: int) -> list[Batch]:
+    """(component, tokens, group of each token) pieces with their `counted` flag, in batches of `batch_size`."""
+    return [collate(-1, [p for p, _ in pieces[i : i + batch_size]], [c for _, c in pieces[i : i + batch_size]])
+            for i in range(0, len(pieces), batch_size)]
+
+
 def validation_batches(schedule: Schedule, reader: SequenceReader, rank: int, world_size: int,
                        batch_size: int) -> list[Batch]:
-    """The held-out sequences (the tail of each component's stream, past what training may read), dealt
-    round-robin to the ranks, in batches of at most `batch_size`. Every rank gets as many (FSDP2's forward is
-    collective), so up to world_size - 1 of them are left out."""
-    held_out = [(c, schedule.meta["components"][c]["available_sequences"] + j)
-                for c in range(len(schedule.components))
-                for j in range(schedule.meta["components"][c].get("validation_sequences", 0))]
-    held_out = held_out[: len(held_out) - len(held_out) % world_size]
-    mine = [(c, *reader.read(c, s)) for c, s in held_out[rank::world_size]]
-    return [collate(-1, mine[i : i + batch_size]) for i in range(0, len(mine), batch_size)]
+    """The rank's share of the held-out documents of every source (mixtures.heldout), packed per source into
+    sequences of seq_len + 1 (a tail that fills none is left out); each token's group is its source."""
+    validation = schedule.meta.get("validation")
+    if not validation:
+        return []  # compiled before held-out documents: rebuilding the mixture gives it a validation set
+    held_out = read_parquet(reader.folder / validation["file"])
+    indexes = {source: SequenceIndex(held_out.filter(pc.equal(held_out["source"], source)), schedule.meta["seq_len"])
+               for source, counts in validation["sources"].items() if counts["sequences"]}
+    items = [(source, i) for source in indexes for i in range(validation["sources"][source]["sequences"])]
+    pieces = [((0, *reader.read_from(indexes[source], i, f"source {source}'s validation")), counted)
+              for (source, i), counted in deal(items, rank, world_size)]
+    return evaluation_batches(pieces, batch_size)
+
+
+def eval_set_batches(schedule: Schedule, folder: Path, rank: int, world_size: int, batch_size: int) -> list[Batch]:
+    """The rank's share of the mixture's eval sets (mixtures.evalsets), each packed into sequences of
+    seq_len + 1; each token's group is its set's index in schedule.json's `evals`."""
+    width = schedule.meta["seq_len"] + 1
+    items = []
+    for i, record in enumerate(schedule.meta.get("evals", [])):
+        ids = read_parquet(as_path(folder) / record["file"])["input_ids"].combine_chunks()
+        stream = ids.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+        items += [(i, sequence) for sequence in stream[: record["sequences"] * width].reshape(-1, width)]
+    pieces = [((0, sequence, np.full(width, i, dtype=np.int64)), counted)
+              for (i, sequence), counted in deal(items, rank, world_size)]
+    return evaluation_batches(pieces, batch_size)

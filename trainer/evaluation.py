@@ -1,10 +1,13 @@
-"""Losses as the metrics report them: per token, summed per source and per component over ranks; and the
-validation loss over the held-out sequences."""
+"""Losses as the metrics report them: per token, summed per source and per component over ranks; and, on
+evaluation steps, the validation loss over each source's held-out documents and the eval sets' loss and bpb."""
+
+import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from trainer import metrics
 from trainer.data import Batch
 from trainer.distributed import Ranks, all_reduce_sum
 
@@ -41,16 +44,39 @@ def forward_losses(model, batch: Batch, device, autocast: bool) -> torch.Tensor:
 
 
 @torch.no_grad()
-def evaluate(wrapped, model, batches: list[Batch], run, ranks: Ranks, autocast: bool):
-    """Loss per source over the held-out sequences (every rank its share, then summed); `run` is the loop's Run."""
-    if not batches and not ranks.distributed:
-        return {}, None
+def evaluate(wrapped, model, validation: list[Batch], evals: list[Batch], run, ranks: Ranks, autocast: bool) -> dict:
+    """The metrics of an evaluation step: loss per source over the held-out documents, and loss and bits per
+    byte per eval set (every rank its share, then summed); `run` is the loop's Run."""
     forward = wrapped if run.config.fsdp else model  # DDP's forward would sync buffers; FSDP2's gathers shards
     forward.eval()
-    sums = StepMetrics(len(run.sources), len(run.schedule.components), ranks.device)
-    for batch in batches:
-        sums.add(forward_losses(forward, batch, ranks.device, autocast), batch)
+    loss_sums, counts = group_sums(forward, validation, len(run.sources), ranks.device, autocast)
+    record = {metrics.VAL_LOSS_BY_SOURCE: per_source(run.sources, loss_sums, counts),
+              metrics.VAL_LOSS: float(loss_sums.sum() / counts.sum()) if counts.sum() else None}
+    sets = run.schedule.meta.get("evals", [])
+    if sets:
+        names = [s["name"] for s in sets]
+        loss_sums, counts = group_sums(forward, evals, len(sets), ranks.device, autocast)
+        if list(counts) != [s["scored_tokens"] for s in sets]:
+            raise RuntimeError(f"eval sets scored {counts} tokens, the compiled mixture says "
+                               f"{[s['scored_tokens'] for s in sets]}; rebuild the mixture")
+        record[metrics.EVAL_LOSS_BY_SET] = per_source(names, loss_sums, counts)
+        # bits per byte: the scored tokens' nats in bits, over the UTF-8 bytes they cover (see mixtures.evalsets)
+        record[metrics.EVAL_BPB_BY_SET] = {s["name"]: float(total / math.log(2) / s["scored_bytes"])
+                                           for s, total in zip(sets, loss_sums)}
     for layer in model.moe_layers():
         layer.load.zero_()
-    loss_sums, counts, _ = sums.reduce()
-    return per_source(run.sources, loss_sums, counts), float(loss_sums.sum() / counts.sum()) if counts.sum() else None
+    return record
+
+
+def group_sums(forward, batches: list[Batch], n_groups: int, device, autocast: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Summed token losses and token counts per group (a batch's `sources`), over the counted sequences of
+    every rank."""
+    sums = torch.zeros(2 * n_groups, dtype=torch.float64, device=device)
+    for batch in batches:
+        losses = forward_losses(forward, batch, device, autocast).double()
+        weights = batch.counted.to(device).repeat_interleave(batch.targets.shape[1]).double()
+        groups = batch.sources.reshape(-1).to(device)
+        sums[:n_groups].index_add_(0, groups, losses * weights)
+        sums[n_groups:].index_add_(0, groups, weights)
+    values = all_reduce_sum(sums).cpu().numpy()
+    return values[:n_groups], values[n_groups:]

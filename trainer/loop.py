@@ -18,7 +18,7 @@ from mixtures import SCHEDULE_FILE, load_schedule, target_shares
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients
 from trainer.config import TrainConfig, lr_schedule, model_config
-from trainer.data import RankLoader, SequenceReader, validation_batches
+from trainer.data import RankLoader, SequenceReader, eval_set_batches, validation_batches
 from trainer.distributed import BF16_AUTOCAST, Ranks, precision, setup, teardown, wrap
 from trainer.evaluation import StepMetrics, evaluate, per_source
 from trainer.model import Transformer, count_parameters, flops_per_token
@@ -169,6 +169,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     reader = SequenceReader(schedule, config.mixture_dir, run.data, run.sources)
     per_rank = schedule.global_batch // ranks.world_size
     validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
+    evals = eval_set_batches(schedule, config.mixture_dir, ranks.rank, ranks.world_size, per_rank)
     loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)
     autocast = precision(ranks, config.fsdp) == BF16_AUTOCAST
     throughput = Throughput(flops_per_token(run.model_config, meta["seq_len"]), ranks.world_size,
@@ -222,8 +223,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
             seconds = time.perf_counter() - step_began
             waited = loader.wait_seconds - waited_before
             if (step + 1) % config.eval_every == 0 or step + 1 == run.end_step:
-                by_source, val_loss = evaluate(wrapped, model, validation, run, ranks, autocast)
-                record.update({metrics.VAL_LOSS_BY_SOURCE: by_source, metrics.VAL_LOSS: val_loss})
+                record.update(evaluate(wrapped, model, validation, evals, run, ranks, autocast))
             record.update({metrics.STEP_SECONDS: seconds, metrics.DATA_WAIT_FRACTION: waited / seconds,
                            **throughput.of_step(tokens_per_step, seconds)})
             if ranks.is_main:

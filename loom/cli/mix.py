@@ -76,7 +76,12 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> No
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
                   f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
-    console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/")
+    held_out = ", ".join(f"{name} {v['tokens']:,}" for name, v in meta["validation"]["sources"].items())
+    console.print(f"Validation: whole documents held out per source (tokens): {held_out}")
+    for e in meta["evals"]:
+        console.print(f"Eval set '{e['name']}': {e['documents']:,} documents, {e['sequences']:,} sequences, "
+                      f"{e['scored_bytes']:,} bytes scored")
+    console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/, validation.parquet")
     console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
 
 
@@ -84,10 +89,12 @@ def print_plan(out: Path) -> None:
     from mixtures import read_plan
 
     table = Table(title=f"Plan of {out.name}")
-    columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens")
+    columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
+               "validation_tokens")
     for column in columns:
         table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
     for row in read_plan(out):
         table.add_row(row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
-                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}")
+                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
+                      f"{row.get('validation_tokens') or 0:,}")
     console.print(table)

@@ -47,6 +47,11 @@ def write_bundled_sources(ws: Workspace) -> None:
         text = (examples / "sources.toml").read_text(encoding="utf-8")
         ws.sources_file.write_text(f'root = "{examples}"\n\n{text}', encoding="utf-8")
         console.print(f"Wrote {ws.sources_file} (the bundled sample corpora)")
+    for bundled in sorted((examples / "evals").glob("*.jsonl")):  # the `sample` mixture's eval set
+        copy = ws.root / "evals" / bundled.name
+        if not copy.exists():
+            copy.parent.mkdir(exist_ok=True)
+            copy.write_bytes(bundled.read_bytes())
 
 
 def train_quickstart_run(ws: Workspace) -> None:

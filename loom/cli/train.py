@@ -38,5 +38,21 @@ def train_run(config, nproc: int) -> None:
                 launch_ranks(config, nproc, report=run_report)
         except KeyboardInterrupt:
             raise Interrupted(RESUME_RUN) from None
+    print_evaluation(config.run_dir)
     console.print(f"Run report: {config.run_dir / REPORT_FILE}")
     console.print(f"Metrics:    {config.run_dir / METRICS_FILE} (or `loom sql \"SELECT step, loss FROM metrics\"`)")
+
+
+def print_evaluation(run_dir) -> None:
+    """The run's last evaluation: validation loss, and each eval set's loss and bits per byte."""
+    from trainer.metrics import EVAL_BPB_BY_SET, EVAL_LOSS_BY_SET, STEP, VAL_LOSS, read_metrics
+
+    evaluated = [r for r in read_metrics(run_dir) if VAL_LOSS in r]
+    if not evaluated:
+        return
+    last = evaluated[-1]
+    parts = [f"validation loss {last[VAL_LOSS]:.4f}"] if last[VAL_LOSS] is not None else []
+    parts += [f"eval set '{name}' loss {loss:.4f}, {last[EVAL_BPB_BY_SET][name]:.4f} bits per byte"
+              for name, loss in (last.get(EVAL_LOSS_BY_SET) or {}).items()]
+    if parts:
+        console.print(f"After step {last[STEP] + 1}: " + "; ".join(parts))
