@@ -152,6 +152,45 @@ def write_spec(ws: Path, name: str, body: str) -> Path:
 TINY_MODEL = ["--d-model", 32, "--n-heads", 2, "--n-layers", 2]  # a model that trains a step in well under a second
 
 
+def training_spec(steps: int) -> str:
+    """A mixture of the curated slice for training tests: 8 sequences of 32 tokens a step, both phases."""
+    return f"""seq_len = 32
+global_batch = 8
+steps = {steps}
+[weights]
+web = 0.3
+docs = 0.3
+code = 0.2
+fortunes = 0.2
+[midtrain]
+docs = 0.6
+code = 0.4
+"""
+
+
+def on_two_gloo_ranks(check, tmp_path: Path) -> None:
+    """Runs `check(ranks)` in two spawned processes joined in a real gloo group; `check` must be a module-level
+    function (the processes import it) and raises on failure."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_gloo_rank, args=(2, str(tmp_path / "store"), check), nprocs=2, join=True)
+
+
+def _gloo_rank(rank: int, world_size: int, store: str, check) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from trainer.distributed import Ranks, exit_rank, teardown
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    try:
+        check(Ranks(rank, world_size, rank, torch.device("cpu")))
+    finally:
+        teardown()
+    exit_rank(0)  # the checks passed; see exit_rank for why not a normal exit
+
+
 def copy_curated(curated_slice, slice_tokenizer, destination: Path) -> Path:
     """A workspace of its own with the curated slice and its tokenizer in place, for tests that change it."""
     shutil.copytree(curated_slice[0], destination)

@@ -5,33 +5,20 @@ import json
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from conftest import TINY_MODEL, copy_curated, run_loom, write_spec
+from conftest import TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
 from trainer.accumulation import accumulate_gradients
 from trainer.config import TrainConfig, model_config
 from trainer.data import Batch
-from trainer.distributed import Ranks, all_reduce_sum, exit_rank, teardown, wrap
+from trainer.distributed import Ranks, all_reduce_sum, wrap
 from trainer.evaluation import StepMetrics
 from trainer.loop import make_optimizer
 from trainer.model import Transformer
 from trainer.norms import GroupNorms, clip_gradients
 
 STEPS = 24
-SPEC = f"""seq_len = 32
-global_batch = 8
-steps = {STEPS}
-[weights]
-web = 0.3
-docs = 0.3
-code = 0.2
-fortunes = 0.2
-[midtrain]
-docs = 0.6
-code = 0.4
-"""
+SPEC = training_spec(STEPS)
 RESUME_AT = 12
 # A low spike factor, so that this short run flags steps (a flag needs 10 steps of history): its grad norms fall
 # from ~0.6 to ~0.5, and at 0.95 of the running median the straight run flags steps 11, 16, 20 and 23; a
@@ -88,16 +75,6 @@ def test_a_micro_batch_count_that_does_not_divide_the_share_is_refused(acc_ws):
     assert not (acc_ws / "runs" / "bad").exists()
 
 
-def _accumulation_check(rank: int, world_size: int, store: str):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
-    try:
-        _compare_accumulated(Ranks(rank, world_size, rank, torch.device("cpu")))
-    finally:
-        teardown()
-    exit_rank(0)  # the checks passed; see exit_rank for why not a normal exit
-
-
 def _batch(ids: torch.Tensor) -> Batch:
     return Batch(0, ids[:, :-1], ids[:, 1:], torch.zeros_like(ids[:, 1:]), torch.zeros(len(ids), dtype=torch.int64))
 
@@ -140,7 +117,7 @@ def _compare_accumulated(ranks: Ranks):
 
 
 def test_micro_batches_under_ddp_and_fsdp2_give_the_whole_batch_gradients(tmp_path):
-    mp.spawn(_accumulation_check, args=(2, str(tmp_path / "store")), nprocs=2, join=True)
+    on_two_gloo_ranks(_compare_accumulated, tmp_path)
 
 
 @pytest.mark.slow
@@ -171,7 +148,7 @@ def one_thread():
 @pytest.mark.parametrize("size, dtype, rtol", [("tiny-moe", torch.float64, 1e-9), ("tiny", torch.float32, 1e-3)])
 def test_update_norms_from_adamw_state_equal_those_from_a_copy(size, dtype, rtol):
     """Over steps with small and large LRs, clipping and weight decay (and, with experts, parameters that got no
-    gradient in a step): the norms from the optimizer's state are the differences a copy measures. In float64
+    gradient in a step, and idle experts with zero ones): the norms from the optimizer's state are the differences a copy measures. In float64
     to 1e-9; in float32 the weights themselves are rounded after each update (a norm weight near 1 moved by
     1e-4 lands on a multiple of 6e-8), so the realized change differs from AdamW's by up to ~1e-3 of it."""
     torch.manual_seed(0)
@@ -188,6 +165,10 @@ def test_update_norms_from_adamw_state_equal_those_from_a_copy(size, dtype, rtol
         loss.backward()
         grads = norms.gradients()
         clip_gradients(model, float(grads.sum()) ** 0.5, 1.0)
+        if size == "tiny-moe" and step % 2:
+            # a parameter outside a step's graph is not stepped (Loom's idle experts get zero gradients instead)
+            for p in model.layers[0].ffn.experts[0].parameters():
+                p.grad = None
         skipped += sum(p.grad is None for p in model.parameters())
         before = norms.snapshot()
         optimizer.step()
@@ -198,7 +179,7 @@ def test_update_norms_from_adamw_state_equal_those_from_a_copy(size, dtype, rtol
         assert all(v > 0 for g, v in new.items() if not g.endswith("router_bias"))
         ids = ids.roll(1)
     if size == "tiny-moe":
-        assert skipped > 0  # some expert was idle in some step: its parameters did not move
+        assert skipped > 0
 
 
 # ---- spike flags across a resume, and resuming a run with nothing left to train --------------------------

@@ -1,4 +1,4 @@
-"""Mixture-of-experts on many ranks and its balancing: real gloo groups (mp.spawn and `loom train --nproc 2`), a
+"""Mixture-of-experts on many ranks and its balancing: real gloo groups (spawned processes and `loom train --nproc 2`), a
 real mixture of the curated slice, the real routing and bias update."""
 
 import json
@@ -10,15 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
-from conftest import LOOM, TINY_MODEL, copy_curated, run_loom, write_spec
+from conftest import LOOM, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import TrainConfig, model_config
 from trainer.data import RankLoader, SequenceReader
-from trainer.distributed import Ranks, exit_rank, teardown, wrap
+from trainer.distributed import Ranks, wrap
 from trainer.evaluation import forward_losses
 from trainer.loop import make_optimizer
 from trainer.metrics import FAILED, RUNNING, read_run, write_run
@@ -27,18 +25,7 @@ from trainer.moe import MoE, sequence_balance_loss, update_router_biases
 from trainer.norms import clip_gradients
 
 STEPS = 20
-SPEC = f"""seq_len = 32
-global_batch = 8
-steps = {STEPS}
-[weights]
-web = 0.3
-docs = 0.3
-code = 0.2
-fortunes = 0.2
-[midtrain]
-docs = 0.6
-code = 0.4
-"""
+SPEC = training_spec(STEPS)
 MOE = [*TINY_MODEL, "--model", "tiny-moe", "--warmup-steps", 2, "--checkpoint-every", 1000, "--eval-every", 1000,
        "--report-every", 1000]
 # Measured 1 rank against 2 over 20 steps: losses within 3.9e-9, grad norms within 5.8e-8 (relative)
@@ -106,16 +93,6 @@ def step_loss(model, x, target):
     return ((model(x) - target) ** 2).mean()
 
 
-def _zero_token_check(rank: int, world_size: int, store: str):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
-    try:
-        _compare_zero_token_gradients(Ranks(rank, world_size, rank, torch.device("cpu")))
-    finally:
-        teardown()
-    exit_rank(0)  # the checks passed; see exit_rank for why not a normal exit
-
-
 def _compare_zero_token_gradients(ranks: Ranks):
     x, target = whole_batch()
     mine = slice(2 * ranks.rank, 2 * ranks.rank + 2)
@@ -142,7 +119,7 @@ def _compare_zero_token_gradients(ranks: Ranks):
 
 
 def test_ddp_and_fsdp2_gradients_are_right_when_an_expert_gets_no_token_on_one_rank(tmp_path):
-    mp.spawn(_zero_token_check, args=(2, str(tmp_path / "store")), nprocs=2, join=True)
+    on_two_gloo_ranks(_compare_zero_token_gradients, tmp_path)
 
 
 def test_the_sequence_balance_loss_is_one_when_balanced_and_grows_with_collapse():

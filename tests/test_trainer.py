@@ -5,32 +5,19 @@ import json
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from conftest import LOOM_SCRIPT, TINY_MODEL, copy_curated, run_loom, write_spec
+from conftest import LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule, model_config
 from trainer.data import RankLoader, SequenceReader
-from trainer.distributed import Ranks, exit_rank, local, teardown, wrap
+from trainer.distributed import Ranks, local, wrap
 from trainer.metrics import keep_metrics_before, read_metrics_counted
 from trainer.model import Transformer
 from trainer.norms import GroupNorms
 
-SPEC = """seq_len = 32
-global_batch = 8
-steps = 12
-[weights]
-web = 0.3
-docs = 0.3
-code = 0.2
-fortunes = 0.2
-[midtrain]
-docs = 0.6
-code = 0.4
-"""
+SPEC = training_spec(12)
 SMALL = [*TINY_MODEL, "--checkpoint-every", 6, "--eval-every", 4,
          "--report-every", 4, "--warmup-steps", 2]
 
@@ -68,16 +55,6 @@ def runs(train_ws):
 # ---- gradients under DDP and FSDP2 against one process ------------------------------------------------
 
 
-def _gradient_check(rank: int, world_size: int, store: str):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
-    try:
-        _compare_gradients(Ranks(rank, world_size, rank, torch.device("cpu")))
-    finally:
-        teardown()
-    exit_rank(0)  # the checks passed; see exit_rank for why not a normal exit
-
-
 def _compare_gradients(ranks: Ranks):
     ids = torch.randint(0, 300, (8, 17), generator=torch.Generator().manual_seed(5))
     mine = ids.chunk(ranks.world_size)[ranks.rank]
@@ -110,7 +87,7 @@ def _compare_gradients(ranks: Ranks):
 
 
 def test_ddp_and_fsdp2_gradients_equal_one_process_on_the_whole_batch(tmp_path):
-    mp.spawn(_gradient_check, args=(2, str(tmp_path / "store")), nprocs=2, join=True)
+    on_two_gloo_ranks(_compare_gradients, tmp_path)
 
 
 # ---- whole runs ---------------------------------------------------------------------------------------
@@ -254,7 +231,8 @@ def test_a_moe_run_logs_router_bias_norms_and_expert_load(train_ws):
     train(train_ws, "moe", "--model", "tiny-moe", "--max-steps", 4)
     records = metrics(train_ws, "moe")
     assert all(r["update_norm_by_group"]["layers.1.ffn.router_bias"] > 0 for r in records)
-    assert records[-1]["param_norm_by_group"]["layers.1.ffn.router_bias"] > 0
+    # the centred +-0.01 moves can cancel (a bias back at 0 after an even step): it has moved, not stayed moved
+    assert any(r["param_norm_by_group"]["layers.1.ffn.router_bias"] > 0 for r in records)
     for r in records:  # tiny-moe: 4 experts, top 2, so a max violation of at most 4 / 2 - 1
         assert 0 <= r["expert_max_violation"] <= 1
         assert r["expert_max_violation"] == max(r["expert_max_violation_by_layer"].values())
