@@ -1,5 +1,5 @@
-"""Mixture-of-experts on many ranks and its balancing: real gloo groups (spawned processes and `loom train --nproc 2`), a
-real mixture of the curated slice, the real routing and bias update."""
+"""Mixture-of-experts on many ranks and its balancing: real gloo groups (spawned processes and `loom train
+--nproc 2`), a real mixture of the curated slice, the real routing and bias update."""
 
 import json
 import os
