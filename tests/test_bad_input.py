@@ -118,6 +118,7 @@ def test_a_bad_sources_file_stops_with_one_line(tmp_path, slice_tokenizer, entry
     assert not (tmp_path / "ws" / "work").exists()  # stopped before any compute
 
 
+@pytest.mark.slow  # waits out a scheduler that never answers (~20 s)
 def test_missing_tokenizer_and_unreachable_scheduler_stop_with_one_line(tmp_path, slice_sources, slice_tokenizer):
     missing = run_loom("-w", tmp_path, "curate", "--sources", slice_sources, check=False)
     assert missing.returncode == 2 and "no tokenizer at" in missing.stderr and "loom tokenizer train" in missing.stderr

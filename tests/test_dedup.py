@@ -176,6 +176,7 @@ def test_the_report_numbers_add_up(ground_truth):
     assert report["largest_clusters"][0]["size"] == max(sizes)
 
 
+@pytest.mark.slow  # a second curation on one worker (~25 s); the planted-pair tests run by default
 def test_dedup_does_not_depend_on_workers_or_shard_order(tmp_path, ground_truth, slice_tokenizer):
     _, baseline_ws = ground_truth
     write_near_duplicate_corpus(tmp_path, reverse_shards=True)
@@ -185,6 +186,7 @@ def test_dedup_does_not_depend_on_workers_or_shard_order(tmp_path, ground_truth,
 
 
 
+@pytest.mark.slow  # a quality model and a curation (~95 s)
 def test_with_quality_scores_each_cluster_keeps_its_best_member(tmp_path, slice_tokenizer, bundled_quality_model):
     model, _ = bundled_quality_model
     write_near_duplicate_corpus(tmp_path)

@@ -264,6 +264,7 @@ max_doc_bytes = {LIMIT}
             "reasons": {"invalid_unicode": 1, "too_large": 1, "truncated_file": 2}}
 
 
+@pytest.mark.slow  # a whole curation (~22 s); each hostile case is read by default above
 def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_every_bad_one(tmp_path, slice_tokenizer):
     expected = write_hostile_source(tmp_path)
     ws = tmp_path / "ws"

@@ -88,6 +88,7 @@ def funnel_and_documents(ws: Path) -> tuple[int, int]:
     return sum(r["fate"] == "kept" for r in funnel), json.loads(counted.stdout)[0]["n"]
 
 
+@pytest.mark.slow  # a whole curation held open (~31 s); the training lock is checked by default
 def test_a_second_curate_is_refused_while_the_first_runs(ws):
     change_sources(ws, drop="code")
     first = start("-w", ws, "curate", "--workers", 2)

@@ -103,6 +103,7 @@ def dask_cluster(tmp_path):
             proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # a LocalCluster and a whole curation on it (~40 s)
 def test_curate_runs_on_an_existing_cluster(tmp_path, dask_cluster, curated_slice, slice_sources, slice_tokenizer):
     clean_ws, _ = curated_slice
     address = dask_cluster.scheduler.address

@@ -5,6 +5,7 @@ LocalCluster with 2 worker processes."""
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from curation.config import load_config
 from curation.job import plan_job
@@ -44,6 +45,7 @@ class DropMentions(GlobalStage):
         return stats
 
 
+@pytest.mark.slow  # two whole curations (~33 s)
 def test_a_new_removing_stage_needs_no_change_elsewhere(tmp_path, slice_sources, slice_tokenizer):
     ws = Workspace(tmp_path / "ws")
     place = STAGES.index(EXACT_DEDUP) + 1

@@ -160,6 +160,7 @@ def test_every_step_reports_norms_throughput_and_mfu(runs):
     assert record["mfu"] is None  # no known peak on CPU without --peak-tflops (tests/test_throughput.py)
 
 
+@pytest.mark.slow  # a rebuilt mixture and three runs (~32 s)
 def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
     ws, _ = runs
     again = train(ws, "one", check=False)
