@@ -57,7 +57,8 @@ def random_graph(seed: int, n: int):
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-@pytest.mark.parametrize("partitions", [1, pytest.param(4, marks=pytest.mark.slow)])  # 4: ~15 s more
+@pytest.mark.slow  # a LocalCluster (~14 s a case); test_dedup finds components through the job by default
+@pytest.mark.parametrize("partitions", [1, 4])
 def test_components_match_union_find_within_the_round_bound(client, partitions):
     import dask.dataframe as dd
 

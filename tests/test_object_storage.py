@@ -135,6 +135,7 @@ def test_a_wrong_key_or_endpoint_is_one_line(s3_server, slice_sources, slice_tok
     assert s3_server.secret_key not in result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a curation on a separate cluster (~18 s); curating from and to S3 runs by default
 def test_storage_options_in_sources_toml_reach_the_workers(s3_server, s3_slice, slice_tokenizer, tmp_path):
     """A local workspace, a source on S3 whose keys are only in sources.toml: the client and every worker read
     it with them, and neither the output nor the published generation holds the secret."""

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from conftest import EXAMPLES
 from curation.document import Doc
 from curation.steps.extract import ExtractHtml
@@ -31,6 +33,7 @@ class Reasons(dict):
         self[doc.record] = (stage, reason)
 
 
+@pytest.mark.slow  # every filter over the corpora twice (~15 s)
 def test_the_filters_judge_every_document_as_datatrove_does_with_its_own_word_tokenizer():
     """Loom's filters share one cheaper word tokenizer (curation.steps.words); every decision, reason and
     changed text must still be what datatrove's filters decide with their own."""

@@ -136,6 +136,7 @@ def small_store(s3_server, tmp_path_factory) -> tuple[str, Path]:
     return store, secret
 
 
+@pytest.mark.slow  # a second store workspace (~15 s); SQL on a store runs by default
 def test_a_query_on_a_store_reaches_its_prefix_and_nothing_else(s3_server, small_store):
     store, secret = small_store
     result = run_loom("-w", store, "sql", "--format", "csv", "SELECT run, step, loss FROM metrics ORDER BY step")
