@@ -188,12 +188,13 @@ def test_a_mixture_being_built_is_not_built_twice(ws):
     run_loom("-w", ws, "mix", "build", "tinymix")  # released: builds
 
 
-def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws):
+@pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: torchrun and its ranks quiet
+def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws, nproc):
     write_spec(ws, "longmix", SPEC.replace("steps = 12", "steps = 400"))
     run_loom("-w", ws, "mix", "build", "longmix")  # a run that is still going when it is stopped
-    train = ["-w", ws, "train", "--mixture", "longmix", "--run-name", "stopped", *SMALL]
+    train = ["-w", ws, "train", "--mixture", "longmix", "--run-name", f"stopped{nproc}", "--nproc", nproc, *SMALL]
     run = start(*train)
-    metrics = ws / "runs" / "stopped" / "metrics.jsonl"
+    metrics = ws / "runs" / f"stopped{nproc}" / "metrics.jsonl"
     wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1)
     os.killpg(run.pid, signal.SIGINT)
     _, err = run.communicate(timeout=120)

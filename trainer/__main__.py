@@ -6,7 +6,7 @@ from contextlib import nullcontext
 
 import click
 
-from loom.errors import EXIT_USER_ERROR, UserError, error_line
+from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UserError, error_line
 from loom.io import storage_errors
 from loom.workspace import Workspace
 from trainer.distributed import exit_rank
@@ -41,6 +41,8 @@ def main(workspace, **options):
     except UserError as err:
         click.echo(error_line(err), err=True)
         exit_rank(EXIT_USER_ERROR)
+    except KeyboardInterrupt:  # Ctrl-C reaches every rank: the run is marked, `loom train` says the one line
+        exit_rank(EXIT_INTERRUPTED)
     exit_rank(0)
 
 

@@ -32,15 +32,21 @@ def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
 def launch_ranks(config: TrainConfig, nproc: int, report: ReportHook | None = None) -> None:
     Run(config).check_world_size(nproc)  # bad input is refused here, once, before any rank starts
     threads = max(1, (os.cpu_count() or 1) // nproc)  # the cores shared out, unless the user chose
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+    command = [sys.executable, "-m", "trainer.torchrun", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "trainer", *config_to_args(config)]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")])),
            RUN_LOCK_HELD: "1"}
-    result = subprocess.run(command, env=env)
-    if result.returncode:
+    with subprocess.Popen(command, env=env) as torchrun:
+        try:
+            returncode = torchrun.wait()
+        except KeyboardInterrupt:
+            # torchrun got the same Ctrl-C and stops the ranks; the run's lock is held until they are gone
+            torchrun.wait()
+            raise
+    if returncode:
         mark_failed(config, report)
-        raise UserError(f"training failed in one of its {nproc} processes (exit {result.returncode}); "
+        raise UserError(f"training failed in one of its {nproc} processes (exit {returncode}); "
                         "see their output above")
 
 
