@@ -44,9 +44,9 @@ def hold_out(con: duckdb.DuckDBPyConnection, spec: MixtureSpec, sources: list[st
 
 def validation_counts(held_out: pa.Table, sources: list[str], seq_len: int) -> dict[str, dict]:
     """Per source: its held-out documents, their tokens, and the whole sequences of seq_len + 1 they pack into."""
-    counts = {}
+    counts, rows = {}, list(zip(held_out["source"].to_pylist(), held_out["n_tokens"].to_pylist()))
     for source in sorted(sources):
-        tokens = [n for s, n in zip(held_out["source"].to_pylist(), held_out["n_tokens"].to_pylist()) if s == source]
+        tokens = [n for s, n in rows if s == source]
         counts[source] = {"documents": len(tokens), "tokens": sum(tokens), "sequences": sum(tokens) // (seq_len + 1)}
     return counts
 

@@ -63,8 +63,6 @@ def evaluate(wrapped, model, validation: list[Batch], evals: list[Batch], run, r
         # bits per byte: the scored tokens' nats in bits, over the UTF-8 bytes they cover (see mixtures.evalsets)
         record[metrics.EVAL_BPB_BY_SET] = {s["name"]: float(total / math.log(2) / s["scored_bytes"])
                                            for s, total in zip(sets, loss_sums)}
-    for layer in model.moe_layers():
-        layer.load.zero_()
     return record
 
 
