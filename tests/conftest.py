@@ -1,10 +1,12 @@
-"""Shared fixtures: a small slice of the bundled corpora, a tokenizer trained on it, and one curated run."""
+"""Shared fixtures: a small slice of the bundled corpora, a tokenizer trained on it, and one curated run; and the
+helpers that open report pages in a real headless Chromium."""
 
 import gzip
 import os
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -197,6 +199,75 @@ def copy_curated(curated_slice, slice_tokenizer, destination: Path) -> Path:
     (destination / "models").mkdir(exist_ok=True)
     shutil.copy(slice_tokenizer, destination / "models" / "tokenizer.json")
     return destination
+
+
+# ---- report pages opened in a real headless Chromium (test_reports, test_ladder_report) ----
+
+CHROMIUM = shutil.which("chromium")
+
+
+def needs_chromium():
+    """The mark of a module whose tests open pages in Debian's chromium: skipped without it, except in CI."""
+    if CHROMIUM is None and os.environ.get("CI"):
+        pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium", pytrace=False)
+    return pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+
+
+def chromium(url: str, tmp: Path, *args) -> subprocess.CompletedProcess:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--enable-logging=stderr", "--v=0", f"--user-data-dir={tmp / 'profile'}"]
+    return subprocess.run([CHROMIUM, *flags, *args, url], capture_output=True, text=True, timeout=120)
+
+
+class Dom(HTMLParser):
+    """Titles, tables (cell data-values by table id), charts with their rects and shapes, images and scripts of a
+    page."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.title, self.tables, self.charts, self.tags, self.shapes = "", {}, {}, [], {}
+        self._in_title, self._table, self._row, self._chart = False, None, None, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if tag == "title" and self._chart is None:
+            self._in_title = True
+        elif tag == "table" and attrs.get("id"):
+            self._table = self.tables.setdefault(attrs["id"], [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self._table.append(self._row)
+        elif tag == "td" and self._row is not None:
+            self._row.append(attrs.get("data-value"))
+        elif tag == "svg" and "chart" in attrs.get("class", ""):
+            self._chart = attrs["id"]
+            self.charts[self._chart] = 0
+        elif tag == "rect" and self._chart:
+            self.charts[self._chart] += 1
+        elif tag in ("polyline", "polygon", "circle", "line", "g") and self._chart:
+            self.shapes.setdefault(self._chart, []).append((tag, attrs))
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self._in_title = False
+        elif tag == "table":
+            self._table = None
+        elif tag == "svg":
+            self._chart = None
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+
+
+def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
+    result = chromium(path.as_uri(), tmp, "--dump-dom")
+    assert result.returncode == 0, result.stderr
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
+    return Dom(result.stdout), "\n".join(console)
 
 
 @pytest.fixture(scope="session")

@@ -2,83 +2,20 @@
 document text inert, nothing fetched from the network."""
 
 import json
-import os
 import re
 import shutil
-import subprocess
-from html.parser import HTMLParser
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import published, run_loom, write_spec
+from conftest import chromium, needs_chromium, open_page, published, run_loom, write_spec
 
-CHROMIUM = shutil.which("chromium")
 PAYLOADS = [
     "<script>document.title = 'pwned-by-script'</script>",
     '<img src="x" onerror="document.title = \'pwned-by-onerror\'">',
     "</pre><script>document.title = 'pwned-by-breakout'</script><pre>",
 ]
-if CHROMIUM is None and os.environ.get("CI"):
-    pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium", pytrace=False)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-
-
-def chromium(url: str, tmp: Path, *args) -> subprocess.CompletedProcess:
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--enable-logging=stderr", "--v=0", f"--user-data-dir={tmp / 'profile'}"]
-    return subprocess.run([CHROMIUM, *flags, *args, url], capture_output=True, text=True, timeout=120)
-
-
-class Dom(HTMLParser):
-    """Titles, tables (cell data-values by table id), charts and their rects, images and scripts of a page."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.title, self.tables, self.charts, self.tags, self.shapes = "", {}, {}, [], {}
-        self._in_title, self._table, self._row, self._chart = False, None, None, None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        self.tags.append((tag, attrs))
-        if tag == "title" and self._chart is None:
-            self._in_title = True
-        elif tag == "table" and attrs.get("id"):
-            self._table = self.tables.setdefault(attrs["id"], [])
-        elif tag == "tr" and self._table is not None:
-            self._row = []
-            self._table.append(self._row)
-        elif tag == "td" and self._row is not None:
-            self._row.append(attrs.get("data-value"))
-        elif tag == "svg" and "chart" in attrs.get("class", ""):
-            self._chart = attrs["id"]
-            self.charts[self._chart] = 0
-        elif tag == "rect" and self._chart:
-            self.charts[self._chart] += 1
-        elif tag in ("polyline", "circle", "line") and self._chart:
-            self.shapes.setdefault(self._chart, []).append((tag, attrs))
-
-    def handle_endtag(self, tag):
-        if tag == "title":
-            self._in_title = False
-        elif tag == "table":
-            self._table = None
-        elif tag == "svg":
-            self._chart = None
-
-    def handle_data(self, data):
-        if self._in_title:
-            self.title += data
-
-
-def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
-    result = chromium(path.as_uri(), tmp, "--dump-dom")
-    assert result.returncode == 0, result.stderr
-    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
-    return Dom(result.stdout), "\n".join(console)
+pytestmark = needs_chromium()
 
 
 @pytest.fixture(scope="module")
