@@ -1,8 +1,9 @@
-"""Small pieces of self-contained HTML: a page, tables and SVG bar charts. No script, no external URL:
-every string that comes from data goes through `esc`."""
+"""Small pieces of self-contained HTML: a page, tables, SVG bar, line and log-log charts. No script, no external
+URL: every string that comes from data goes through `esc`, except `Html`, which is markup built here."""
 
 import html
 import math
+from dataclasses import dataclass
 
 REPORT_FILE = "report.html"  # a page's name in the folder it reports on: a mixture's, a run's
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -17,11 +18,25 @@ th { text-align: left; background: #f6f6f6; } td.num { text-align: right; font-v
 border-left: 3px solid #ccc; padding: .5rem; max-height: 22rem; overflow: auto; font-size: 12px; }
 .legend span { display: inline-block; margin-right: 1rem; } .legend i { display: inline-block; width: .8rem;
 height: .8rem; margin-right: .3rem; vertical-align: -1px; } .note { color: #666; font-size: 12px; }
+.panels { display: flex; flex-wrap: wrap; gap: .5rem 1rem; } .panels > div { width: 350px; }
+.panels h3 { font-size: .95rem; overflow-wrap: anywhere; }
 """
+
+
+class Html(str):
+    """Markup already escaped (a link built with `esc`): a table puts it in a cell as it is."""
 
 
 def esc(value) -> str:
     return html.escape(str(value), quote=True)
+
+
+def scientific(value: float, digits: int = 2) -> str:
+    """A number across many decades, compactly: 1e12, 3.8e12."""
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def number(value, digits: int = 3) -> str:
@@ -43,12 +58,15 @@ def table(columns: list[str], rows: list[list], table_id: str = "", numeric: set
     numeric = numeric if numeric is not None else {i for i in range(len(columns))
                                                    if rows and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)}
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="num" data-value="{esc(v)}">{number(v)}</td>' if i in numeric else f"<td>{esc(v)}</td>"
-                         for i, v in enumerate(row)) + "</tr>"
-        for row in rows)
+    body = "".join("<tr>" + "".join(_cell(v, i in numeric) for i, v in enumerate(row)) + "</tr>" for row in rows)
     ident = f' id="{esc(table_id)}"' if table_id else ""
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value, numeric: bool) -> str:
+    if numeric:
+        return f'<td class="num" data-value="{esc(value)}">{number(value)}</td>'
+    return f"<td>{value if isinstance(value, Html) else esc(value)}</td>"
 
 
 def legend(names: list[str]) -> str:
@@ -143,3 +161,154 @@ def line_chart(series: list[tuple[str, list[tuple[float, float]]]], chart_id: st
                      f'stroke-width="2"><title>{esc(label)}</title></circle>')
     parts.append("</svg>")
     return (legend([name for name, _ in series]) if len(series) > 1 else "") + "".join(parts)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A polyline through (x, y) points; `dash` is an SVG dash pattern ("6 4"), empty for a solid line."""
+    name: str
+    points: list
+    color: str
+    css_class: str = "series"
+    width: float = 1.5
+    dash: str = ""
+
+
+@dataclass(frozen=True)
+class Band:
+    """A shaded area through (x, lower, upper) points: an interval around a line."""
+    name: str
+    points: list
+    color: str
+    css_class: str = "band"
+
+
+@dataclass(frozen=True)
+class Dot:
+    """A marker at (x, y): a filled "circle", a "ring" or a hollow "diamond"; `error` (low, high) adds a vertical
+    error bar and `label` a text beside it. `name` is its tooltip."""
+    name: str
+    x: float
+    y: float
+    color: str
+    css_class: str = "dot"
+    shape: str = "circle"
+    error: tuple | None = None
+    label: str = ""
+
+
+def _positive(*values) -> bool:
+    return all(v is not None and math.isfinite(v) and v > 0 for v in values)
+
+
+def _log_range(values: list[float], pad: float = 0.05) -> tuple[float, float]:
+    lo, hi = math.log10(min(values)), math.log10(max(values))
+    margin = (hi - lo) * pad if hi > lo else 0.1
+    return 10 ** (lo - margin), 10 ** (hi + margin)
+
+
+def _log_axis(lo: float, hi: float, start: float, end: float):
+    """Where a value lands between pixel `start` (at lo) and `end` (at hi) on a log scale."""
+    span = math.log10(hi) - math.log10(lo)
+    return lambda v: start + (math.log10(v) - math.log10(lo)) / span * (end - start)
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Decades when three or more lie in range (every other one past eight); else 1, 2 and 5 times a decade; else
+    1, 1.5, 2, 3, 4, 5, 6 and 8 times; else, for a narrow range (a loss from 3.2 to 5.9), evenly spaced round values."""
+    decades = [10.0 ** k for k in range(math.ceil(math.log10(lo)), math.floor(math.log10(hi)) + 1)]
+    if len(decades) >= 3:
+        return decades[:: math.ceil(len(decades) / 8)]
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 4, 5, 6, 8)):
+        steps = [m * 10.0 ** k for k in range(math.floor(math.log10(lo)), math.floor(math.log10(hi)) + 1)
+                 for m in mantissas if lo <= m * 10.0 ** k <= hi]
+        if len(steps) >= 3:
+            return steps
+    return [t for t in _ticks(lo, hi, 6) if t > 0]
+
+
+def _log_tick_label(value: float) -> str:
+    return scientific(value) if value >= 1e4 or value < 1e-3 else f"{value:.3g}"
+
+
+def _log_grid(x_ticks, y_ticks, x_of, y_of, box: tuple[float, float, float, float]) -> list[str]:
+    left, top, right, bottom = box
+    parts = [f'<line class="grid" x1="{x_of(t):.1f}" y1="{top}" x2="{x_of(t):.1f}" y2="{bottom}" stroke="#eee"/>'
+             f'<text x="{x_of(t):.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">{_log_tick_label(t)}</text>'
+             for t in x_ticks]
+    parts += [f'<line class="grid" x1="{left}" y1="{y_of(t):.1f}" x2="{right}" y2="{y_of(t):.1f}" stroke="#eee"/>'
+              f'<text x="{left - 4}" y="{y_of(t) + 4:.1f}" font-size="10" text-anchor="end">{_log_tick_label(t)}</text>'
+              for t in y_ticks]
+    return parts + [f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#999"/>',
+                    f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#999"/>']
+
+
+def _band(band: Band, x_of, y_of) -> str:
+    points = [p for p in band.points if _positive(*p)]
+    if not points:
+        return ""
+    outline = [(x_of(x), y_of(upper)) for x, _, upper in points] + [(x_of(x), y_of(lower)) for x, lower, _ in reversed(points)]
+    coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in outline)
+    return (f'<polygon class="{esc(band.css_class)}" data-name="{esc(band.name)}" points="{coords}" '
+            f'fill="{band.color}" fill-opacity="0.16" stroke="none"><title>{esc(band.name)}</title></polygon>')
+
+
+def _line(line: Line, x_of, y_of) -> str:
+    coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in line.points if _positive(x, y))
+    dash = f' stroke-dasharray="{line.dash}"' if line.dash else ""
+    return (f'<polyline class="{esc(line.css_class)}" data-name="{esc(line.name)}" fill="none" stroke="{line.color}" '
+            f'stroke-width="{line.width}"{dash} points="{coords}"><title>{esc(line.name)}</title></polyline>')
+
+
+def _dot(dot: Dot, x_of, y_of, right: float) -> str:
+    x, y = x_of(dot.x), y_of(dot.y)
+    parts = [f'<g class="{esc(dot.css_class)}" data-name="{esc(dot.name)}"><title>{esc(dot.name)}</title>']
+    if dot.error and _positive(*dot.error):
+        low, high = y_of(dot.error[0]), y_of(dot.error[1])
+        parts.append(f'<path d="M{x:.1f},{low:.1f}V{high:.1f}M{x - 4:.1f},{low:.1f}h8M{x - 4:.1f},{high:.1f}h8" '
+                     f'stroke="{dot.color}" stroke-width="1.5" fill="none"/>')
+    if dot.shape == "diamond":
+        parts.append(f'<polygon points="{x:.1f},{y - 6:.1f} {x + 6:.1f},{y:.1f} {x:.1f},{y + 6:.1f} {x - 6:.1f},{y:.1f}" '
+                     f'fill="#fff" stroke="{dot.color}" stroke-width="2"/>')
+    elif dot.shape == "ring":
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="#fff" stroke="{dot.color}" stroke-width="2.5"/>')
+    else:
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" fill="{dot.color}" stroke="#fff" stroke-width="1"/>')
+    if dot.label:
+        parts.append(_dot_label(dot, x, y, y_of, right))
+    return "".join(parts) + "</g>"
+
+
+def _dot_label(dot: Dot, x: float, y: float, y_of, right: float) -> str:
+    """Right of the marker, or above its error bar and ending at it where the chart's right edge is near."""
+    if x + 14 + 6 * len(dot.label) < right:
+        return f'<text x="{x + 9:.1f}" y="{y - 7:.1f}" font-size="11" fill="{dot.color}">{esc(dot.label)}</text>'
+    top = min(y - 6, y_of(dot.error[1]) if dot.error and _positive(*dot.error) else y)
+    return (f'<text x="{x + 6:.1f}" y="{top - 5:.1f}" font-size="11" fill="{dot.color}" text-anchor="end">'
+            f"{esc(dot.label)}</text>")
+
+
+def log_log_chart(chart_id: str, lines: list[Line] = (), bands: list[Band] = (), dots: list[Dot] = (),
+                  x_label: str = "", y_label: str = "", width: int = 760, height: int = 300) -> str:
+    """Lines, shaded bands and markers on log-log axes with round ticks; values that are not positive are left
+    out (a log axis has no place for them)."""
+    dots = [d for d in dots if _positive(d.x, d.y)]
+    xs = ([x for line in lines for x, y in line.points if _positive(x, y)] + [p[0] for b in bands for p in b.points
+          if _positive(*p)] + [d.x for d in dots])
+    ys = ([y for line in lines for x, y in line.points if _positive(x, y)]
+          + [v for b in bands for p in b.points if _positive(*p) for v in p[1:]]
+          + [v for d in dots for v in (d.y, *(d.error if d.error and _positive(*d.error) else ()))])
+    if not xs:
+        return f'<p class="note" id="{esc(chart_id)}">no data yet</p>'
+    left, top, right, bottom = 46, 22 if y_label else 12, width - 14, height - 34  # the y label above the plot
+    (x_lo, x_hi), (y_lo, y_hi) = _log_range(xs), _log_range(ys)
+    x_of, y_of = _log_axis(x_lo, x_hi, left, right), _log_axis(y_lo, y_hi, bottom, top)
+    parts = [f'<svg class="chart" id="{esc(chart_id)}" width="{width}" height="{height}" role="img">',
+             *_log_grid(log_ticks(x_lo, x_hi), log_ticks(y_lo, y_hi), x_of, y_of, (left, top, right, bottom))]
+    if x_label:
+        parts.append(f'<text x="{right}" y="{height - 4}" font-size="11" fill="#666" text-anchor="end">{esc(x_label)}</text>')
+    if y_label:
+        parts.append(f'<text x="{left - 40}" y="12" font-size="11" fill="#666">{esc(y_label)}</text>')
+    parts += [_band(b, x_of, y_of) for b in bands] + [_line(line, x_of, y_of) for line in lines]
+    parts += [_dot(d, x_of, y_of, width) for d in dots]
+    return "".join(parts) + "</svg>"
