@@ -21,6 +21,7 @@ PLAN = pa.schema([
     ("steps", pa.int64()), ("sequences", pa.int64()), ("tokens", pa.int64()), ("epochs_cumulative", pa.float64()),
     ("available_sequences", pa.int64()), ("available_tokens", pa.int64()), ("documents", pa.int64()),
     ("validation_tokens", pa.int64()),  # held out of the component's sources (mixtures.heldout), never trained on
+    ("pool_sequences", pa.int64()),  # read epoch after epoch: all available unless target_tokens cuts them
 ])
 
 
@@ -59,15 +60,16 @@ def resolve(key: str, sources: dict[str, dict]) -> Component:
 
 def component_stats(spec: MixtureSpec, key: str, documents: int, tokens: int) -> dict:
     """What a component trains on (its sources' held-out documents left out: mixtures.heldout), in whole
-    sequences of seq_len + 1 tokens."""
+    sequences of seq_len + 1 tokens, and the pool of them this mixture reads (MixtureSpec.pool_sequences)."""
     if documents == 0:
         raise UserError(f"mixture '{spec.name}': weight key '{key}' matches no documents left for training once "
                         "validation's are held out; check it against `loom mix show` or the manifest")
-    stats = {"documents": documents, "tokens": tokens, "available_sequences": tokens // (spec.seq_len + 1)}
-    if stats["available_sequences"] == 0:
+    available = tokens // (spec.seq_len + 1)
+    if available == 0:
         raise UserError(f"mixture '{spec.name}': '{key}' has {tokens} training tokens, less than one sequence of "
                         f"{spec.seq_len + 1}; lower seq_len or drop it")
-    return stats
+    return {"documents": documents, "tokens": tokens, "available_sequences": available,
+            "pool_sequences": spec.pool_sequences(available)}
 
 
 def plan_phases(spec: MixtureSpec, keys: list[str], steps: int) -> list[dict]:
@@ -92,7 +94,8 @@ def plan_phases(spec: MixtureSpec, keys: list[str], steps: int) -> list[dict]:
 
 
 def plan_rows(spec: MixtureSpec, components: list[Component], phases: list[dict], stats: dict[str, dict]) -> list[dict]:
-    """One row per phase and component it uses (schema PLAN); refuses a component read more than max_epochs times."""
+    """One row per phase and component it uses (schema PLAN); refuses a component whose pool would be read more
+    than max_epochs times (under simulated epoching, exactly as often as the target run would read all of it)."""
     rows, used = [], {c.key: 0 for c in components}
     for phase in phases:
         n_steps = phase["end_step"] - phase["start_step"]
@@ -101,11 +104,11 @@ def plan_rows(spec: MixtureSpec, components: list[Component], phases: list[dict]
             if share == 0:
                 continue
             used[c.key] += count * n_steps
-            epochs = used[c.key] / stats[c.key]["available_sequences"]
+            epochs = used[c.key] / stats[c.key]["pool_sequences"]
             if epochs > spec.max_epochs:
                 raise UserError(f"mixture '{spec.name}': '{c.key}' would be read {epochs:.2f} times by the end of "
-                                f"'{phase['name']}', over max_epochs = {spec.max_epochs:g}; lower its weight or the "
-                                "budget, or raise max_epochs")
+                                f"'{phase['name']}'{_simulated(spec)}, over max_epochs = {spec.max_epochs:g}; lower "
+                                "its weight or the budget, or raise max_epochs")
             rows.append({
                 "phase": phase["name"], "component": c.key, "sources": ",".join(c.sources), "weight": share,
                 "target_share": share / total_share, "realized_share": count / spec.global_batch,
@@ -113,5 +116,13 @@ def plan_rows(spec: MixtureSpec, components: list[Component], phases: list[dict]
                 "tokens": count * n_steps * spec.seq_len, "epochs_cumulative": round(epochs, 6),
                 "available_sequences": stats[c.key]["available_sequences"], "available_tokens": stats[c.key]["tokens"],
                 "documents": stats[c.key]["documents"], "validation_tokens": stats[c.key]["validation_tokens"],
+                "pool_sequences": stats[c.key]["pool_sequences"],
             })
     return rows
+
+
+def _simulated(spec: MixtureSpec) -> str:
+    """How the epoch count is meant when the pools are cut: as in the run the mixture stands in for."""
+    if not spec.simulates_epochs():
+        return ""
+    return f" (as in the target run of {spec.target_tokens:,} tokens it simulates)"

@@ -5,6 +5,10 @@ of its share in the phase), and the order inside the block is a permutation seed
 n-th sequence overall is index `n % available` of epoch `n // available`, through a seeded permutation of that
 epoch, so repeated epochs are reshuffled, not replayed. The permutation is a Feistel network with cycle walking,
 so any index of it costs O(1): `batch(step)` is O(batch), whatever the step.
+
+Under simulated epoching (MixtureSpec.target_tokens) an epoch is a component's pool, not all it has: the j-th
+sequence of the pool is index j of one more seeded permutation of all `available`, so the pool is a uniform
+random subset of the component. A pool of everything (the default) takes no such step.
 """
 
 import hashlib
@@ -71,6 +75,9 @@ class Schedule:
         self.steps = meta["steps"]
         self.components = [c["key"] for c in meta["components"]]
         self.available = np.array([c["available_sequences"] for c in meta["components"]], dtype=np.int64)
+        # schedules compiled before simulated epoching have no pool: all they have is read
+        self.pool = np.array([c.get("pool_sequences", c["available_sequences"]) for c in meta["components"]],
+                             dtype=np.int64)
         self.phases = [PhasePlan(p["name"], p["start_step"], p["end_step"], tuple(p["counts"])) for p in meta["phases"]]
         consumed = np.zeros(len(self.components), dtype=np.int64)
         self._consumed_before_phase = []
@@ -94,14 +101,21 @@ class Schedule:
         return ordered[np.random.default_rng([self.seed, step]).permutation(len(ordered))]
 
     def epoch_sequence(self, component: int, consumed: np.ndarray) -> np.ndarray:
-        """The sequence index of a component's `consumed`-th use (0-based), epoch by epoch reshuffled."""
-        available = int(self.available[component])
-        epochs, within = np.divmod(consumed, available)
+        """The sequence index of a component's `consumed`-th use (0-based), epoch by epoch of its pool reshuffled."""
+        pool = int(self.pool[component])
+        epochs, within = np.divmod(consumed, pool)
         out = np.empty(len(consumed), dtype=np.int64)
         for epoch in np.unique(epochs):
             chosen = epochs == epoch
-            out[chosen] = permute(within[chosen], available, _key(int(self.seed), int(component), int(epoch)))
-        return out
+            out[chosen] = permute(within[chosen], pool, _key(int(self.seed), int(component), int(epoch)))
+        return self.pool_sequence(component, out)
+
+    def pool_sequence(self, component: int, in_pool: np.ndarray) -> np.ndarray:
+        """The sequence index, in all the component has, of positions in its pool."""
+        available = int(self.available[component])
+        if self.pool[component] == available:
+            return in_pool
+        return permute(in_pool, available, _key(int(self.seed), int(component), "pool"))
 
     def batch(self, step: int) -> list[tuple[str, int]]:
         """The global batch of a step as (component key, sequence index) pairs, in O(batch)."""

@@ -12,7 +12,7 @@ from loom.names import check_name
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
-             "validation_sequences", "validation_tokens", "weights", "midtrain", "phase", "eval"}
+             "validation_sequences", "validation_tokens", "target_tokens", "weights", "midtrain", "phase", "eval"}
 EVAL_KEYS = {"path", "text", "source"}
 PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a phase's name is a label, never a path
 EVAL_NAME = re.compile(r"[A-Za-z0-9_-]+")  # names evals/NAME.parquet and a metrics key
@@ -49,6 +49,9 @@ class MixtureSpec:
     validation_sequences: int | None = None  # the old budget, in sequences of seq_len + 1: read as validation_tokens
     validation_tokens: int | None = None  # held out of training per source, in whole documents (see mixtures.heldout)
     evals: tuple[EvalSet, ...] = ()
+    # simulated epoching: the mixture stands in for a run of this many tokens, so each component's pool is cut to
+    # tokens / target_tokens of its sequences and is repeated as often as in that run (see pool_sequences)
+    target_tokens: int | None = None
 
     def validation_budget(self) -> int:
         """Tokens of whole documents held out per source; 8 sequences' worth unless the spec says otherwise."""
@@ -59,12 +62,27 @@ class MixtureSpec:
     def resolved_steps(self) -> int:
         return self.steps if self.steps is not None else max(1, round(self.total_tokens / (self.global_batch * self.seq_len)))
 
+    def resolved_tokens(self) -> int:
+        """The tokens this mixture trains on: whole steps of global_batch sequences of seq_len."""
+        return self.resolved_steps() * self.global_batch * self.seq_len
+
+    def simulates_epochs(self) -> bool:
+        """Whether the pools are cut: target_tokens is set and more than this mixture's own tokens."""
+        return self.target_tokens is not None and self.target_tokens > self.resolved_tokens()
+
+    def pool_sequences(self, available: int) -> int:
+        """How many of a component's `available` sequences this mixture reads: all of them, or under simulated
+        epoching the fraction tokens / target_tokens of them (at least one)."""
+        if not self.simulates_epochs():
+            return available
+        return max(1, available * self.resolved_tokens() // self.target_tokens)
+
 
 def parse_spec(raw: dict, where: str) -> MixtureSpec:
     reject_unknown_keys(raw, SPEC_KEYS, where)
     name = check_name("mixture", raw.get("name"), f"{where}: `name`")
     ints = {k: raw[k] for k in ("seq_len", "total_tokens", "steps", "global_batch", "seed", "validation_sequences",
-                                "validation_tokens") if k in raw}
+                                "validation_tokens", "target_tokens") if k in raw}
     for key, value in ints.items():
         at_least = 0 if key in ("seed", "validation_sequences", "validation_tokens") else 1
         if not isinstance(value, int) or isinstance(value, bool) or value < at_least:

@@ -38,10 +38,13 @@ def mix_list(ws: Workspace):
 @click.argument("name")
 @click.option("--total-tokens", type=click.IntRange(min=1), help="Override the spec's token budget")
 @click.option("--steps", type=click.IntRange(min=1), help="Override the budget as steps of global_batch sequences")
+@click.option("--target-tokens", type=click.IntRange(min=1),
+              help="Simulate the epochs of a run of this many tokens: each component's pool is cut to this "
+                   "mixture's tokens / target tokens of its sequences (overrides the spec's target_tokens)")
 @click.pass_obj
-def mix_build(ws: Workspace, name, total_tokens, steps):
+def mix_build(ws: Workspace, name, total_tokens, steps, target_tokens):
     """Compile NAME (a mixture name or a path to a spec) into WORKSPACE/mixtures/NAME/."""
-    build_mixture(ws, name, total_tokens, steps)
+    build_mixture(ws, name, total_tokens, steps, target_tokens)
 
 
 @mix.command("show")
@@ -61,13 +64,15 @@ def builtin_mixtures() -> Path:
     return examples_dir() / "mixtures"
 
 
-def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> None:
+def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> None:
     from mixtures import compile_mixture, find_spec, load_spec
     from reports.build import mixture_report
 
     spec = load_spec(find_spec(name, ws.mixtures, builtin_mixtures()))
     if total_tokens or steps:
         spec = dataclasses.replace(spec, total_tokens=total_tokens, steps=steps)
+    if target_tokens:
+        spec = dataclasses.replace(spec, target_tokens=target_tokens)
     out = ws.mixture_dir(spec.name)
     with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
         remove_temporary_files(out)
@@ -76,6 +81,9 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> No
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
                   f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
+    if spec.simulates_epochs():
+        console.print(f"Simulated epoching: each component reads {meta['tokens']:,} / {spec.target_tokens:,} of its "
+                      "sequences, as often as the target run reads all of them")
     held_out = ", ".join(f"{name} {v['tokens']:,}" for name, v in meta["validation"]["sources"].items())
     console.print(f"Validation: whole documents held out per source (tokens): {held_out}")
     for e in meta["evals"]:
@@ -86,15 +94,22 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None) -> No
 
 
 def print_plan(out: Path) -> None:
+    """The plan as a table, with a `pool` column (sequences read of those available) where simulated epoching
+    cut a pool."""
     from mixtures import read_plan
 
+    rows = read_plan(out)
+    pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
     table = Table(title=f"Plan of {out.name}")
     columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
-               "validation_tokens")
+               "validation_tokens") + (("pool",) if pooled else ())
     for column in columns:
         table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
-    for row in read_plan(out):
-        table.add_row(row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
-                      f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
-                      f"{row.get('validation_tokens') or 0:,}")
+    for row in rows:
+        cells = [row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
+                 f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
+                 f"{row.get('validation_tokens') or 0:,}"]
+        if pooled:
+            cells.append(f"{row['pool_sequences']:,} of {row['available_sequences']:,} seq")
+        table.add_row(*cells)
     console.print(table)
