@@ -113,12 +113,11 @@ def chinchilla_log_loss(theta, log_n, log_d) -> tuple[np.ndarray, np.ndarray]:
 
 
 def starts(loss: np.ndarray) -> list[tuple]:
-    """81 starts: E a share of the lowest loss, the rest of the mean loss split between the two terms, and a few
+    """36 starts: E a share of the lowest loss, the rest of the mean loss split between the two terms, and a few
     exponents each (in normalized N and D, a term's coefficient is its value at the mean rung)."""
     lowest, mean = float(loss.min()), float(np.exp(np.mean(np.log(loss))))
     grid = []
-    for e_share, n_share, alpha, beta in product((0.3, 0.6, 0.9), (0.25, 0.5, 0.75), (0.2, 0.5, 1.0),
-                                                 (0.2, 0.5, 1.0)):
+    for e_share, n_share, alpha, beta in product((0.3, 0.6, 0.9), (0.25, 0.5, 0.75), (0.25, 0.6), (0.25, 0.6)):
         e = e_share * lowest
         grid.append((np.log(e), np.log(n_share * (mean - e)), np.log((1 - n_share) * (mean - e)), alpha, beta))
     return grid

@@ -132,9 +132,9 @@ def fit_power_normalized(log_x, log_loss, l_inf, huber_delta, starts=None):
     l_max = float(np.exp(log_loss.min()))
     mean_loss = float(np.exp(log_loss.mean()))
     if starts is None:
-        fractions = (0.0,) if pinned else (0.0, 0.5, 0.8, 0.95)
+        fractions = (0.0,) if pinned else (0.0, 0.6, 0.9)
         starts = [(np.log(mean_loss - (l_inf if pinned else f * l_max)), alpha, f * l_max)
-                  for alpha, f in product((0.05, 0.15, 0.3, 0.6, 1.0), fractions)]
+                  for alpha, f in product((0.1, 0.3, 0.8), fractions)]
     lower = [LOG_A_BOUNDS[0], ALPHA_BOUNDS[0]] + ([] if pinned else [0.0])
     upper = [LOG_A_BOUNDS[1], ALPHA_BOUNDS[1]] + ([] if pinned else [l_max * (1 - 1e-9)])
     n_free = len(lower)

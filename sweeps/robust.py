@@ -7,7 +7,7 @@ from scipy.optimize import least_squares
 from sweeps import intervals
 
 
-SCOUT_EVALUATIONS = 40  # per start, before only the most promising few are run to convergence
+SCOUT_EVALUATIONS = 20  # per start, before only the most promising few are run to convergence
 FINALISTS = 3
 
 
