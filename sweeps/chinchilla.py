@@ -138,3 +138,8 @@ def identifiability(parameters, tokens) -> str | None:
         return ("the rungs lie on one line in (log parameters, log tokens), e.g. one tokens-per-parameter ratio, "
                 "so the size and data terms cannot be told apart: train some sizes at 2-3 token budgets")
     return None
+
+
+def varies_independently(parameters, tokens) -> bool:
+    """Whether the rungs' sizes and token counts vary independently enough to fit approach 3's five parameters."""
+    return identifiability(parameters, tokens) is None

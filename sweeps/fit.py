@@ -13,10 +13,11 @@ from itertools import product
 import numpy as np
 
 from sweeps import intervals
-from sweeps.chinchilla import Chinchilla, fit_chinchilla, identifiability
+from sweeps.chinchilla import Chinchilla, fit_chinchilla, identifiability, varies_independently
 from sweeps.robust import as_positive, best_of, check_enough, check_points, no_interval_reason, scalar_or_array
 
-__all__ = ["Chinchilla", "PowerLaw", "fit_chinchilla", "fit_power_law", "identifiability", "relative_error"]
+__all__ = ["Chinchilla", "PowerLaw", "fit_chinchilla", "fit_power_law", "identifiability", "relative_error",
+           "varies_independently"]
 
 BOOTSTRAP_RESAMPLES = 200
 BOOTSTRAP_SEED = 0
@@ -93,6 +94,9 @@ def fit_power_law(compute, loss, l_inf: float | None = None, huber_delta: float 
     n_params = 2 if pinned else 3
     check_enough(len(loss), n_params, "a power law with l_inf pinned" if pinned else
                  "a power law with l_inf free", "" if pinned else " or pin l_inf")
+    if len(np.unique(compute)) < n_params:
+        raise ValueError(f"the rungs span {len(np.unique(compute))} different compute value(s) and a power law with "
+                         f"{n_params} parameters needs at least {n_params}: give the rungs different sizes")
     if pinned:
         check_pinned(l_inf, loss)
     if interval not in intervals.METHODS:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sweeps.fit import fit_chinchilla, fit_power_law, identifiability, relative_error
+from sweeps.fit import fit_chinchilla, fit_power_law, identifiability, relative_error, varies_independently
 
 L_INF, A, ALPHA = 1.7, 8000.0, 0.3  # the reducible part is ~2 at C=1e12 and ~0.13 at 1e16
 LADDER = np.logspace(12, 15, 6)
@@ -116,7 +116,7 @@ def test_chinchilla_recovers_parameters_on_a_grid():
     n, d = (grid.ravel() for grid in np.meshgrid(np.logspace(6, 8, 4), np.logspace(7.5, 9.5, 4)))
     rng = np.random.default_rng(3)
     loss = chinchilla_loss(n, d) * np.exp(rng.normal(0.0, 0.001, len(n)))
-    assert identifiability(n, d) is None
+    assert identifiability(n, d) is None and varies_independently(n, d)
     fit = fit_chinchilla(n, d, loss)
     # 0.1% noise over two decades of each: exponents within 0.03, E within 3%, 10x beyond the grid within 1%
     assert fit.alpha == pytest.approx(ALPHA_N, abs=0.03) and fit.beta == pytest.approx(BETA_D, abs=0.03)
@@ -129,7 +129,7 @@ def test_chinchilla_recovers_parameters_on_a_grid():
 
 def test_identifiability_refuses_one_tokens_per_parameter_line():
     n = np.logspace(6, 8, 8)
-    assert "one line" in identifiability(n, 20 * n)
+    assert "one line" in identifiability(n, 20 * n) and not varies_independently(n, 20 * n)
     assert "one line" in identifiability(n, 3 * n ** 1.2)  # any power of N is a line in log space
     assert "at least 6 rungs" in identifiability(n[:5], 20 * n[:5] * np.array([1, 3, 1, 3, 1]))
     assert "different sizes" in identifiability(np.repeat([1e6, 1e7], 4), np.logspace(8, 10, 8))
@@ -141,6 +141,7 @@ def test_identifiability_refuses_one_tokens_per_parameter_line():
     (lambda: fit_power_law([1e12, -1e13, 1e14, 1e15], [3, 2.5, 2.2, 2]), "compute must be finite and positive"),
     (lambda: fit_power_law(LADDER[:4], [3, np.nan, 2.2, 2]), "loss must be finite and positive"),
     (lambda: fit_power_law(LADDER[:4], [3, 2.5, 2.2]), "one value per rung"),
+    (lambda: fit_power_law([1e12, 1e12, 1e13, 1e13], [3, 3.1, 2.5, 2.4]), "give the rungs different sizes"),
     (lambda: fit_power_law(LADDER, true_loss(LADDER), l_inf=2.0), "below the lowest loss"),
     (lambda: fit_power_law(LADDER[:4], true_loss(LADDER[:4]), interval="bootstrap"), "at least 5 rungs"),
     (lambda: fit_power_law(LADDER, true_loss(LADDER), interval="jackknife"), "use one of"),
