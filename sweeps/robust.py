@@ -1,0 +1,76 @@
+"""What both scaling laws share: the Huber fit from a grid of starts, in log-loss space, and the checks on the
+rungs' numbers before any fitting."""
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from sweeps import intervals
+
+
+SCOUT_EVALUATIONS = 20  # per start, before only the most promising few are run to convergence
+FINALISTS = 3
+
+
+def best_of(residuals, jacobian, starts, bounds, huber_delta) -> np.ndarray:
+    """Huber on the residuals from each start (clipped into the bounds); the lowest cost wins. Every start is run a
+    short way first and only the best few to convergence: near-L1 Huber converges slowly, and most starts of a grid
+    end in the same basin."""
+    lower, upper = (np.asarray(b, dtype=float) for b in bounds)
+    clipped = [np.clip(np.asarray(s, dtype=float), lower + 1e-12, upper - 1e-12) for s in starts]
+    scouts = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta, SCOUT_EVALUATIONS)
+              for x0 in clipped]
+    scouts = sorted((r for r in scouts if np.isfinite(r.cost)), key=lambda r: r.cost)[:FINALISTS]
+    finals = [huber_least_squares(residuals, jacobian, r.x, (lower, upper), huber_delta) for r in scouts]
+    finals = [r for r in finals if np.isfinite(r.cost)]
+    if not finals:
+        raise ValueError("the fit diverged from every start: check that the losses fall with size")
+    return min(finals, key=lambda r: r.cost).x
+
+
+def huber_least_squares(residuals, jacobian, x0, bounds, huber_delta, max_evaluations=None):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return least_squares(residuals, x0, jac=jacobian, bounds=bounds, loss="huber", f_scale=huber_delta,
+                             method="trf", x_scale="jac", max_nfev=max_evaluations)
+
+
+def no_interval_reason(dof: int, cov, method: str) -> str | None:
+    if method == intervals.BOOTSTRAP:
+        return None
+    if dof <= 0:
+        return "no degrees of freedom left (as many parameters as rungs): add a rung for an interval"
+    if cov is None:
+        return "the rungs do not pin down every parameter (singular Jacobian): spread the rungs' sizes"
+    return None
+
+
+def check_points(columns: dict) -> list[np.ndarray]:
+    """Each named column as a 1-D float array, all of one length, every value finite and positive."""
+    arrays = [np.asarray(values, dtype=float).ravel() for values in columns.values()]
+    lengths = {len(a) for a in arrays}
+    if len(lengths) > 1:
+        raise ValueError(f"{', '.join(columns)} must have one value per rung each; got lengths "
+                         f"{', '.join(str(len(a)) for a in arrays)}")
+    for name, values in zip(columns, arrays):
+        bad = ~np.isfinite(values) | (values <= 0)
+        if bad.any():
+            raise ValueError(f"{name} must be finite and positive; rung {int(np.argmax(bad))} has "
+                             f"{values[bad][0]}: drop or rerun that rung")
+    return arrays
+
+
+def check_enough(n_points: int, n_params: int, what: str, alternative: str = "") -> None:
+    if n_points < n_params + 1:
+        raise ValueError(f"{what} has {n_params} parameters and needs at least {n_params + 1} rungs; got "
+                         f"{n_points}: add {n_params + 1 - n_points} rung(s){alternative}")
+
+
+def as_positive(values, what: str) -> np.ndarray:
+    c = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(c) & (c > 0)):
+        raise ValueError(f"{what} to predict at must be finite and positive")
+    return c
+
+
+def scalar_or_array(values: np.ndarray):
+    """A float for one point asked, else the array."""
+    return float(values) if np.ndim(values) == 0 else values
