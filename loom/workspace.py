@@ -11,6 +11,7 @@ from pathlib import Path
 from loom.io import as_path, is_remote, is_url
 
 DEFAULT_WORKSPACE = "loom-work"
+LADDER_FIT_FILE = "fit.json"  # in a ladder's folder: its rungs, fits and predictions (sweeps.results)
 PART_TABLES = ("documents", "funnel")  # manifest tables written per shard, as folders of parts
 
 
@@ -116,6 +117,10 @@ class Workspace:
 
     def run_dir(self, name: str) -> Path:
         return self.runs / name
+
+    def ladder_dir(self, name: str) -> Path:
+        """A ladder's folder: ladder.toml as resolved, fit.json, points.parquet, report.html, logs/."""
+        return self.root / "ladders" / name
 
 
 @dataclass(frozen=True)

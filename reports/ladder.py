@@ -8,14 +8,14 @@ from urllib.parse import quote
 
 from loom.errors import UserError
 from loom.io import as_path, read_text, write_text
-from loom.workspace import Workspace
+from loom.workspace import LADDER_FIT_FILE, Workspace
 from reports.html import (
     PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
 )
-from trainer.metrics import EVAL_LOSS_BY_SET, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE
+from trainer.metrics import (
+    EVAL_LOSS_BY_SET, FINISHED, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE,
+)
 
-FIT_FILE = "fit.json"
-FINISHED = "finished"
 FIT_COLOR = "#222"  # the law, its band and its predictions (held-out rung, target)
 PER_METRIC_KEY = {"source": VAL_LOSS_BY_SOURCE, "eval": EVAL_LOSS_BY_SET}  # fits' "source:web", "eval:bofh"
 SYMBOLS = ("● a rung's final value · ◯ the held-out rung's, left out of the fit · ◇ with a bar: a prediction and "
@@ -255,9 +255,9 @@ def method(ladder: dict) -> str:
 # ---- the page ----
 
 def load_ladder(ladder_dir: Path) -> dict:
-    path = ladder_dir / FIT_FILE
+    path = ladder_dir / LADDER_FIT_FILE
     if not path.exists():
-        raise UserError(f"no {FIT_FILE} in {ladder_dir}; run `loom ladder NAME --mixture MIX` first")
+        raise UserError(f"no {LADDER_FIT_FILE} in {ladder_dir}; run `loom ladder NAME --mixture MIX` first")
     ladder = json.loads(read_text(path))
     ladder["fits"] = ladder.get("fits") or {}
     return ladder

@@ -69,6 +69,8 @@ VIEWS = (
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint
         FROM read_json({ws:mixtures/*/schedule.json})"""),
+    View("ladder", "ladders/*/points.parquet",
+         "SELECT * FROM read_parquet({ws:ladders/*/points.parquet}, union_by_name = true)"),
     View("mixture_plan", "mixtures/*/plan.parquet", """
         SELECT split_part(filename, '/', -2) AS mixture, * EXCLUDE (filename)
         FROM read_parquet({ws:mixtures/*/plan.parquet}, filename = true, union_by_name = true)"""),

@@ -93,7 +93,7 @@ def fit_power_law(compute, loss, l_inf: float | None = None, huber_delta: float 
     pinned = l_inf is not None
     n_params = 2 if pinned else 3
     check_enough(len(loss), n_params, "a power law with l_inf pinned" if pinned else
-                 "a power law with l_inf free", "" if pinned else " or pin l_inf")
+                 "a power law with l_inf free", "" if pinned else " or pin l_inf", spare=0)
     if len(np.unique(compute)) < n_params:
         raise ValueError(f"the rungs span {len(np.unique(compute))} different compute value(s) and a power law with "
                          f"{n_params} parameters needs at least {n_params}: give the rungs different sizes")

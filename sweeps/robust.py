@@ -58,10 +58,11 @@ def check_points(columns: dict) -> list[np.ndarray]:
     return arrays
 
 
-def check_enough(n_points: int, n_params: int, what: str, alternative: str = "") -> None:
-    if n_points < n_params + 1:
-        raise ValueError(f"{what} has {n_params} parameters and needs at least {n_params + 1} rungs; got "
-                         f"{n_points}: add {n_params + 1 - n_points} rung(s){alternative}")
+def check_enough(n_points: int, n_params: int, what: str, alternative: str = "", spare: int = 1) -> None:
+    """At least n_params + spare points: spare 0 allows an exact fit (a prediction, with no interval)."""
+    if n_points < n_params + spare:
+        raise ValueError(f"{what} has {n_params} parameters and needs at least {n_params + spare} rungs; got "
+                         f"{n_points}: add {n_params + spare - n_points} rung(s){alternative}")
 
 
 def as_positive(values, what: str) -> np.ndarray:

@@ -97,6 +97,13 @@ def test_an_exact_fit_keeps_the_noise_floor_and_a_band():
     assert upper / lower > 1.01  # t_1 is wide: three rungs for two parameters say little, honestly
 
 
+def test_as_many_rungs_as_parameters_predict_without_an_interval():
+    """Two rungs and l_inf pinned: the law through both, exactly; no degrees of freedom are left for a band."""
+    fit = fit_power_law(LADDER[:2], true_loss(LADDER[:2]), l_inf=L_INF)
+    assert fit.dof == 0 and fit.interval(TARGET) is None and "add a rung" in fit.no_interval_reason
+    assert fit(TARGET) == pytest.approx(true_loss(np.array([TARGET]))[0], rel=1e-6)
+
+
 def test_bootstrap_interval_is_deterministic_and_named():
     loss = noisy_ladder(LADDER, 0.003, seed=2)
     fit = fit_power_law(LADDER, loss, interval="bootstrap")
@@ -136,8 +143,8 @@ def test_identifiability_refuses_one_tokens_per_parameter_line():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: fit_power_law(LADDER[:3], true_loss(LADDER[:3])), "needs at least 4 rungs; got 3: add 1 rung(s) or pin"),
-    (lambda: fit_power_law(LADDER[:2], true_loss(LADDER[:2]), l_inf=1.0), "needs at least 3 rungs"),
+    (lambda: fit_power_law(LADDER[:2], true_loss(LADDER[:2])), "needs at least 3 rungs; got 2: add 1 rung(s) or pin"),
+    (lambda: fit_power_law(LADDER[:1], true_loss(LADDER[:1]), l_inf=1.0), "needs at least 2 rungs"),
     (lambda: fit_power_law([1e12, -1e13, 1e14, 1e15], [3, 2.5, 2.2, 2]), "compute must be finite and positive"),
     (lambda: fit_power_law(LADDER[:4], [3, np.nan, 2.2, 2]), "loss must be finite and positive"),
     (lambda: fit_power_law(LADDER[:4], [3, 2.5, 2.2]), "one value per rung"),

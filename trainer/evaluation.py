@@ -21,10 +21,11 @@ class StepMetrics:
         self.values = torch.zeros(2 * n_sources + n_components, dtype=torch.float64, device=device)
 
     def add(self, token_losses: torch.Tensor, batch: Batch) -> None:
-        sources = batch.sources.reshape(-1)
+        # the batch's labels come from the loader on the CPU; the sums live on the training device
+        sources, components = batch.sources.reshape(-1).to(self.values.device), batch.components.to(self.values.device)
         self.values[: self.n_sources].index_add_(0, sources, token_losses.detach().reshape(-1).double())
         self.values[self.n_sources : 2 * self.n_sources].index_add_(0, sources, torch.ones_like(sources, dtype=torch.float64))
-        self.values[2 * self.n_sources :].index_add_(0, batch.components, torch.ones_like(batch.components, dtype=torch.float64))
+        self.values[2 * self.n_sources :].index_add_(0, components, torch.ones_like(components, dtype=torch.float64))
 
     def reduce(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         values = all_reduce_sum(self.values).cpu().numpy()

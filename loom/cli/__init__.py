@@ -2,7 +2,7 @@
 
 import click
 
-from loom.cli import curate, mix, quality, quickstart, report, sql, tokenizer, train
+from loom.cli import curate, ladder, mix, quality, quickstart, report, sql, tokenizer, train
 from loom.cli.console import LoomGroup
 from loom.errors import UserError
 from loom.io import check_reachable
@@ -29,7 +29,7 @@ def cli(ctx, workspace):
 
 
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, sql.sql, train.train,
-                quickstart.quickstart):
+                ladder.ladder, quickstart.quickstart):
     cli.add_command(command)
 
 

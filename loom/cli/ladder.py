@@ -1,0 +1,130 @@
+"""`loom ladder NAME --mixture MIX`: a scaling ladder of small runs on one mixture, the law fitted to them, and
+the prediction of a bigger run, checked first on the largest rung held out of the fit."""
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from loom.cli.console import Interrupted, console, note
+from loom.cli.mix import builtin_mixtures
+from loom.names import check_name
+from loom.workspace import Workspace, examples_dir
+
+RESUME_LADDER = "interrupted; run the same command again to resume the unfinished rungs (finished ones are kept)"
+
+
+def builtin_ladders() -> Path:
+    return examples_dir() / "ladders"
+
+
+@click.command()
+@click.argument("name")
+@click.option("--mixture", required=True, help="The mixture every rung trains on (a name or a path to a spec)")
+@click.option("--spec", "spec_name", metavar="PRESET|FILE",
+              help="A built-in preset (cpu, gpu) or a ladder spec .toml [default: on a rerun, the ladder's own; "
+                   "else gpu where torch sees a GPU, cpu otherwise]")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Rungs trained at once (the cores are shared out between them)")
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ranks per rung, started by torchrun (as `loom train --nproc`)")
+@click.option("--dry-run", is_flag=True, help="Print the plan (each rung's tokens, steps, FLOPs, LR) and stop")
+@click.pass_obj
+def ladder(ws: Workspace, name, mixture, spec_name, parallel, nproc, dry_run):
+    """Train the rungs of ladder NAME (a rerun resumes the unfinished ones), fit L(C) = L_inf + A*C^-alpha per
+    validation source and eval set, and predict the target; WORKSPACE/ladders/NAME/ gets fit.json and report.html."""
+    from mixtures import find_spec, load_spec
+    from reports.ladder import ladder_report
+    from sweeps.ladder import plan, recorded_spec, run_ladder
+    from sweeps.spec import find_ladder_spec, load_ladder_spec
+
+    check_name("ladder", name, "NAME")
+    source = spec_name or recorded_spec(ws, name) or default_preset()
+    spec = load_ladder_spec(find_ladder_spec(source, builtin_ladders()))
+    mixture_spec = load_spec(find_spec(mixture, ws.mixtures, builtin_mixtures()))
+    planned = plan(ws, name, spec, mixture_spec)
+    print_plan(planned, source)
+    if dry_run:
+        return
+    try:
+        results = run_ladder(ws, planned, spec, mixture_spec, source, parallel, nproc, console, note,
+                             ladder_report)
+    except KeyboardInterrupt:
+        raise Interrupted(RESUME_LADDER) from None
+    print_results(results)
+    folder = ws.ladder_dir(name)
+    console.print(f"Fit:    {folder / 'fit.json'} (or `loom sql \"SELECT * FROM ladder\"`)")
+    console.print(f"Report: {folder / 'report.html'}")
+
+
+def default_preset() -> str:
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def print_plan(planned, source: str) -> None:
+    table = Table(title=f"Ladder {planned.name} ({source}) on mixture {planned.mixture}: "
+                        f"{planned.global_batch} x {planned.seq_len} tokens a step")
+    for column in ("rung", "d_model", "layers", "heads", "experts", "active params", "tokens", "tokens/param",
+                   "steps", "FLOPs", "lr", "warmup"):
+        table.add_column(column, justify="left" if column == "rung" else "right")
+    for r in planned.rungs:
+        table.add_row(r.rung, str(r.shape.d_model), str(r.shape.n_layers), str(r.shape.n_heads),
+                      str(r.shape.n_experts or "-"), f"{r.active_parameters:,}", f"{r.tokens:,}",
+                      f"{r.tokens_per_parameter:.1f}", f"{r.steps:,}", f"{r.flops:.3g}", f"{r.lr:.2e}",
+                      str(r.warmup_steps))
+    console.print(table)
+    t = planned.target
+    console.print(f"Target: {t.flops:.3g} FLOPs, {t.tokens:,} tokens, {t.active_parameters:,} active parameters; "
+                  f"rungs span {planned.rungs[-1].flops / planned.rungs[0].flops:.1f}x in compute")
+
+
+def print_results(results: dict) -> None:
+    table = Table(title="Fits: L(C) = L_inf + A * C^-alpha")
+    for column in ("metric", "L_inf", "alpha", "held-out rung", "predicted", "measured", "error", "in interval",
+                   "target"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for metric, fitted in results["fits"].items():
+        law, held, target = fitted.get("fit"), fitted.get("held_out") or {}, fitted.get("target") or {}
+        table.add_row(metric, _num(law and law["l_inf"]), _num(law and law["alpha"]), held.get("rung", "-"),
+                      _num(held.get("predicted")), _num(held.get("measured")),
+                      f"{held['relative_error']:+.2%}" if held.get("relative_error") is not None else "-",
+                      {True: "yes", False: "NO", None: "-"}[held.get("inside")],
+                      _with_interval(target.get("predicted"), target.get("interval")))
+    console.print(table)
+    validation = results["fits"].get("val_loss") or {}
+    held = validation.get("held_out") or {}
+    if held.get("predicted") is not None:
+        console.print(f"Honesty check: fitted without rung {held['rung']}, predicted {held['predicted']:.4f}, "
+                      f"measured {held['measured']:.4f}, error {held['relative_error']:+.2%}; "
+                      f"{_interval_words(held, results)}")
+    elif validation.get("error") or held.get("error"):
+        console.print(f"Honesty check: not possible yet: {held.get('error') or validation.get('error')}")
+    target = validation.get("target")
+    if target:
+        console.print(f"Target ({results['target']['flops']:.3g} FLOPs): predicted validation loss "
+                      f"{_with_interval(target['predicted'], target['interval'])} "
+                      f"({results['interval']['method']}, {results['interval']['confidence']:.0%})")
+    chinchilla = results["chinchilla"]
+    console.print("Chinchilla approach 3: " + (f"skipped: {chinchilla['skipped']}" if "skipped" in chinchilla else
+                                                ", ".join(f"{k} {v:.4g}" for k, v in chinchilla["fit"].items()
+                                                          if isinstance(v, float))))
+
+
+def _interval_words(held: dict, results: dict) -> str:
+    if held.get("interval") is None:
+        return "no interval (too few rungs for one)"
+    low, high = held["interval"]
+    level = f"{results['interval']['confidence']:.0%}"
+    return f"{'inside' if held['inside'] else 'OUTSIDE'} the {level} interval [{low:.4f}, {high:.4f}]"
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _with_interval(value, interval) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" + (f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")

@@ -1,0 +1,120 @@
+"""`loom ladder NAME`: a ladder planned from its spec and a mixture, its rungs' mixtures compiled, its rungs
+trained, and its fits written, in WORKSPACE/ladders/NAME/ (ladder.toml as resolved, fit.json, points.parquet,
+report.html, logs/). One writer per ladder; a rerun with the same spec and mixture resumes it."""
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from tokenizers import Tokenizer
+
+from loom.errors import UserError
+from loom.io import local_file, read_text, remove_temporary_files, write_text
+from loom.lock import exclusive
+from loom.workspace import Workspace
+from mixtures import SCHEDULE_FILE, MixtureSpec, compile_mixture
+from mixtures.compile import check_current
+from sweeps.plan import LadderPlan, plan_ladder
+from sweeps.results import ladder_results, write_results
+from sweeps.runner import train_rungs
+from sweeps.spec import LadderSpec
+
+SPEC_FILE = "ladder.toml"
+LOGS = "logs"
+
+
+def recorded_spec(ws: Workspace, name: str) -> str | None:
+    """The spec (preset name or path) a ladder was started with, from its ladder.toml."""
+    path = ws.ladder_dir(name) / SPEC_FILE
+    if not path.exists():
+        return None
+    for line in read_text(path).splitlines():
+        if line.startswith("spec = "):
+            return json.loads(line.removeprefix("spec = "))
+    return None
+
+
+def plan(ws: Workspace, name: str, spec: LadderSpec, mixture: MixtureSpec) -> LadderPlan:
+    tokenizer = ws.root / mixture.tokenizer
+    if not tokenizer.is_file():
+        raise UserError(f"no tokenizer at {tokenizer} (mixture '{mixture.name}'); run `loom curate` first")
+    vocab_size = Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size()
+    return plan_ladder(spec, name, mixture, vocab_size)
+
+
+def run_ladder(ws: Workspace, ladder: LadderPlan, spec: LadderSpec, mixture: MixtureSpec, spec_source: str,
+               parallel: int, nproc: int, console: Console, note, report: Callable[[Path], object]) -> dict:
+    """Trains the ladder's unfinished rungs and writes its results, and `report(folder)`, as each rung ends."""
+    folder = ws.ladder_dir(ladder.name)
+    with exclusive(ws.lock_file(f"ladder-{ladder.name}"), f"ladder '{ladder.name}' in {ws.root}", note):
+        resolved = resolved_toml(ladder, spec, spec_source)
+        started = folder / SPEC_FILE
+        if started.exists() and read_text(started) != resolved:
+            raise UserError(f"ladder '{ladder.name}' was started with another spec or mixture (see {started}); "
+                            "rerun it with the same --spec and --mixture, or give the new ladder another NAME")
+        write_text(resolved, started)
+        compile_rungs(ws, ladder, mixture, console, note)
+        train_rungs(ws.root, ladder, spec.train, folder / LOGS, parallel, nproc, console,
+                    on_finished=lambda: publish(ws, ladder, spec, folder, report))
+        return publish(ws, ladder, spec, folder, report)
+
+
+def publish(ws: Workspace, ladder: LadderPlan, spec: LadderSpec, folder: Path, report) -> dict:
+    """fit.json, points.parquet and the report from the rungs finished so far."""
+    results = ladder_results(ws.root, ladder, spec.fit)
+    write_results(folder, results)
+    report(folder)
+    return results
+
+
+def compile_rungs(ws: Workspace, ladder: LadderPlan, mixture: MixtureSpec, console: Console, note) -> None:
+    """Each rung's mixture, compiled unless it is already, on the data published now. All of them before any
+    training, so that a budget over an epoch cap or a bad key is refused before compute is spent."""
+    for rung in ladder.rungs:
+        out = ws.mixture_dir(rung.name)
+        if _current(ws, out):
+            continue
+        with exclusive(ws.lock_file(f"mixture-{rung.name}"), f"mixture '{rung.name}' in {ws.root}", note):
+            remove_temporary_files(out)
+            try:
+                meta = compile_mixture(ladder.rung_mixture(mixture, rung), ws, out)
+            except UserError as err:
+                raise UserError(f"ladder '{ladder.name}', rung {rung.rung}: {err}; a rung reads each component as "
+                                f"often as the target's {ladder.target.tokens:,} tokens would, so lower the "
+                                "target's tokens (or tokens_per_parameter) or raise the mixture's max_epochs") from None
+        console.print(f"rung {rung.rung}: mixture '{rung.name}' compiled, {meta['steps']:,} steps")
+
+
+def _current(ws: Workspace, out: Path) -> bool:
+    if not (out / SCHEDULE_FILE).exists():
+        return False
+    try:
+        check_current(json.loads(read_text(out / SCHEDULE_FILE)), ws)
+    except UserError:
+        return False
+    return True
+
+
+def resolved_toml(ladder: LadderPlan, spec: LadderSpec, source: str) -> str:
+    """The ladder as planned, every default filled in; a rerun must resolve to the same text to resume it."""
+    value = json.dumps  # a JSON scalar is a TOML value
+    lines = ["# as resolved by `loom ladder`: every default filled in, each rung's budget and LR as trained", "",
+             f"spec = {value(source)}", f"mixture = {value(ladder.mixture)}", f"seq_len = {ladder.seq_len}",
+             f"global_batch = {ladder.global_batch}", f"tokens_per_parameter = {value(spec.tokens_per_parameter)}",
+             "", "[lr]", *_pairs(asdict(spec.lr)), "", "[fit]",
+             *_pairs({**asdict(spec.fit), "l_inf": "free" if spec.fit.l_inf is None else spec.fit.l_inf}),
+             "", "[train]", *_pairs(spec.train), "", "[target]",
+             *_pairs({**(asdict(ladder.target.shape) if ladder.target.shape else {}), "tokens": ladder.target.tokens,
+                      "flops": ladder.target.flops, "active_parameters": ladder.target.active_parameters})]
+    for rung in ladder.rungs:
+        lines += ["", "[[rung]]", *_pairs({
+            "name": rung.rung, **asdict(rung.shape), "tokens": rung.tokens, "steps": rung.steps, "lr": rung.lr,
+            "warmup_steps": rung.warmup_steps, "active_parameters": rung.active_parameters,
+            "tokens_per_parameter": round(rung.tokens_per_parameter, 4), "flops": rung.flops})]
+    return "\n".join(lines) + "\n"
+
+
+def _pairs(values: dict) -> list[str]:
+    return [f"{key} = {json.dumps(v)}" for key, v in values.items() if v is not None]

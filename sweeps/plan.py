@@ -1,0 +1,112 @@
+"""A ladder spec made concrete for one mixture: each rung's model, tokens (whole steps of the mixture's batch),
+FLOPs (the trainer's formula: 6N plus attention), LR and warmup, and the target run with its FLOPs.
+
+Every rung trains on the same mixture with the same phase fractions; its budget is its own, but its mixture
+stands in for the target's (`target_tokens`, simulated epoching): each component's pool is cut to
+rung tokens / target tokens, so a rung reads every component as many times as the target run would."""
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from loom.errors import UserError
+from mixtures import MixtureSpec
+from sweeps.spec import LadderSpec, Rung, Shape
+from trainer.config import ModelConfig, model_config
+from trainer.model import count_parameters, flops_per_token
+
+MIN_STEPS = 10  # fewer and the warmup alone is most of a rung
+
+
+@dataclass(frozen=True)
+class RungPlan:
+    rung: str
+    name: str  # the rung's mixture and run: mixtures/NAME/ and runs/NAME/ (LADDER-RUNG)
+    shape: Shape
+    parameters: int
+    active_parameters: int  # the N of 6N: the matmuls a token passes through (experts: top_k of them)
+    steps: int
+    tokens: int
+    flops_per_token: float
+    flops: float
+    lr: float
+    warmup_steps: int
+
+    @property
+    def tokens_per_parameter(self) -> float:
+        return self.tokens / self.active_parameters
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    flops: float
+    tokens: int
+    active_parameters: int
+    shape: Shape | None
+
+
+@dataclass(frozen=True)
+class LadderPlan:
+    name: str
+    mixture: str
+    seq_len: int
+    global_batch: int
+    min_lr_ratio: float
+    rungs: tuple[RungPlan, ...]  # in order of compute
+    target: TargetPlan
+
+    def rung_mixture(self, base: MixtureSpec, rung: RungPlan) -> MixtureSpec:
+        """The mixture a rung trains on: the ladder's mixture with the rung's steps, standing in for the target."""
+        return dataclasses.replace(base, name=rung.name, seq_len=self.seq_len, global_batch=self.global_batch,
+                                   steps=rung.steps, total_tokens=None, target_tokens=self.target.tokens)
+
+
+def model_of(shape: Shape, vocab_size: int) -> ModelConfig:
+    return model_config("tiny", vocab_size, **dataclasses.asdict(shape))
+
+
+def plan_ladder(spec: LadderSpec, name: str, mixture: MixtureSpec, vocab_size: int) -> LadderPlan:
+    seq_len = spec.seq_len or mixture.seq_len
+    global_batch = spec.global_batch or mixture.global_batch
+    rungs = sorted((_plan_rung(spec, name, rung, vocab_size, seq_len, global_batch) for rung in spec.rungs),
+                   key=lambda r: r.flops)
+    for smaller, larger in zip(rungs, rungs[1:]):
+        if larger.flops <= smaller.flops * 1.05:
+            raise UserError(f"rungs '{smaller.rung}' and '{larger.rung}' need the same compute ({smaller.flops:.3g} "
+                            "FLOPs); a ladder needs rungs of growing compute: change a shape or its tokens")
+    target = _plan_target(spec, vocab_size, seq_len)
+    for rung in rungs:
+        if rung.tokens > target.tokens or rung.flops >= target.flops:
+            raise UserError(f"rung '{rung.rung}' ({rung.tokens:,} tokens, {rung.flops:.3g} FLOPs) is not "
+                            f"smaller than the target ({target.tokens:,} tokens, {target.flops:.3g} FLOPs); a "
+                            "ladder predicts a bigger run: enlarge [target] or shrink the rungs")
+    return LadderPlan(name, mixture.name, seq_len, global_batch, spec.lr.min_lr_ratio, tuple(rungs), target)
+
+
+def _plan_rung(spec: LadderSpec, ladder: str, rung: Rung, vocab_size: int, seq_len: int,
+               global_batch: int) -> RungPlan:
+    config = model_of(rung.shape, vocab_size)
+    counts = count_parameters(config)
+    wanted = rung.tokens or round(spec.tokens_per_parameter * counts["active_matmul"])
+    steps = round(wanted / (seq_len * global_batch))
+    if steps < MIN_STEPS:
+        raise UserError(f"rung '{rung.name}' gets {steps} steps of {global_batch} x {seq_len} tokens "
+                        f"({wanted:,} tokens); at least {MIN_STEPS} are needed: raise its tokens (or "
+                        "tokens_per_parameter), or lower global_batch or seq_len in the ladder spec")
+    tokens = steps * seq_len * global_batch
+    per_token = flops_per_token(config, seq_len)
+    return RungPlan(rung.name, f"{ladder}-{rung.name}", rung.shape,
+                    counts["total"], counts["active_matmul"], steps, tokens, per_token, per_token * tokens,
+                    rung.lr or spec.lr.lr(rung.shape.d_model),
+                    rung.warmup_steps if rung.warmup_steps is not None else spec.lr.warmup(steps))
+
+
+def _plan_target(spec: LadderSpec, vocab_size: int, seq_len: int) -> TargetPlan:
+    target = spec.target
+    if target.shape is None:  # C = 6 N D with D = tokens_per_parameter x N
+        tokens = round(math.sqrt(target.flops * spec.tokens_per_parameter / 6))
+        return TargetPlan(target.flops, tokens, round(tokens / spec.tokens_per_parameter), None)
+    config = model_of(target.shape, vocab_size)
+    active = count_parameters(config)["active_matmul"]
+    tokens = target.tokens or round(spec.tokens_per_parameter * active)
+    return TargetPlan(flops_per_token(config, seq_len) * tokens, tokens, active, target.shape)

@@ -1,0 +1,165 @@
+"""Training a ladder's rungs: each a normal `loom train` run in a process of its own (its output in the ladder's
+logs/), one after another or several at once, with a progress line per rung (step and ETA) and one for the
+whole ladder (in FLOPs). Every rung is started with --resume: a finished rung is skipped, a killed one goes on
+from its last checkpoint, a new one starts; so a killed ladder, rerun, trains only what is unfinished."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from loom.errors import UserError
+from sweeps.plan import LadderPlan, RungPlan
+from trainer import metrics
+from trainer.config import TrainConfig
+from trainer.launch import PACKAGES_ROOT
+from trainer.options import config_to_args
+
+POLL_SECONDS = 1.0
+STOP_GRACE_SECONDS = 60  # a rung stopped by Ctrl-C writes no more than its run.json in this time
+
+
+@dataclass
+class Rung:
+    plan: RungPlan
+    run_dir: Path
+    log: Path
+    process: subprocess.Popen | None = None
+    log_file: object = None
+    started: float = 0.0
+
+
+def rung_config(workspace: Path, ladder: LadderPlan, rung: RungPlan, train: dict) -> TrainConfig:
+    shape = rung.shape
+    return TrainConfig(workspace=workspace, mixture=rung.name, run_name=rung.name, model="tiny",
+                       d_model=shape.d_model, n_layers=shape.n_layers, n_heads=shape.n_heads,
+                       n_experts=shape.n_experts, top_k=shape.top_k, lr=rung.lr, warmup_steps=rung.warmup_steps,
+                       min_lr_ratio=ladder.min_lr_ratio, resume=True, **train)
+
+
+def finished(run_dir: Path) -> bool:
+    return (run_dir / metrics.RUN_FILE).exists() and metrics.read_run(run_dir).get(metrics.STATUS) == metrics.FINISHED
+
+
+def steps_done(run_dir: Path) -> int:
+    """Steps the run's metrics.jsonl has recorded (its last line's step + 1), read from the file's end."""
+    path = run_dir / metrics.METRICS_FILE
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+        lines = f.read().splitlines()
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)[metrics.STEP]) + 1
+        except (ValueError, KeyError, TypeError):
+            continue
+    return 0
+
+
+def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, parallel: int, nproc: int,
+                console: Console, on_finished=lambda: None) -> None:
+    """Trains every unfinished rung, calling `on_finished` as each one ends well; raises UserError naming a
+    failed rung once the others have stopped."""
+    rungs = [Rung(r, workspace / "runs" / r.name, logs / f"{r.rung}.log") for r in ladder.rungs]
+    pending = [r for r in rungs if not finished(r.run_dir)]
+    for rung in rungs:
+        if rung not in pending:
+            console.print(f"rung {rung.plan.rung}: finished already ({rung.plan.steps:,} steps)")
+    if not pending:
+        return
+    logs.mkdir(parents=True, exist_ok=True)
+    threads = max(1, (os.cpu_count() or 1) // (parallel * nproc))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console) as progress:
+        whole = progress.add_task(f"ladder {ladder.name} (GFLOPs)", total=_gflops(rungs))
+        tasks = {r.plan.rung: progress.add_task(f"rung {r.plan.rung} (steps)", total=r.plan.steps,
+                                                completed=steps_done(r.run_dir)) for r in rungs}
+        running, failed = [], []
+        try:
+            while pending or running:
+                while pending and len(running) < parallel and not failed:
+                    running.append(_start(pending.pop(0), workspace, ladder, train, nproc, threads, console))
+                time.sleep(POLL_SECONDS)
+                for rung in list(running):
+                    progress.update(tasks[rung.plan.rung], completed=steps_done(rung.run_dir))
+                    if rung.process.poll() is not None:
+                        running.remove(rung)
+                        if _ended(rung, console):
+                            on_finished()
+                        else:
+                            failed.append(rung)
+                progress.update(whole, completed=_gflops(rungs, done=True))
+                if failed and not running:
+                    break
+        except KeyboardInterrupt:
+            _stop(running)
+            raise
+    if failed:
+        rung = failed[0]
+        raise UserError(f"rung '{rung.plan.rung}' failed (exit {rung.process.returncode}): {_last_line(rung.log)}; "
+                        f"its log: {rung.log}. Fix it and run the same command: finished rungs are kept")
+
+
+def _gflops(rungs: list[Rung], done: bool = False) -> float:
+    share = (lambda r: min(1.0, steps_done(r.run_dir) / r.plan.steps)) if done else (lambda r: 1.0)
+    return round(sum(r.plan.flops * share(r) for r in rungs) / 1e9, 1)
+
+
+def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: int, threads: int,
+           console: Console) -> Rung:
+    config = rung_config(workspace, ladder, rung.plan, train)
+    command = [sys.executable, "-m", "loom", "-w", str(workspace), "train", "--nproc", str(nproc),
+               *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
+           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))}
+    done = steps_done(rung.run_dir)
+    p = rung.plan
+    console.print(f"rung {p.rung}: {'resumed at step ' + str(done) if done else 'started'} "
+                  f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "
+                  f"parameters, {p.tokens:,} tokens, {p.flops:.3g} FLOPs); log: {rung.log}")
+    rung.log_file = open(rung.log, "a")
+    rung.log_file.write(f"$ {' '.join(command)}\n")
+    rung.log_file.flush()
+    rung.process = subprocess.Popen(command, stdout=rung.log_file, stderr=subprocess.STDOUT, env=env)
+    rung.started = time.time()
+    return rung
+
+
+def _ended(rung: Rung, console: Console) -> bool:
+    """Whether the rung's run finished."""
+    rung.log_file.close()
+    seconds = time.time() - rung.started
+    if rung.process.returncode == 0 and finished(rung.run_dir):
+        console.print(f"rung {rung.plan.rung}: finished in {seconds:,.0f} s")
+        return True
+    console.print(f"rung {rung.plan.rung}: failed after {seconds:,.0f} s (exit {rung.process.returncode})")
+    return False
+
+
+def _stop(running: list[Rung]) -> None:
+    """Ctrl-C: the rungs got it too when it came from the terminal; a signal sent to the ladder alone is passed on.
+    Each rung checkpoints nothing more but marks its run; the ladder waits for them, so their locks are free."""
+    for rung in running:
+        if rung.process.poll() is None:
+            rung.process.send_signal(signal.SIGINT)
+    deadline = time.time() + STOP_GRACE_SECONDS
+    for rung in running:
+        try:
+            rung.process.wait(timeout=max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            rung.process.kill()
+            rung.process.wait()
+        rung.log_file.close()
+
+
+def _last_line(log: Path) -> str:
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"

@@ -1,0 +1,209 @@
+"""`loom ladder`: a 3-rung toy ladder on the curated slice, trained through the real `loom train`, its rungs'
+budgets, FLOPs and simulated epoching checked against the trainer's and compiler's own figures, its fits written
+and queryable; a killed ladder resumed (slow); a wrong spec refused in one line before any compute."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import LOOM, copy_curated, run_loom, write_spec
+from loom.errors import UserError
+from sweeps.spec import parse_ladder_spec
+
+MIXTURE = """seq_len = 32
+global_batch = 8
+steps = 10
+max_epochs = 64
+[weights]
+web = 0.3
+docs = 0.3
+code = 0.2
+fortunes = 0.2
+[midtrain]
+docs = 0.6
+code = 0.4
+"""
+TOY = """# three tiny rungs, 24 to 60 steps of 8 x 32 tokens
+[[rung]]
+d_model = 16
+n_layers = 1
+n_heads = 2
+tokens = 6_144
+[[rung]]
+d_model = 24
+n_layers = 1
+n_heads = 2
+tokens = 10_240
+[[rung]]
+d_model = 32
+n_layers = 2
+n_heads = 2
+tokens = 15_360
+[target]
+d_model = 64
+n_layers = 2
+n_heads = 2
+tokens = 61_440
+[lr]
+base = 1e-2
+base_width = 32
+[fit]
+l_inf = 0.0
+[train]
+eval_every = 5
+checkpoint_every = 5
+report_every = 5
+"""
+
+
+def ladder_ws(curated_slice, slice_tokenizer, folder: Path) -> Path:
+    ws = copy_curated(curated_slice, slice_tokenizer, folder / "ws")
+    write_spec(ws, "toymix", MIXTURE)
+    (folder / "toy.toml").write_text(TOY)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def toy_ladder(tmp_path_factory, curated_slice, slice_tokenizer):
+    folder = tmp_path_factory.mktemp("ladder")
+    ws = ladder_ws(curated_slice, slice_tokenizer, folder)
+    result = run_loom("-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", folder / "toy.toml", timeout=600)
+    return ws, result
+
+
+def test_a_toy_ladder_trains_every_rung_and_fits_them(toy_ladder):
+    ws, result = toy_ladder
+    fit = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
+    assert [r["rung"] for r in fit["rungs"]] == ["r0", "r1", "r2"]
+    assert all(r["status"] == "finished" and r["final"]["val_loss"] > 0 for r in fit["rungs"])
+    losses = [r["final"]["val_loss"] for r in fit["rungs"]]
+    assert losses[0] > losses[-1], f"more compute should lower the loss: {losses}"
+    validation = fit["fits"]["val_loss"]
+    assert validation["fit"]["n_points"] == 3 and validation["fit"]["alpha"] > 0
+    held = validation["held_out"]
+    assert held["rung"] == "r2" and held["measured"] == losses[2]
+    assert held["relative_error"] == pytest.approx((held["predicted"] - held["measured"]) / held["measured"])
+    assert validation["target"]["predicted"] < losses[2]  # the target has more compute than any rung
+    sources = {k for k in fit["fits"] if k.startswith("source:")}
+    assert sources == {"source:web", "source:docs", "source:code", "source:fortunes"}
+    assert "Honesty check: fitted without rung r2" in result.stdout
+    assert (ws / "ladders" / "toy" / "report.html").stat().st_size > 1000
+
+
+def test_each_rung_trains_its_budget_with_the_trainer_s_flops_and_lr_rule(toy_ladder):
+    from trainer.metrics import read_run
+
+    ws, _ = toy_ladder
+    fit = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
+    for rung, steps, width in zip(fit["rungs"], (24, 40, 60), (16, 24, 32)):
+        run = read_run(ws / "runs" / f"toy-{rung['rung']}")
+        assert run["steps"] == steps == rung["steps"] and rung["tokens"] == steps * 8 * 32
+        assert run["model"]["d_model"] == width and run["config"]["lr"] == pytest.approx(1e-2 * 32 / width)
+        assert run["warmup_steps"] == max(1, round(0.05 * steps))
+        assert run["active_parameters"] == rung["active_parameters"]
+        # the trainer's FLOPs per token (6N plus attention) times the tokens trained
+        assert rung["flops"] == pytest.approx(flops_per_token(run) * rung["tokens"])
+        assert rung["tokens_per_parameter"] == pytest.approx(rung["tokens"] / rung["active_parameters"])
+
+
+def flops_per_token(run: dict) -> float:
+    from trainer.config import ModelConfig
+    from trainer.model import flops_per_token as trainer_flops
+
+    return trainer_flops(ModelConfig(**run["model"]), run["seq_len"])
+
+
+def test_every_rung_reads_each_component_as_often_as_the_target_would(toy_ladder):
+    """Simulated epoching: each rung's pools are its share of the target's tokens, so epochs match the target's."""
+    ws, _ = toy_ladder
+    target_tokens = 61_440
+    for rung, tokens in (("r0", 6_144), ("r1", 10_240), ("r2", 15_360)):
+        meta = json.loads((ws / "mixtures" / f"toy-{rung}" / "schedule.json").read_text())
+        for component in meta["components"]:
+            expected = max(1, component["available_sequences"] * tokens // target_tokens)
+            assert component["pool_sequences"] == expected, (rung, component["key"])
+
+
+def test_the_ladder_view_of_loom_sql(toy_ladder):
+    ws, _ = toy_ladder
+    result = run_loom("-w", ws, "sql", "--format", "json",
+                      "SELECT rung, flops, loss, held_out FROM ladder WHERE metric = 'val_loss' ORDER BY flops")
+    rows = json.loads(result.stdout)
+    assert [r["rung"] for r in rows] == ["r0", "r1", "r2"] and [r["held_out"] for r in rows] == [False, False, True]
+    fit = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
+    assert [r["loss"] for r in rows] == [r["final"]["val_loss"] for r in fit["rungs"]]
+
+
+def test_a_rerun_of_a_finished_ladder_trains_nothing_and_refits(toy_ladder):
+    ws, _ = toy_ladder
+    metrics = ws / "runs" / "toy-r2" / "metrics.jsonl"
+    before = metrics.stat().st_mtime_ns
+    result = run_loom("-w", ws, "ladder", "toy", "--mixture", "toymix")  # the spec is the ladder's own
+    assert result.stdout.count("finished already") == 3
+    assert metrics.stat().st_mtime_ns == before
+
+
+def test_a_ladder_started_with_another_spec_is_refused(toy_ladder, tmp_path):
+    ws, _ = toy_ladder
+    other = tmp_path / "other.toml"
+    other.write_text(TOY.replace("tokens = 15_360", "tokens = 20_480"))
+    result = run_loom("-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", other, check=False)
+    assert result.returncode == 2 and "was started with another spec" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min); the default run trains one ladder
+def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_slice, slice_tokenizer, tmp_path):
+    """SIGKILL to the whole process group (a closed terminal, a scheduler's kill) in the middle of the last rung;
+    the rerun keeps r0 and r1, resumes r2 from its checkpoint, and ends where an unbroken ladder ends."""
+    ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
+    command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", tmp_path / "toy.toml"]
+    ladder = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    last_rung = ws / "runs" / "toy-r2" / "metrics.jsonl"
+    deadline = time.time() + 300
+    while not (last_rung.exists() and len(last_rung.read_text().splitlines()) >= 12):
+        assert ladder.poll() is None and time.time() < deadline, ladder.stdout.read().decode()
+        time.sleep(0.05)
+    os.killpg(ladder.pid, signal.SIGKILL)
+    ladder.wait()
+    kept = {r: (ws / "runs" / f"toy-{r}" / "metrics.jsonl").stat().st_mtime_ns for r in ("r0", "r1")}
+    result = run_loom(*command[len(LOOM):], timeout=600)
+    assert "rung r0: finished already" in result.stdout and "rung r1: finished already" in result.stdout
+    assert "rung r2: resumed at step" in result.stdout
+    assert kept == {r: (ws / "runs" / f"toy-{r}" / "metrics.jsonl").stat().st_mtime_ns for r in ("r0", "r1")}
+    resumed = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
+    unbroken = json.loads((toy_ladder[0] / "ladders" / "toy" / "fit.json").read_text())
+    assert [r["final"] for r in resumed["rungs"]] == [r["final"] for r in unbroken["rungs"]]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.split("[[rung]]", 2)[0] + "[[rung]]" + t.split("[[rung]]", 2)[1] + t[t.index("[target]"):],
+     r"at least 3 \[\[rung\]\]"),
+    (lambda t: t.replace("n_heads = 2\ntokens = 6_144", "n_heads = 3\ntokens = 6_144"), "heads of even width"),
+    (lambda t: t.replace("[target]", "[target]\nflops = 1e15"), "exactly one of them"),
+    (lambda t: t.replace("[fit]", "[fit]\ninterval = \"jackknife\""), "use one of student-t, bootstrap"),
+    (lambda t: t.replace("[train]", "[train]\nlr = 0.1"), "unknown key 'lr'"),
+    (lambda t: t.replace("base = 1e-2", "base = -1"), "must be a finite number >= 0"),
+    (lambda t: t.replace("base = 1e-2", "base = 0"), "`base` must be positive"),
+])
+def test_a_wrong_ladder_spec_is_one_clear_line(change, message):
+    import tomllib
+
+    with pytest.raises(UserError, match=message):
+        parse_ladder_spec(tomllib.loads(change(TOY)), "toy.toml")
+
+
+def test_a_rung_too_small_for_ten_steps_is_refused_before_training(curated_slice, slice_tokenizer, tmp_path):
+    ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
+    (tmp_path / "toy.toml").write_text(TOY.replace("tokens = 6_144", "tokens = 1_000"))
+    result = run_loom("-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", tmp_path / "toy.toml", check=False)
+    assert result.returncode == 2 and "rung 'r0' gets 4 steps" in result.stderr
+    assert not (ws / "runs").exists()
