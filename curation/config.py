@@ -1,12 +1,11 @@
 """Sources config (`sources.toml`): what raw corpora exist and how to curate each."""
 
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
-from loom.io import expand_glob, is_url, register_storage_options
+from loom.io import expand_glob, is_url, read_toml, register_storage_options
 from loom.names import NAME, is_name
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
@@ -134,10 +133,7 @@ def load_config(path: Path) -> CurationConfig:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"no sources file at {path}; create one (see examples/sources.toml) or pass --sources")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
+    raw = read_toml(path)
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")

@@ -15,11 +15,14 @@ import os
 import shutil
 import tempfile
 import time
+import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from loom.errors import UserError
 
 LOCAL_PROTOCOLS = ("", "file", "local")
 # Other processes (Dask workers) write the same store: a listing cached in this one would hide their outputs.
@@ -236,6 +239,14 @@ def read_text(path) -> str:
     return as_path(path).read_text(encoding="utf-8")
 
 
+def read_toml(path) -> dict:
+    """A TOML config file's tables; text that is not TOML (or not UTF-8) is one line naming the file."""
+    try:
+        return tomllib.loads(read_text(path))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
+
+
 def mark_done(marker, fingerprint: str, stats: dict) -> None:
     write_text(json.dumps({"fingerprint": fingerprint, "finished": time.time(), **stats}), marker)
 
@@ -320,7 +331,6 @@ def storage_errors(where):
 
 def storage_refusal(err: Exception, where):
     """The UserError that says `err` in one line, when it is an object store refusing us; else None."""
-    from loom.errors import UserError
 
     if not _is_storage_error(err):
         return None

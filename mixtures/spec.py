@@ -2,12 +2,11 @@
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePath
 
 from loom.errors import UserError, reject_unknown_keys
-from loom.io import as_path, read_text
+from loom.io import as_path, read_toml
 from loom.names import check_name
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
@@ -196,11 +195,7 @@ def _weights(table, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def load_spec(path: Path) -> MixtureSpec:
-    try:
-        raw = tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
-    return parse_spec(raw, str(path))
+    return parse_spec(read_toml(path), str(path))
 
 
 def find_spec(name_or_path: str, workspace_mixtures: Path, builtin: Path) -> Path:

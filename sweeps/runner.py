@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from loom.errors import UserError
 from sweeps.plan import LadderPlan, RungPlan
-from trainer import metrics
+from trainer import checkpoint, metrics
 from trainer.config import TrainConfig
 from trainer.launch import PACKAGES_ROOT
 from trainer.options import config_to_args
@@ -120,9 +120,8 @@ def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: 
                *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))}
-    done = steps_done(rung.run_dir)
     p = rung.plan
-    console.print(f"rung {p.rung}: {'resumed at step ' + str(done) if done else 'started'} "
+    console.print(f"rung {p.rung}: {_how_it_starts(rung.run_dir)} "
                   f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "
                   f"parameters, {p.tokens:,} tokens, {p.flops:.3g} FLOPs); log: {rung.log}")
     rung.log_file = open(rung.log, "a")
@@ -131,6 +130,13 @@ def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: 
     rung.process = subprocess.Popen(command, stdout=rung.log_file, stderr=subprocess.STDOUT, env=env)
     rung.started = time.time()
     return rung
+
+
+def _how_it_starts(run_dir: Path) -> str:
+    found = checkpoint.latest(run_dir)
+    if found is not None:
+        return f"resumed at step {checkpoint.read_state(found)['step']}"
+    return "started again (no checkpoint yet)" if steps_done(run_dir) else "started"
 
 
 def _ended(rung: Rung, console: Console) -> bool:

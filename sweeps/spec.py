@@ -1,12 +1,11 @@
 """Ladder specs: a TOML file naming the rungs (model shapes), how many tokens each trains on, the LR rule, the
 target run to predict and how the fit is made. Built-in presets live in examples/ladders/ (cpu, gpu)."""
 
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from loom.errors import UserError, reject_unknown_keys
-from loom.io import as_path, read_text
+from loom.io import as_path, read_toml
 from loom.names import check_name
 from mixtures.spec import is_finite_number
 
@@ -86,11 +85,7 @@ class LadderSpec:
 
 
 def load_ladder_spec(path: Path) -> LadderSpec:
-    try:
-        raw = tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
-    return parse_ladder_spec(raw, str(path))
+    return parse_ladder_spec(read_toml(path), str(path))
 
 
 def find_ladder_spec(name_or_path: str, builtin: Path) -> Path:

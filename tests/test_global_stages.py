@@ -2,7 +2,6 @@
 against exact quantiles, and dedup results that do not depend on the number of workers or partitions. Run in
 this process, on LocalClusters of real worker processes."""
 
-import json
 import random
 
 import numpy as np
