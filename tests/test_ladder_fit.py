@@ -163,3 +163,24 @@ def test_bad_input_names_the_fix(call, message):
 def test_relative_error_sign():
     assert relative_error(2.6, 2.5) == pytest.approx(0.04)
     assert relative_error(2.4, 2.5) == pytest.approx(-0.04)
+
+
+def test_the_ladder_fits_approach_3_when_its_rungs_vary_n_and_d_and_says_why_not_otherwise():
+    """sweeps.results.chinchilla on rung records as a ladder writes them: a grid of sizes and budgets is fitted and
+    the target predicted; rungs on one tokens-per-parameter line are skipped with the reason."""
+    from types import SimpleNamespace
+
+    from sweeps.results import chinchilla
+    from sweeps.spec import FitConfig
+
+    n, d = (grid.ravel() for grid in np.meshgrid(np.logspace(6, 8, 4), np.logspace(7.5, 9.5, 4)))
+    rungs = [{"active_parameters": int(a), "tokens": int(b), "final": {"val_loss": chinchilla_loss(a, b)}}
+             for a, b in zip(n, d)]
+    target = SimpleNamespace(active_parameters=1e9, tokens=3e10)
+    fitted = chinchilla(rungs, target, FitConfig())
+    assert fitted["fit"]["alpha"] == pytest.approx(ALPHA_N, abs=0.03)
+    assert fitted["target"]["predicted"] == pytest.approx(chinchilla_loss(1e9, 3e10), rel=0.01)
+    low, high = fitted["target"]["interval"]
+    assert low < fitted["target"]["predicted"] < high
+    on_a_line = [dict(r, tokens=20 * r["active_parameters"]) for r in rungs]
+    assert "lie on one line" in chinchilla(on_a_line, target, FitConfig())["skipped"]
