@@ -14,20 +14,21 @@ from loom.errors import UserError
 from loom.io import local_file, read_text, remove_temporary_files, write_text
 from loom.lock import exclusive
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE, MixtureSpec, compile_mixture
+from mixtures import SCHEDULE_FILE, MixtureSpec, compile_mixture, load_spec
 from mixtures.compile import check_current
+from mixtures.compiled import SPEC_FILE as MIXTURE_FILE
 from sweeps.plan import LadderPlan, plan_ladder
 from sweeps.results import ladder_results, write_results
 from sweeps.runner import train_rungs
 from sweeps.spec import LadderSpec
 
-SPEC_FILE = "ladder.toml"
+LADDER_FILE = "ladder.toml"
 LOGS = "logs"
 
 
 def recorded_spec(ws: Workspace, name: str) -> str | None:
     """The spec (preset name or path) a ladder was started with, from its ladder.toml."""
-    path = ws.ladder_dir(name) / SPEC_FILE
+    path = ws.ladder_dir(name) / LADDER_FILE
     if not path.exists():
         return None
     for line in read_text(path).splitlines():
@@ -50,12 +51,12 @@ def run_ladder(ws: Workspace, ladder: LadderPlan, spec: LadderSpec, mixture: Mix
     folder = ws.ladder_dir(ladder.name)
     with exclusive(ws.lock_file(f"ladder-{ladder.name}"), f"ladder '{ladder.name}' in {ws.root}", note):
         resolved = resolved_toml(ladder, spec, spec_source)
-        started = folder / SPEC_FILE
+        started = folder / LADDER_FILE
         if started.exists() and read_text(started) != resolved:
             raise UserError(f"ladder '{ladder.name}' was started with another spec or mixture (see {started}); "
                             "rerun it with the same --spec and --mixture, or give the new ladder another NAME")
-        write_text(resolved, started)
         compile_rungs(ws, ladder, mixture, console, note)
+        write_text(resolved, started)  # once every rung's mixture compiles: a ladder refused at config starts nothing
         train_rungs(ws.root, ladder, spec.train, folder / LOGS, parallel, nproc, console,
                     on_finished=lambda: publish(ws, ladder, spec, folder, report))
         return publish(ws, ladder, spec, folder, report)
@@ -74,27 +75,36 @@ def compile_rungs(ws: Workspace, ladder: LadderPlan, mixture: MixtureSpec, conso
     training, so that a budget over an epoch cap or a bad key is refused before compute is spent."""
     for rung in ladder.rungs:
         out = ws.mixture_dir(rung.name)
-        if _current(ws, out):
+        wanted = ladder.rung_mixture(mixture, rung)
+        if _current(ws, out, wanted):
             continue
         with exclusive(ws.lock_file(f"mixture-{rung.name}"), f"mixture '{rung.name}' in {ws.root}", note):
             remove_temporary_files(out)
             try:
-                meta = compile_mixture(ladder.rung_mixture(mixture, rung), ws, out)
+                meta = compile_mixture(wanted, ws, out)
             except UserError as err:
-                raise UserError(f"ladder '{ladder.name}', rung {rung.rung}: {err}; a rung reads each component as "
-                                f"often as the target's {ladder.target.tokens:,} tokens would, so lower the "
-                                "target's tokens (or tokens_per_parameter) or raise the mixture's max_epochs") from None
+                hint = (f"; a rung reads each component as often as the target's {ladder.target.tokens:,} tokens "
+                        "would, so lower the target's tokens (or tokens_per_parameter) or raise the mixture's "
+                        "max_epochs") if "max_epochs" in str(err) else ""
+                raise UserError(f"ladder '{ladder.name}', rung {rung.rung}: {err}{hint}") from None
         console.print(f"rung {rung.rung}: mixture '{rung.name}' compiled, {meta['steps']:,} steps")
 
 
-def _current(ws: Workspace, out: Path) -> bool:
-    if not (out / SCHEDULE_FILE).exists():
+def _current(ws: Workspace, out: Path, wanted: MixtureSpec) -> bool:
+    """Whether the rung's mixture is compiled from this spec, on the data published now."""
+    if not (out / SCHEDULE_FILE).exists() or not (out / MIXTURE_FILE).exists():
         return False
     try:
         check_current(json.loads(read_text(out / SCHEDULE_FILE)), ws)
     except UserError:
         return False
-    return True
+    return _compiled_as(load_spec(out / MIXTURE_FILE)) == _compiled_as(wanted)
+
+
+def _compiled_as(spec: MixtureSpec) -> tuple:
+    """What a mixture is compiled from, however its budget was given (total_tokens or steps)."""
+    return (spec.phases, spec.seq_len, spec.global_batch, spec.seed, spec.max_epochs, spec.target_tokens,
+            spec.evals, spec.tokenizer, spec.resolved_steps(), spec.validation_budget())
 
 
 def resolved_toml(ladder: LadderPlan, spec: LadderSpec, source: str) -> str:
