@@ -99,7 +99,7 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
                 progress.update(whole, completed=_gflops(rungs, done=True))
                 if failed and not running:
                     break
-        except KeyboardInterrupt:
+        except BaseException:  # Ctrl-C, or an error in this process: no rung is left running without the ladder
             _stop(running)
             raise
     if failed:
