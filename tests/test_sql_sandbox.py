@@ -148,7 +148,8 @@ def test_a_workspace_path_with_a_quote_a_space_and_non_ascii(quickstart_ws, tmp_
         shutil.copytree(ws / folder, odd / folder, copy_function=os.link)
     shutil.copy(ws / "published.json", odd / "published.json")
     original, names = connect(ws)
-    assert names == [view.name for view in VIEWS]
+    # every view but the ladder's: a quickstart trains no ladder (tests/test_ladder.py queries that view)
+    assert names == [view.name for view in VIEWS if view.name != "ladder"]
     counts = run_loom("-w", odd, "sql", "--format", "csv", " UNION ALL ".join(
         f"SELECT '{name}' AS view, count(*) AS n FROM {name}" for name in names)).stdout
     expected = {name: original.sql(f"SELECT count(*) FROM {name}").fetchall()[0][0] for name in names}
