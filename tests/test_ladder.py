@@ -12,23 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOOM, copy_curated, run_loom, write_spec
+from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
 from loom.errors import UserError
 from sweeps.spec import parse_ladder_spec
 
-MIXTURE = """seq_len = 32
-global_batch = 8
-steps = 10
-max_epochs = 64
-[weights]
-web = 0.3
-docs = 0.3
-code = 0.2
-fortunes = 0.2
-[midtrain]
-docs = 0.6
-code = 0.4
-"""
+MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the training tests' slice mixture, allowed to repeat
 TOY = """# three tiny rungs, 24 to 60 steps of 8 x 32 tokens
 [[rung]]
 d_model = 16
