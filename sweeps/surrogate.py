@@ -1,0 +1,174 @@
+"""Surrogates for `loom mix search`: one law per metric (a per-source validation loss or an evaluation set's loss)
+as a function of the mixture x, fitted to the proxies, and how far to trust them: each proxy's objective predicted
+by a fit on the others (leave-one-out, ranked against the measured ones by Spearman), and a bootstrap interval.
+
+"loglinear" is RegMix's and Olmix's mixing law, y = c + exp(t . x), 0 <= c < min(y), fitted with a Huber loss on
+log-loss residuals from a grid of starts (sweeps.robust.best_of), as the ladder's laws are. "linear" is y = t . x by
+least squares, with no intercept: each phase's weights sum to 1, so an intercept is already in t. With several
+phases t is not unique (a constant added to one phase's t and taken from another's changes nothing); the
+predictions are.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from sweeps import intervals
+from sweeps.robust import best_of
+
+SURROGATES = ("loglinear", "linear")
+LAWS = {"loglinear": "y = c + exp(t . x)", "linear": "y = t . x"}
+# A proxy's loss is noisy by a few tenths of a percent; a residual past 1% (log-loss) counts as an outlier (a
+# diverged or mis-logged proxy) and weighs linearly, not quadratically.
+HUBER_DELTA = 0.01
+C_FRACTIONS = (0.0, 0.5, 0.8, 0.9, 0.95)  # starts: c as these fractions of min(y), t by least squares given c
+T_BOUND = 50.0
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    """Per metric m: intercept c_m (0 for linear), slopes t_m over x, and the residual scale of its fit (the rms
+    of y_pred - y over the points' degrees of freedom)."""
+    model: str
+    intercepts: np.ndarray = field(repr=False)  # [m]
+    slopes: np.ndarray = field(repr=False)  # [m, dims]
+    residual_scales: np.ndarray = field(repr=False)  # [m]
+    n_points: int
+
+    def predict(self, X) -> np.ndarray:
+        """[n, m] for X [n, dims] (or [m] for one x)."""
+        linear = np.asarray(X, dtype=float) @ self.slopes.T
+        return self.intercepts + np.exp(linear) if self.model == "loglinear" else linear
+
+    def jacobian(self, x) -> np.ndarray:
+        """d predict(x) / dx, [m, dims], for one x."""
+        if self.model == "linear":
+            return self.slopes.copy()
+        return np.exp(self.slopes @ np.asarray(x, dtype=float))[:, None] * self.slopes
+
+    def to_json(self) -> dict:
+        metrics = [{"c": float(c), "t": [float(v) for v in t], "residual_scale": float(s)}
+                   for c, t, s in zip(self.intercepts, self.slopes, self.residual_scales)]
+        return {"model": self.model, "law": LAWS[self.model], "n_points": self.n_points, "metrics": metrics}
+
+
+def minimum_points(model: str, dims: int) -> int:
+    """The parameters of one metric's law plus one, so that a fit has a residual to measure."""
+    return dims + 2 if model == "loglinear" else dims + 1
+
+
+def fit_surrogate(X, Y, model: str = "loglinear", starts: "Surrogate | None" = None) -> Surrogate:
+    """One law per column of Y [n, m] over the rows of X [n, dims]. `starts`: a fit whose parameters start each
+    metric's fit instead of the grid (refits on resampled points)."""
+    X, Y = _check(X, Y, model)
+    intercepts, slopes, scales = [], [], []
+    for m in range(Y.shape[1]):
+        y = Y[:, m]
+        if model == "linear":
+            t, c = np.linalg.lstsq(X, y, rcond=None)[0], 0.0
+        else:
+            warm = None if starts is None else [np.append(starts.intercepts[m], starts.slopes[m])]
+            c, t = _fit_loglinear(X, y, warm)
+        prediction = c + (np.exp(X @ t) if model == "loglinear" else X @ t)
+        dof = len(y) - minimum_points(model, X.shape[1]) + 1
+        intercepts.append(c)
+        slopes.append(t)
+        scales.append(float(np.sqrt(np.sum((prediction - y) ** 2) / dof)))
+    return Surrogate(model=model, intercepts=np.array(intercepts, dtype=float), slopes=np.array(slopes),
+                     residual_scales=np.array(scales), n_points=len(X))
+
+
+def _check(X, Y, model: str) -> tuple[np.ndarray, np.ndarray]:
+    if model not in SURROGATES:
+        raise ValueError(f"unknown surrogate '{model}'; use one of {', '.join(SURROGATES)}")
+    X, Y = np.asarray(X, dtype=float), np.asarray(Y, dtype=float)
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    if X.ndim != 2 or Y.ndim != 2 or len(X) != len(Y):
+        raise ValueError(f"X must be [mixtures, weights] and Y [mixtures, metrics] with as many rows; got shapes "
+                         f"{X.shape} and {Y.shape}")
+    if not np.all(np.isfinite(X)) or not np.all(np.isfinite(Y)):
+        raise ValueError("the mixtures and their losses must be finite: drop or rerun the proxies that diverged")
+    needed = minimum_points(model, X.shape[1])
+    if len(X) < needed:
+        raise ValueError(f"a {model} surrogate over {X.shape[1]} weights needs at least {needed} mixtures; got "
+                         f"{len(X)}: sample {needed - len(X)} more")
+    if model == "loglinear" and np.any(Y <= 0):
+        raise ValueError("a loglinear surrogate needs positive losses")
+    return X, Y
+
+
+def _fit_loglinear(X: np.ndarray, y: np.ndarray, starts=None) -> tuple[float, np.ndarray]:
+    """(c, t) of y = c + exp(X t), Huber on log(prediction) - log(y), the best of the starts."""
+    ceiling = float(y.min()) * (1 - 1e-9)
+    log_y = np.log(y)
+    if starts is None:
+        starts = [np.append(f * y.min(), np.linalg.lstsq(X, np.log(y - f * y.min()), rcond=None)[0])
+                  for f in C_FRACTIONS]
+
+    def residuals(theta):
+        return np.log(theta[0] + np.exp(X @ theta[1:])) - log_y
+
+    def jacobian(theta):
+        grown = np.exp(X @ theta[1:])
+        prediction = theta[0] + grown
+        return np.column_stack([1.0 / prediction, X * (grown / prediction)[:, None]])
+
+    lower = np.append(0.0, np.full(X.shape[1], -T_BOUND))
+    upper = np.append(ceiling, np.full(X.shape[1], T_BOUND))
+    theta = best_of(residuals, jacobian, starts, (lower, upper), HUBER_DELTA)
+    return float(theta[0]), theta[1:]
+
+
+def objective(Y, weights) -> np.ndarray:
+    """Each row's weighted mean of its metrics."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.sum() <= 0 or np.any(weights < 0):
+        raise ValueError(f"the objective's weights must be non-negative with a positive sum; got {weights}")
+    return np.asarray(Y, dtype=float) @ weights / weights.sum()
+
+
+def leave_one_out(X, Y, weights, model) -> np.ndarray:
+    """Each row's objective predicted by a fit on all the other rows (each refit from the same grid of starts as
+    a full fit: a start from the full fit would have seen the row it predicts). Metrics of weight 0 are skipped."""
+    X, Y = _check(X, Y, model)
+    used = np.asarray(weights, dtype=float) > 0
+    predicted = []
+    for i in range(len(X)):
+        others = np.arange(len(X)) != i
+        fit = fit_surrogate(X[others], Y[others][:, used], model)
+        predicted.append(objective(fit.predict(X[i:i + 1]), np.asarray(weights)[used])[0])
+    return np.array(predicted)
+
+
+def spearman(a, b) -> float:
+    """Rank correlation of a and b; nan when either is constant."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"spearman needs two sequences of one length, at least 2; got {len(a)} and {len(b)}")
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    return float(stats.spearmanr(a, b).statistic)
+
+
+def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: int = 200,
+                       seed: int = 0) -> tuple[float, float]:
+    """Lower and upper percentiles of the objective predicted at x by refits on resampled rows (seeded; a resample
+    with too few distinct rows to leave a residual is drawn again). Each refit starts from the full fit."""
+    intervals.check_confidence(confidence)
+    X, Y = _check(X, Y, model)
+    used = np.asarray(weights, dtype=float) > 0
+    Y, weights = Y[:, used], np.asarray(weights, dtype=float)[used]
+    full = fit_surrogate(X, Y, model)
+    point = np.asarray(x, dtype=float)[None, :]
+    predicted = []
+    for index in intervals.resamples(len(X), minimum_points(model, X.shape[1]) - 1, count, seed):
+        try:
+            refit = fit_surrogate(X[index], Y[index], model, starts=full)
+        except ValueError:  # diverged from its start: the resample says nothing, not that the band is narrow
+            continue
+        predicted.append(objective(refit.predict(point), weights)[0])
+    if not predicted:
+        raise ValueError(f"no bootstrap resample of {len(X)} mixtures could be fitted: sample more mixtures")
+    lower, upper = intervals.percentile(np.array(predicted), confidence)
+    return float(lower), float(upper)
