@@ -102,7 +102,8 @@ class SearchSpace:
         return np.concatenate([np.asarray(w, dtype=float) for w in weights])
 
 
-def natural_weights(keys: tuple[tuple[str, ...], ...], available_tokens: dict[str, int]) -> tuple[tuple[float, ...], ...]:
+def natural_weights(keys: tuple[tuple[str, ...], ...],
+                    available_tokens: dict[str, int]) -> tuple[tuple[float, ...], ...]:
     """Per phase, each key's share of the phase's available tokens."""
     weights = []
     for phase_keys in keys:

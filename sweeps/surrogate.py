@@ -26,7 +26,7 @@ C_FRACTIONS = (0.0, 0.5, 0.8, 0.9, 0.95)  # starts: c as these fractions of min(
 T_BOUND = 50.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # its arrays have no one truth value to compare by
 class Surrogate:
     """Per metric m: intercept c_m (0 for linear), slopes t_m over x, and the residual scale of its fit (the rms
     of y_pred - y over the points' degrees of freedom)."""
