@@ -58,6 +58,11 @@ def component_label(search: dict, phase: str, key: str) -> str:
     return key if len(search["phases"]) == 1 else f"{phase}/{key}"
 
 
+def scrolling(markup: str) -> str:
+    """A table with a column per component or metric can be wider than the page: it scrolls sideways instead."""
+    return f'<div style="overflow-x: auto">{markup}</div>'
+
+
 def run_link(run: str | None) -> Html | str:
     return Html(f'<a href="../../runs/{esc(quote(run))}/{REPORT_FILE}">{esc(run)}</a>') if run else ""
 
@@ -81,6 +86,11 @@ def flat_metrics(record: dict) -> dict:
     flat = {VAL_LOSS: record[VAL_LOSS]} if record.get(VAL_LOSS) is not None else {}
     flat |= {f"source:{k}": v for k, v in (record.get(VAL_LOSS_BY_SOURCE) or {}).items()}
     return flat | {f"eval:{k}": v for k, v in (record.get(EVAL_LOSS_BY_SET) or {}).items()}
+
+
+def loss(value) -> str:
+    """An objective or loss, always to three decimals (number() writes 6.0 as "6")."""
+    return f"{value:.3f}" if value is not None else ""
 
 
 def interval_text(chosen: dict) -> str:
@@ -115,8 +125,8 @@ def verdict(search: dict, results: list[dict]) -> str:
     if SEARCHED not in measured:
         return "Confirm runs started; the searched mixture has no measured objective yet."
     rung = search["confirm"].get("rung", "?")
-    others = [f"{m} {number(v)} ({v - measured[SEARCHED]:+.3f})" for m, v in measured.items() if m != SEARCHED]
-    said = f"Measured at rung {rung}: " + "; ".join([f"searched {number(measured[SEARCHED])}", *others])
+    others = [f"{m} {loss(v)} ({v - measured[SEARCHED]:+.3f})" for m, v in measured.items() if m != SEARCHED]
+    said = f"Measured at rung {rung}: " + "; ".join([f"searched {loss(measured[SEARCHED])}", *others])
     best = min(measured, key=measured.get)
     if best == SEARCHED:
         return f"{said}. The searched mixture is best" + (" (lowest objective)." if others
@@ -128,7 +138,7 @@ def verdict(search: dict, results: list[dict]) -> str:
 def confirm_chart(search: dict, results: list[dict]) -> str:
     lines = [Line(r["mixture"], r["curve"], mixture_color(r["mixture"]), "confirm-curve",
                   2 if r["mixture"] == SEARCHED else 1.3) for r in results]
-    dots = [Dot(f"{r['mixture']}: {number(r['curve'][-1][1])} at step {r['curve'][-1][0]}", *r["curve"][-1],
+    dots = [Dot(f"{r['mixture']}: {loss(r['curve'][-1][1])} at step {r['curve'][-1][0]}", *r["curve"][-1],
                 mixture_color(r["mixture"]), "confirm-final") for r in results if r["curve"]]
     legend = "".join(f'<span><i style="background:{mixture_color(r["mixture"])}"></i>{esc(r["mixture"])}</span>'
                      for r in results)
@@ -147,7 +157,7 @@ def confirm_table(search: dict, results: list[dict]) -> str:
              r["final"] - searched if None not in (r["final"], searched) else None,
              *[r["metrics"].get(m) for m in metrics]] for r in results]
     columns = ["mixture", "run", "status", "objective", "vs searched", *metrics]
-    return table(columns, rows, "confirm-table", numeric={3, 4, *range(5, 5 + len(metrics))})
+    return scrolling(table(columns, rows, "confirm-table", numeric={3, 4, *range(5, 5 + len(metrics))}))
 
 
 def confirm_section(search: dict, results: list[dict]) -> list[str]:
@@ -176,10 +186,17 @@ def prediction_text(search: dict) -> str:
     chosen = search["chosen"]
     if chosen.get("predicted") is None:
         return "No chosen mixture yet: it is solved for once the surrogate is fitted."
-    baselines = [f"{name} {number(b['predicted'])}" for name, b in search["baselines"].items()
+    baselines = [f"{name} {loss(b['predicted'])}" for name, b in search["baselines"].items()
                  if (b or {}).get("predicted") is not None]
-    return (f"Predicted objective of the searched mixture: {number(chosen['predicted'])}, {interval_text(chosen)}"
+    return (f"Predicted objective of the searched mixture: {loss(chosen['predicted'])}, {interval_text(chosen)}"
             + (f" (baselines predicted: {', '.join(baselines)})." if baselines else "."))
+
+
+def predicted_card(chosen: dict) -> str:
+    if chosen.get("predicted") is None:
+        return "-"
+    interval = chosen.get("interval")
+    return loss(chosen["predicted"]) + (f" ({interval[0]:.3f}–{interval[1]:.3f})" if interval else "")
 
 
 def headline(search: dict, results: list[dict]) -> str:
@@ -189,7 +206,7 @@ def headline(search: dict, results: list[dict]) -> str:
     measured = {r["mixture"]: r["final"] for r in results if r["final"] is not None}
     cards = [("search", search.get("search", "?")), ("from", search.get("from", "?")),
              ("proxies finished", f"{finished} / {len(proxies)}"),
-             ("predicted objective", number(chosen.get("predicted")) or "-"),
+             ("predicted objective", predicted_card(chosen)),
              ("held-out Spearman", f"{spearman:.2f}" if spearman is not None else "-"),
              ("best at confirm", min(measured, key=measured.get) if measured else "-")]
     boxes = "".join(f'<div id="headline-{esc(k.replace(" ", "-"))}">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
@@ -220,7 +237,7 @@ def proxy_bars(search: dict) -> list[str]:
     charts = []
     for i, phase in enumerate(search["phases"]):
         keys = [k for p, k in components(search) if p == phase]
-        rows = [(f"{p.get('name', '?')} · {number(p.get('objective')) or p.get('status', '?')}",
+        rows = [(f"{p.get('name', '?')} · {loss(p.get('objective')) or p.get('status', '?')}",
                  [weight(p.get("weights"), phase, k) or 0 for k in keys])
                 for p in proxy_order(search["proxies"]) if (p.get("weights") or {}).get(phase)]
         if rows:
@@ -236,7 +253,7 @@ def proxy_table(search: dict) -> str:
             for p in proxy_order(search["proxies"])]
     columns = ["proxy", "run", "status", *[component_label(search, ph, k) for ph, k in parts], "objective",
                "LOO prediction"]
-    return table(columns, rows, "proxy-table", numeric=set(range(3, len(columns))))
+    return scrolling(table(columns, rows, "proxy-table", numeric=set(range(3, len(columns)))))
 
 
 def loo_chart(search: dict) -> str:
@@ -247,7 +264,7 @@ def loo_chart(search: dict) -> str:
     values = [v for p in scored for v in (p["objective"], p["loo_predicted"])]
     diagonal = Line("y = x: a perfect prediction", [(min(values), min(values)), (max(values), max(values))], FIT_COLOR,
                     "diagonal", 1, "6 4")
-    dots = [Dot(f"{p.get('name', '?')}: measured {number(p['objective'])}, predicted {number(p['loo_predicted'])}",
+    dots = [Dot(f"{p.get('name', '?')}: measured {loss(p['objective'])}, predicted {loss(p['loo_predicted'])}",
                 p["objective"], p["loo_predicted"], PALETTE[0], "proxy-dot", label=p.get("name", "")) for p in scored]
     return xy_chart("loo-chart", [diagonal], dots, "measured objective", "predicted without it (leave-one-out)",
                     640, 420)
@@ -260,8 +277,8 @@ def fits_table(search: dict) -> str:
     slopes = sorted({name for fit in fits.values() for name in (fit.get("t") or {})})
     rows = [[term, fit.get("c"), *[(fit.get("t") or {}).get(s) for s in slopes], fit.get("residual_scale")]
             for term, fit in fits.items()]
-    return table(["objective term", "c", *[f"t {s}" for s in slopes], "residual scale"], rows, "fits-table",
-                 numeric=set(range(1, len(slopes) + 3)))
+    return scrolling(table(["objective term", "c", *[f"t {s}" for s in slopes], "residual scale"], rows, "fits-table",
+                           numeric=set(range(1, len(slopes) + 3))))
 
 
 # ---- the chosen mixture ----
@@ -290,7 +307,9 @@ def weights_section(search: dict) -> list[str]:
 def mixtures_table(search: dict, results: list[dict]) -> str:
     measured = {r["mixture"]: r["final"] for r in results}
     chosen = search["chosen"]
-    rows = [[SEARCHED, chosen.get("predicted"), interval_text(chosen) if chosen else "", "yes", "",
+    if not chosen and not search["baselines"]:
+        return '<p class="note" id="mixtures-table">No mixture solved for yet.</p>'
+    rows = [[SEARCHED, chosen.get("predicted"), interval_text(chosen) if chosen else "", "yes" if chosen else "", "",
              measured.get(SEARCHED)]]
     rows += [[name, b.get("predicted"), "", {True: "yes", False: "NO"}.get(b.get("feasible"), "?"), b.get("why", ""),
               measured.get(name)] for name, b in search["baselines"].items() if b]

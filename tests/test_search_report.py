@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import chromium, needs_chromium, open_page
+from conftest import Dom, chromium, needs_chromium, open_page
 from loom.errors import UserError
 from reports.search import search_report
 from trainer.metrics import LOSS, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE, MetricsLog
@@ -170,7 +170,8 @@ def test_the_page_shows_every_proxy_the_held_out_scatter_the_chosen_weights_and_
     assert [float(r[4]) for r in confirm] == pytest.approx([v - CONFIRM["searched"] for v in CONFIRM.values()])
     assert [float(r[5]) for r in confirm] == list(CONFIRM.values())  # val_loss, first of the per-metric columns
     assert "The searched mixture is best (lowest objective)." in text
-    assert "Predicted objective of the searched mixture: 5.980, 90% interval 5.950–6.020" in text
+    assert ("Predicted objective of the searched mixture: 5.980, 90% interval 5.950–6.020 (baselines predicted: "
+            "proportional 6.020, uniform 6.000, unimax 6.010).") in text
 
     assert not [attrs for tag, attrs in dom.tags if tag == "script"] and "<script" not in text
     assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 5  # columns, legends, table rows, a reason
@@ -222,6 +223,23 @@ def test_a_search_half_run_still_has_a_page_that_says_what_is_missing(search_dir
 
     (search_dir / "search.json").write_text(json.dumps({"search": "bare", "proxies": None}))
     assert "Not there yet: no proxies yet; no surrogate fit; no chosen mixture." in search_report(search_dir).read_text()
+
+
+def test_each_searched_phase_has_its_columns_bars_and_weights(search_dir):
+    def two_phases(search):
+        search["phases"] = ["pretrain", "midtrain"]
+        search["keys"]["midtrain"], search["prior"]["midtrain"] = ["web", "math"], {"web": 0.5, "math": 0.5}
+        for i, p in enumerate(search["proxies"]):
+            p["weights"]["midtrain"] = {"web": i / 10, "math": 1 - i / 10}
+        search["chosen"]["weights"]["midtrain"] = {"web": 0.35, "math": 0.65}
+    rewrite(search_dir, two_phases)
+    report = search_report(search_dir)
+    text, dom = report.read_text(), Dom(report.read_text())
+    assert "<th>pretrain/web</th>" in text and "<th>midtrain/math</th>" in text
+    rows = [r for r in dom.tables["proxy-table"] if r]
+    assert sorted(float(r[7]) for r in rows) == [i / 10 for i in range(6)]  # midtrain/web: after proxy, run, status, 4 pretrain
+    assert dom.charts["proxy-weights-1"] == 2 * 6 - 1  # p00's midtrain web share is 0: no segment
+    assert [float(r[2]) for r in dom.tables["weights-1"] if r] == [0.35, 0.65]
 
 
 def test_a_folder_without_search_json_is_one_clear_error(tmp_path):
