@@ -11,14 +11,13 @@ from loom.errors import UserError
 from loom.io import as_path, read_text, write_text
 from loom.workspace import Workspace
 from reports.html import (
-    PALETTE, REPORT_FILE, Dot, Html, Line, esc, number, page, scientific, stacked_bars, table, xy_chart,
+    PALETTE, REPORT_FILE, Dot, Html, Line, esc, legend, number, page, scientific, stacked_bars, table, xy_chart,
 )
 from reports.ladder import evaluations, metric_value
 from trainer.metrics import EVAL_LOSS_BY_SET, FINISHED, STEP, VAL_LOSS, VAL_LOSS_BY_SOURCE
 
 SEARCH_FILE = "search.json"
 SEARCHED = "searched"  # the confirm run of the chosen mixture; the others are named by their baseline
-BASELINES = ("proportional", "uniform", "unimax")
 DICT_FIELDS = ("keys", "prior", "objective", "proxy", "surrogate", "chosen", "baselines", "confirm")
 FIT_COLOR = "#222"
 
@@ -67,10 +66,6 @@ def run_link(run: str | None) -> Html | str:
     return Html(f'<a href="../../runs/{esc(quote(run))}/{REPORT_FILE}">{esc(run)}</a>') if run else ""
 
 
-def mixture_color(name: str) -> str:
-    return PALETTE[((SEARCHED, *BASELINES).index(name) if name in (SEARCHED, *BASELINES) else 4) % len(PALETTE)]
-
-
 def objective(values: dict, terms: dict) -> float | None:
     """The terms' weighted mean of an evaluation's values ("val_loss", "source:NAME", "eval:NAME"); none where a
     term has no value."""
@@ -105,7 +100,7 @@ def interval_text(chosen: dict) -> str:
 def confirm_results(search: dict, runs: Workspace) -> list[dict]:
     """Each confirm run with its objective curve (step, objective) and its final values: search.json's where it has
     them, else the run's last evaluation."""
-    terms = search["objective"].get("terms") or {VAL_LOSS: 1.0}
+    terms = search["objective"].get("terms") or {VAL_LOSS: 1.0}  # a search that names no terms scores val_loss
     results = []
     for run in search["confirm"].get("runs") or []:
         records = evaluations(runs.run_dir(run["run"])) if run.get("run") else []
@@ -135,15 +130,15 @@ def verdict(search: dict, results: list[dict]) -> str:
             f"{measured[SEARCHED] - measured[best]:.3f}.")
 
 
-def confirm_chart(search: dict, results: list[dict]) -> str:
-    lines = [Line(r["mixture"], r["curve"], mixture_color(r["mixture"]), "confirm-curve",
-                  2 if r["mixture"] == SEARCHED else 1.3) for r in results]
-    dots = [Dot(f"{r['mixture']}: {loss(r['curve'][-1][1])} at step {r['curve'][-1][0]}", *r["curve"][-1],
-                mixture_color(r["mixture"]), "confirm-final") for r in results if r["curve"]]
-    legend = "".join(f'<span><i style="background:{mixture_color(r["mixture"])}"></i>{esc(r["mixture"])}</span>'
-                     for r in results)
-    return (f'<div class="legend">{legend}</div>'
-            + xy_chart("confirm-chart", lines, dots, "step", "objective", 1000, 320))
+def confirm_chart(results: list[dict]) -> str:
+    """Each confirm run's objective against step, with a marker at its last evaluation."""
+    colors = [PALETTE[i % len(PALETTE)] for i in range(len(results))]
+    lines = [Line(r["mixture"], r["curve"], color, "confirm-curve", 2 if r["mixture"] == SEARCHED else 1.3)
+             for r, color in zip(results, colors)]
+    dots = [Dot(f"{r['mixture']}: {loss(r['curve'][-1][1])} at step {r['curve'][-1][0]}", *r["curve"][-1], color,
+                "confirm-final") for r, color in zip(results, colors) if r["curve"]]
+    chart = xy_chart("confirm-chart", lines, dots, "step", "objective", 1000, 320)
+    return legend([r["mixture"] for r in results]) + chart
 
 
 def confirm_table(search: dict, results: list[dict]) -> str:
@@ -168,7 +163,7 @@ def confirm_section(search: dict, results: list[dict]) -> list[str]:
     what = (f"rung {confirm.get('rung', '?')}, {number(confirm.get('tokens'))} tokens, {number(confirm.get('steps'))} "
             f"steps each, the same budget and seed")
     return ["<h2>Confirm runs</h2>", f'<p class="note">{esc(what)}; the objective at each evaluation.</p>',
-            confirm_chart(search, results), confirm_table(search, results)]
+            confirm_chart(results), confirm_table(search, results)]
 
 
 # ---- the headline and what is missing ----
@@ -347,7 +342,7 @@ def search_report(search_dir: Path) -> Path:
     search_dir = as_path(search_dir)
     search = load_search(search_dir)
     results = confirm_results(search, Workspace(search_dir.parent.parent))
-    name = search.get("search", search_dir.name)
+    name = search.get("search") or search_dir.name
     body = [f"<h1>Mixture search {esc(name)}</h1>", headline(search, results), missing(search, results),
             "<h2>Proxies</h2>", '<p class="note">Each proxy\'s weights, best objective first.</p>', *proxy_bars(search),
             proxy_table(search), "<h2>Surrogate: held-out predictions</h2>",
