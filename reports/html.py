@@ -3,7 +3,7 @@ URL: every string that comes from data goes through `esc`, except `Html`, which 
 
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 REPORT_FILE = "report.html"  # a page's name in the folder it reports on: a mixture's, a run's
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -231,13 +231,14 @@ def _log_tick_label(value: float) -> str:
     return scientific(value) if value >= 1e4 or value < 1e-3 else f"{value:.3g}"
 
 
-def _log_grid(x_ticks, y_ticks, x_of, y_of, box: tuple[float, float, float, float]) -> list[str]:
+def _log_grid(x_ticks, y_ticks, x_of, y_of, box: tuple[float, float, float, float], label=_log_tick_label) -> list[str]:
+    """Tick lines and labels across the plot and its axes; `label` writes a tick's value (xy_chart's are linear)."""
     left, top, right, bottom = box
     parts = [f'<line class="grid" x1="{x_of(t):.1f}" y1="{top}" x2="{x_of(t):.1f}" y2="{bottom}" stroke="#eee"/>'
-             f'<text x="{x_of(t):.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">{_log_tick_label(t)}</text>'
+             f'<text x="{x_of(t):.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">{label(t)}</text>'
              for t in x_ticks]
     parts += [f'<line class="grid" x1="{left}" y1="{y_of(t):.1f}" x2="{right}" y2="{y_of(t):.1f}" stroke="#eee"/>'
-              f'<text x="{left - 4}" y="{y_of(t) + 4:.1f}" font-size="10" text-anchor="end">{_log_tick_label(t)}</text>'
+              f'<text x="{left - 4}" y="{y_of(t) + 4:.1f}" font-size="10" text-anchor="end">{label(t)}</text>'
               for t in y_ticks]
     return parts + [f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#999"/>',
                     f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#999"/>']
@@ -312,3 +313,51 @@ def log_log_chart(chart_id: str, lines: list[Line] = (), bands: list[Band] = (),
     parts += [_band(b, x_of, y_of) for b in bands] + [_line(line, x_of, y_of) for line in lines]
     parts += [_dot(d, x_of, y_of, width) for d in dots]
     return "".join(parts) + "</svg>"
+
+
+def _finite(*values) -> bool:
+    return all(v is not None and math.isfinite(v) for v in values)
+
+
+def _linear_range(values: list[float], pad: float = 0.05) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    margin = (hi - lo) * pad if hi > lo else (abs(lo) * pad or 1.0)
+    return lo - margin, hi + margin
+
+
+def xy_chart(chart_id: str, lines: list[Line] = (), dots: list[Dot] = (), x_label: str = "", y_label: str = "",
+             width: int = 760, height: int = 300) -> str:
+    """Lines and markers on linear axes with round ticks: a scatter of labelled points, curves against step.
+    Points that are not finite numbers are left out."""
+    lines = [replace(line, points=[p for p in line.points if _finite(*p)]) for line in lines]
+    dots = [d for d in dots if _finite(d.x, d.y)]
+    xs = [x for line in lines for x, _ in line.points] + [d.x for d in dots]
+    ys = ([y for line in lines for _, y in line.points]
+          + [v for d in dots for v in (d.y, *(d.error if d.error and _finite(*d.error) else ()))])
+    if not xs:
+        return f'<p class="note" id="{esc(chart_id)}">no data yet</p>'
+    left, top, right, bottom = 46, 22 if y_label else 12, width - 14, height - 34
+    (x_lo, x_hi), (y_lo, y_hi) = _linear_range(xs), _linear_range(ys)
+    x_of = lambda x: left + (x - x_lo) / (x_hi - x_lo) * (right - left)  # noqa: E731
+    y_of = lambda y: bottom - (y - y_lo) / (y_hi - y_lo) * (bottom - top)  # noqa: E731
+    parts = [f'<svg class="chart" id="{esc(chart_id)}" width="{width}" height="{height}" role="img">',
+             *_log_grid(_ticks(x_lo, x_hi, 6), _ticks(y_lo, y_hi, 5), x_of, y_of, (left, top, right, bottom),
+                        _linear_tick_label)]
+    if x_label:
+        parts.append(f'<text x="{right}" y="{height - 4}" font-size="11" fill="#666" text-anchor="end">{esc(x_label)}</text>')
+    if y_label:
+        parts.append(f'<text x="{left - 40}" y="12" font-size="11" fill="#666">{esc(y_label)}</text>')
+    parts += [_linear_line(line, x_of, y_of) for line in lines]
+    parts += [_dot(d, x_of, y_of, width) for d in dots]
+    return "".join(parts) + "</svg>"
+
+
+def _linear_tick_label(value: float) -> str:
+    return _tick_label(0.0 if abs(value) < 1e-12 else value)  # a tick summed to 1e-17 is 0
+
+
+def _linear_line(line: Line, x_of, y_of) -> str:
+    coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in line.points)
+    dash = f' stroke-dasharray="{line.dash}"' if line.dash else ""
+    return (f'<polyline class="{esc(line.css_class)}" data-name="{esc(line.name)}" fill="none" stroke="{line.color}" '
+            f'stroke-width="{line.width}"{dash} points="{coords}"><title>{esc(line.name)}</title></polyline>')
