@@ -122,6 +122,10 @@ class Workspace:
         """A ladder's folder: ladder.toml as resolved, fit.json, points.parquet, report.html, logs/."""
         return self.root / "ladders" / name
 
+    def search_dir(self, name: str) -> Path:
+        """A mixture search's folder: search.toml as resolved, search.json, report.html, logs/."""
+        return self.root / "searches" / name
+
 
 @dataclass(frozen=True)
 class Generation:

@@ -2,6 +2,7 @@
 (mixtures.plan), and write the schedule a trainer reads, with its plan and sequence indexes."""
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -20,7 +21,22 @@ from mixtures.plan import PLAN, Component, component_stats, plan_phases, plan_ro
 from mixtures.spec import MixtureSpec, to_toml
 
 
-def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
+@dataclass
+class Measured:
+    """What a spec selects in the published data, counted before anything is written."""
+    gen: Generation
+    curation: dict
+    tokenizer: Path
+    keys: list[str]
+    components: list[Component]
+    con: duckdb.DuckDBPyConnection
+    held_out: pa.Table
+    validation: dict[str, dict]
+    stats: dict[str, dict]  # per weight key: documents, tokens, available and pool sequences, validation tokens
+
+
+def measure(spec: MixtureSpec, ws: Workspace) -> Measured:
+    """Each weight key's training documents and sequences (its sources' held-out documents left out)."""
     gen = ws.published()  # read once: a curation publishing meanwhile does not change what this mixture is built on
     curation = read_curation(gen)
     tokenizer = curated_tokenizer(spec, ws, curation)
@@ -33,22 +49,27 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     validation = validation_counts(held_out, sources, spec.seq_len)
     stats = {c.key: {**component_stats(spec, c.key, *count(con, c)),
                      "validation_tokens": sum(validation[s]["tokens"] for s in c.sources)} for c in components}
+    return Measured(gen, curation, tokenizer, keys, components, con, held_out, validation, stats)
+
+
+def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
+    m = measure(spec, ws)
     steps = spec.resolved_steps()
-    phases = plan_phases(spec, keys, steps)
-    rows = plan_rows(spec, components, phases, stats)
+    phases = plan_phases(spec, m.keys, steps)
+    rows = plan_rows(spec, m.components, phases, m.stats)
     meta = {
         "name": spec.name, "seed": spec.seed, "seq_len": spec.seq_len, "global_batch": spec.global_batch,
         "steps": steps, "tokens": steps * spec.global_batch * spec.seq_len,
-        "vocab_size": Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size(),
+        "vocab_size": Tokenizer.from_file(str(local_file(m.tokenizer))).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
-        "components": write_sequence_indexes(con, components, stats, out),
+        "components": write_sequence_indexes(m.con, m.components, m.stats, out),
         "validation": {"file": VALIDATION_FILE, "tokens_per_source": spec.validation_budget(),
-                       "sources": validation},
-        "evals": compile_evals(spec, ws.root, tokenizer, gen, held_out, out),
-        "manifest_fingerprint": manifest_fingerprint(gen), "tokenizer_fingerprint": curation["tokenizer_fingerprint"],
-        "workspace": str(ws.root), "generation": gen.id,
+                       "sources": m.validation},
+        "evals": compile_evals(spec, ws.root, m.tokenizer, m.gen, m.held_out, out),
+        "manifest_fingerprint": manifest_fingerprint(m.gen), "tokenizer_fingerprint": m.curation["tokenizer_fingerprint"],
+        "workspace": str(ws.root), "generation": m.gen.id,
     }
-    write_parquet(held_out, out / VALIDATION_FILE)
+    write_parquet(m.held_out, out / VALIDATION_FILE)
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
     write_text(to_toml(spec, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
     write_text(json.dumps(meta, indent=2), out / SCHEDULE_FILE)

@@ -225,9 +225,9 @@ def spec_files(workspace_mixtures: Path, builtin: Path) -> dict[str, Path]:
     return specs
 
 
-def to_toml(spec: MixtureSpec, extra: dict, note: str) -> str:
-    """The spec as resolved, every default filled in, as TOML; the budget as steps."""
-    lines = [f"# as resolved by `loom mix build`: every default filled in; {note}", ""]
+def to_toml(spec: MixtureSpec, extra: dict, note: str, by: str = "`loom mix build`") -> str:
+    """The spec as resolved, every default filled in, as TOML; the budget as `extra` gives it (steps)."""
+    lines = [f"# as resolved by {by}: every default filled in; {note}", ""]
     values = {f.name: getattr(spec, f.name) for f in fields(spec)
               if f.name not in ("phases", "total_tokens", "validation_sequences", "validation_tokens", "evals")}
     values.update({"validation_tokens": spec.validation_budget(), **extra})

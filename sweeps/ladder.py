@@ -11,12 +11,11 @@ from rich.console import Console
 from tokenizers import Tokenizer
 
 from loom.errors import UserError
-from loom.io import local_file, read_text, remove_temporary_files, write_text
+from loom.io import local_file, read_text, write_text
 from loom.lock import exclusive
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE, MixtureSpec, compile_mixture, load_spec
-from mixtures.compile import check_current
-from mixtures.compiled import SPEC_FILE as MIXTURE_FILE
+from mixtures import MixtureSpec
+from sweeps.compiling import compile_all
 from sweeps.plan import LadderPlan, plan_ladder
 from sweeps.results import ladder_results, write_results
 from sweeps.runner import train_rungs
@@ -38,11 +37,15 @@ def recorded_spec(ws: Workspace, name: str) -> str | None:
 
 
 def plan(ws: Workspace, name: str, spec: LadderSpec, mixture: MixtureSpec) -> LadderPlan:
+    return plan_ladder(spec, name, mixture, vocabulary(ws, mixture))
+
+
+def vocabulary(ws: Workspace, mixture: MixtureSpec) -> int:
+    """The size of the vocabulary of the mixture's tokenizer: the models' embedding and output head."""
     tokenizer = ws.root / mixture.tokenizer
     if not tokenizer.is_file():
         raise UserError(f"no tokenizer at {tokenizer} (mixture '{mixture.name}'); run `loom curate` first")
-    vocab_size = Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size()
-    return plan_ladder(spec, name, mixture, vocab_size)
+    return Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size()
 
 
 def run_ladder(ws: Workspace, ladder: LadderPlan, spec: LadderSpec, mixture: MixtureSpec, spec_source: str,
@@ -71,40 +74,15 @@ def publish(ws: Workspace, ladder: LadderPlan, spec: LadderSpec, folder: Path, r
 
 
 def compile_rungs(ws: Workspace, ladder: LadderPlan, mixture: MixtureSpec, console: Console, note) -> None:
-    """Each rung's mixture, compiled unless it is already, on the data published now. All of them before any
-    training, so that a budget over an epoch cap or a bad key is refused before compute is spent."""
-    for rung in ladder.rungs:
-        out = ws.mixture_dir(rung.name)
-        wanted = ladder.rung_mixture(mixture, rung)
-        if _current(ws, out, wanted):
-            continue
-        with exclusive(ws.lock_file(f"mixture-{rung.name}"), f"mixture '{rung.name}' in {ws.root}", note):
-            remove_temporary_files(out)
-            try:
-                meta = compile_mixture(wanted, ws, out)
-            except UserError as err:
-                hint = (f"; a rung reads each component as often as the target's {ladder.target.tokens:,} tokens "
-                        "would, so lower the target's tokens (or tokens_per_parameter) or raise the mixture's "
-                        "max_epochs") if "max_epochs" in str(err) else ""
-                raise UserError(f"ladder '{ladder.name}', rung {rung.rung}: {err}{hint}") from None
-        console.print(f"rung {rung.rung}: mixture '{rung.name}' compiled, {meta['steps']:,} steps")
+    """Each rung's mixture, compiled unless it is already, on the data published now."""
+    def refused(label: str, err: UserError) -> str:
+        hint = (f"; a rung reads each component as often as the target's {ladder.target.tokens:,} tokens "
+                "would, so lower the target's tokens (or tokens_per_parameter) or raise the mixture's "
+                "max_epochs") if "max_epochs" in str(err) else ""
+        return f"ladder '{ladder.name}', {label}: {err}{hint}"
 
-
-def _current(ws: Workspace, out: Path, wanted: MixtureSpec) -> bool:
-    """Whether the rung's mixture is compiled from this spec, on the data published now."""
-    if not (out / SCHEDULE_FILE).exists() or not (out / MIXTURE_FILE).exists():
-        return False
-    try:
-        check_current(json.loads(read_text(out / SCHEDULE_FILE)), ws)
-    except UserError:
-        return False
-    return _compiled_as(load_spec(out / MIXTURE_FILE)) == _compiled_as(wanted)
-
-
-def _compiled_as(spec: MixtureSpec) -> tuple:
-    """What a mixture is compiled from, however its budget was given (total_tokens or steps)."""
-    return (spec.phases, spec.seq_len, spec.global_batch, spec.seed, spec.max_epochs, spec.target_tokens,
-            spec.evals, spec.tokenizer, spec.resolved_steps(), spec.validation_budget())
+    compile_all(ws, [(f"rung {r.rung}", ladder.rung_mixture(mixture, r)) for r in ladder.rungs], console, note,
+                refused)
 
 
 def resolved_toml(ladder: LadderPlan, spec: LadderSpec, source: str) -> str:

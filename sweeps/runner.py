@@ -65,34 +65,34 @@ def steps_done(run_dir: Path) -> int:
 
 
 def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, parallel: int, nproc: int,
-                console: Console, on_finished=lambda: None) -> None:
+                console: Console, on_finished=lambda: None, noun: str = "rung") -> None:
     """Trains every unfinished rung, calling `on_finished` as each one ends well; raises UserError naming a
-    failed rung once the others have stopped."""
+    failed rung once the others have stopped. `noun` names a rung in what is printed (a search's proxies)."""
     rungs = [Rung(r, workspace / "runs" / r.name, logs / f"{r.rung}.log") for r in ladder.rungs]
     pending = [r for r in rungs if not finished(r.run_dir)]
     for rung in rungs:
         if rung not in pending:
-            console.print(f"rung {rung.plan.rung}: finished already ({rung.plan.steps:,} steps)")
+            console.print(f"{noun} {rung.plan.rung}: finished already ({rung.plan.steps:,} steps)")
     if not pending:
         return
     logs.mkdir(parents=True, exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // (parallel * nproc))
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console) as progress:
-        whole = progress.add_task(f"ladder {ladder.name} (GFLOPs)", total=_gflops(rungs))
-        tasks = {r.plan.rung: progress.add_task(f"rung {r.plan.rung} (steps)", total=r.plan.steps,
+        whole = progress.add_task(f"{ladder.name}: all {noun}s (GFLOPs)", total=_gflops(rungs))
+        tasks = {r.plan.rung: progress.add_task(f"{noun} {r.plan.rung} (steps)", total=r.plan.steps,
                                                 completed=steps_done(r.run_dir)) for r in rungs}
         running, failed = [], []
         try:
             while pending or running:
                 while pending and len(running) < parallel and not failed:
-                    running.append(_start(pending.pop(0), workspace, ladder, train, nproc, threads, console))
+                    running.append(_start(pending.pop(0), workspace, ladder, train, nproc, threads, console, noun))
                 time.sleep(POLL_SECONDS)
                 for rung in list(running):
                     progress.update(tasks[rung.plan.rung], completed=steps_done(rung.run_dir))
                     if rung.process.poll() is not None:
                         running.remove(rung)
-                        if _ended(rung, console):
+                        if _ended(rung, console, noun):
                             on_finished()
                         else:
                             failed.append(rung)
@@ -104,8 +104,8 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
             raise
     if failed:
         rung = failed[0]
-        raise UserError(f"rung '{rung.plan.rung}' failed (exit {rung.process.returncode}): {_last_line(rung.log)}; "
-                        f"its log: {rung.log}. Fix it and run the same command: finished rungs are kept")
+        raise UserError(f"{noun} '{rung.plan.rung}' failed (exit {rung.process.returncode}): {_last_line(rung.log)}; "
+                        f"its log: {rung.log}. Fix it and run the same command: finished {noun}s are kept")
 
 
 def _gflops(rungs: list[Rung], done: bool = False) -> float:
@@ -114,14 +114,14 @@ def _gflops(rungs: list[Rung], done: bool = False) -> float:
 
 
 def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: int, threads: int,
-           console: Console) -> Rung:
+           console: Console, noun: str) -> Rung:
     config = rung_config(workspace, ladder, rung.plan, train)
     command = [sys.executable, "-m", "loom", "-w", str(workspace), "train", "--nproc", str(nproc),
                *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))}
     p = rung.plan
-    console.print(f"rung {p.rung}: {_how_it_starts(rung.run_dir)} "
+    console.print(f"{noun} {p.rung}: {_how_it_starts(rung.run_dir)} "
                   f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "
                   f"parameters, {p.tokens:,} tokens, {p.flops:.3g} FLOPs); log: {rung.log}")
     rung.log_file = open(rung.log, "a")
@@ -139,14 +139,14 @@ def _how_it_starts(run_dir: Path) -> str:
     return "started again (no checkpoint yet)" if steps_done(run_dir) else "started"
 
 
-def _ended(rung: Rung, console: Console) -> bool:
+def _ended(rung: Rung, console: Console, noun: str) -> bool:
     """Whether the rung's run finished."""
     rung.log_file.close()
     seconds = time.time() - rung.started
     if rung.process.returncode == 0 and finished(rung.run_dir):
-        console.print(f"rung {rung.plan.rung}: finished in {seconds:,.0f} s")
+        console.print(f"{noun} {rung.plan.rung}: finished in {seconds:,.0f} s")
         return True
-    console.print(f"rung {rung.plan.rung}: failed after {seconds:,.0f} s (exit {rung.process.returncode})")
+    console.print(f"{noun} {rung.plan.rung}: failed after {seconds:,.0f} s (exit {rung.process.returncode})")
     return False
 
 

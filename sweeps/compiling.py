@@ -1,0 +1,51 @@
+"""The mixtures a sweep's runs train on (a ladder's rungs, a search's proxies), compiled before any training, so
+that a budget over an epoch cap or a bad key is refused before compute is spent. A mixture already compiled from
+the same spec, on the data published now, is kept: a rerun compiles nothing again."""
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+
+from loom.errors import UserError
+from loom.io import read_text, remove_temporary_files
+from loom.lock import exclusive
+from loom.workspace import Workspace
+from mixtures import SCHEDULE_FILE, MixtureSpec, compile_mixture, load_spec
+from mixtures.compile import check_current
+from mixtures.compiled import SPEC_FILE as MIXTURE_FILE
+
+
+def compile_all(ws: Workspace, wanted: list[tuple[str, MixtureSpec]], console: Console, note,
+                refused: Callable[[str, UserError], str]) -> None:
+    """Each (label, spec) compiled into mixtures/SPEC.NAME/ unless it is already; `refused(label, error)` says
+    what a refusal means for the sweep, in one line."""
+    for label, spec in wanted:
+        out = ws.mixture_dir(spec.name)
+        if _current(ws, out, spec):
+            continue
+        with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
+            remove_temporary_files(out)
+            try:
+                meta = compile_mixture(spec, ws, out)
+            except UserError as err:
+                raise UserError(refused(label, err)) from None
+        console.print(f"{label}: mixture '{spec.name}' compiled, {meta['steps']:,} steps")
+
+
+def _current(ws: Workspace, out: Path, wanted: MixtureSpec) -> bool:
+    """Whether the mixture is compiled from this spec, on the data published now."""
+    if not (out / SCHEDULE_FILE).exists() or not (out / MIXTURE_FILE).exists():
+        return False
+    try:
+        check_current(json.loads(read_text(out / SCHEDULE_FILE)), ws)
+    except UserError:
+        return False
+    return _compiled_as(load_spec(out / MIXTURE_FILE)) == _compiled_as(wanted)
+
+
+def _compiled_as(spec: MixtureSpec) -> tuple:
+    """What a mixture is compiled from, however its budget was given (total_tokens or steps)."""
+    return (spec.phases, spec.seq_len, spec.global_batch, spec.seed, spec.max_epochs, spec.target_tokens,
+            spec.evals, spec.tokenizer, spec.resolved_steps(), spec.validation_budget())
