@@ -79,7 +79,7 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
     threads = max(1, (os.cpu_count() or 1) // (parallel * nproc))
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console) as progress:
-        whole = progress.add_task(f"{ladder.name}: all {noun}s (GFLOPs)", total=_gflops(rungs))
+        whole = progress.add_task(f"{ladder.name}: every {noun} (GFLOPs)", total=_gflops(rungs))
         tasks = {r.plan.rung: progress.add_task(f"{noun} {r.plan.rung} (steps)", total=r.plan.steps,
                                                 completed=steps_done(r.run_dir)) for r in rungs}
         running, failed = [], []

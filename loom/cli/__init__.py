@@ -2,7 +2,7 @@
 
 import click
 
-from loom.cli import curate, ladder, mix, quality, quickstart, report, sql, tokenizer, train
+from loom.cli import curate, ladder, mix, quality, quickstart, report, search, sql, tokenizer, train
 from loom.cli.console import LoomGroup
 from loom.errors import UserError
 from loom.io import check_reachable
@@ -28,6 +28,7 @@ def cli(ctx, workspace):
     check_reachable(ctx.obj.root)  # a wrong bucket, endpoint or key said once (by LoomGroup), before the command
 
 
+mix.mix.add_command(search.search)
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, sql.sql, train.train,
                 ladder.ladder, quickstart.quickstart):
     cli.add_command(command)

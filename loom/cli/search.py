@@ -1,0 +1,138 @@
+"""`loom mix search NAME --from MIX`: proxy runs on mixtures sampled around a prior, a surrogate fitted to their
+scores, the weights it predicts best under the epoch caps, and (--confirm) that mixture trained beside the
+proportional, uniform and UniMax baselines."""
+
+import click
+from rich.table import Table
+
+from loom.cli.console import Interrupted, console, note
+from loom.cli.ladder import builtin_ladders, default_preset
+from loom.cli.mix import builtin_mixtures
+from loom.names import check_name
+from loom.workspace import Workspace
+
+RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"
+
+
+@click.command("search")
+@click.argument("name")
+@click.option("--from", "from_mixture", required=True, metavar="MIX",
+              help="The mixture whose components and phases are searched (a name or a path to a spec)")
+@click.option("--proxies", type=click.IntRange(min=1), default=12, show_default=True, help="Proxy runs to train")
+@click.option("--design", default="spacefill", show_default=True,
+              help="spacefill (spread over the whole simplex, within the caps) or dirichlet (around the prior)")
+@click.option("--concentration", type=float, default=1.0, show_default=True,
+              help="Dirichlet designs: alpha = this x components x prior (1 with a uniform prior: every mixture "
+                   "equally likely; higher gathers them around the prior)")
+@click.option("--prior", default="natural", show_default=True,
+              help="natural (each component's share of the tokens) or spec (the mixture's own weights)")
+@click.option("--phase", "phases", multiple=True, metavar="PHASE|all",
+              help="The phase whose weights are searched (repeatable; all for every phase) [default: the first]")
+@click.option("--objective", default="sources", show_default=True, metavar="TERMS",
+              help="sources, evals, val_loss, source:NAME, eval:NAME, each with an optional =WEIGHT, comma separated")
+@click.option("--surrogate", type=click.Choice(["loglinear", "linear"]), default="loglinear", show_default=True,
+              help="The law fitted to each objective term: c + exp(t . w), or t . w")
+@click.option("--kl", "kl_weight", type=float, default=0.05, show_default=True,
+              help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective")
+@click.option("--ladder", "ladder_spec", metavar="PRESET|FILE",
+              help="The ladder spec whose rungs are the proxy and confirm models [default: gpu where torch sees a "
+                   "GPU, cpu otherwise]")
+@click.option("--rung", help="The ladder rung the proxies train [default: the smallest]")
+@click.option("--target-tokens", type=click.IntRange(min=1),
+              help="The run the mixture is for, whose epoch caps the designs respect [default: the mixture's budget]")
+@click.option("--confirm", is_flag=True, help="Train the chosen mixture and the baselines at the confirm rung")
+@click.option("--confirm-rung", help="The rung of the confirm runs [default: the one above the proxies']")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The designs' seed")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs trained at once (the cores are shared out between them)")
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True, help="Ranks per run (torchrun)")
+@click.option("--dry-run", is_flag=True, help="Print the plan (the designs, the baselines) and stop")
+@click.pass_obj
+def search(ws: Workspace, name, from_mixture, proxies, design, concentration, prior, phases, objective, surrogate,
+           kl_weight, ladder_spec, rung, target_tokens, confirm, confirm_rung, seed, parallel, nproc, dry_run):
+    """Search the weights of mixture MIX with proxy runs; write the chosen mixture as WORKSPACE/mixtures/NAME.toml
+    and the search (proxies, surrogate, prediction, baselines) in WORKSPACE/searches/NAME/."""
+    from mixtures import find_spec, load_spec
+    from reports.search import search_report
+    from sweeps.ladder import vocabulary
+    from sweeps.search import resolved_toml, run_search, spec_file
+    from sweeps.search_plan import SearchOptions, plan_search
+    from sweeps.spec import find_ladder_spec, load_ladder_spec
+
+    check_name("search", name, "NAME")
+    source = ladder_spec or default_preset()
+    ladder = load_ladder_spec(find_ladder_spec(source, builtin_ladders()))
+    base = load_spec(find_spec(from_mixture, ws.mixtures, builtin_mixtures()))
+    options = SearchOptions(proxies, design, concentration, prior, tuple(phases), objective, surrogate, kl_weight,
+                            seed, rung, confirm, confirm_rung, target_tokens)
+    planned = plan_search(ws, name, base, ladder, options, vocabulary(ws, base))
+    print_plan(planned)
+    if dry_run:
+        return
+    try:
+        results = run_search(ws, planned, options, ladder.train, resolved_toml(planned, options, source), parallel,
+                             nproc, console, note, search_report)
+    except KeyboardInterrupt:
+        raise Interrupted(RESUME_SEARCH) from None
+    print_results(results)
+    folder = ws.search_dir(name)
+    console.print(f"Mixture: {spec_file(ws, name)} (`loom mix build {name}`)")
+    console.print(f"Search:  {folder / 'search.json'}")
+    console.print(f"Report:  {folder / 'report.html'}")
+
+
+def _weights_text(weights: dict[str, dict[str, float]]) -> str:
+    return "; ".join(" ".join(f"{k} {w:.3f}" for k, w in ws.items()) for ws in weights.values())
+
+
+def print_plan(planned) -> None:
+    rung = planned.proxies.rungs[0]
+    space = planned.space
+    console.print(f"Search {planned.name} on mixture {planned.base.name}: phases {', '.join(space.phases)}; "
+                  f"objective: {planned.objective_text}")
+    console.print(f"Proxies: {len(planned.designs)} runs of rung {planned.proxy_rung} (d_model {rung.shape.d_model}, "
+                  f"{rung.shape.n_layers} layers, {rung.active_parameters:,} active parameters), {rung.tokens:,} "
+                  f"tokens ({rung.steps:,} steps) each, standing in for a run of {planned.target_tokens:,} tokens")
+    table = Table(title="Designs (weights of " + ", ".join(space.phases) + ")")
+    table.add_column("run")
+    for phase, keys in zip(space.phases, space.keys):
+        for key in keys:
+            table.add_column(key if len(space.phases) == 1 else f"{phase}/{key}", justify="right")
+    rows = [("prior", space.as_weights(_flat(space.prior)))]
+    rows += [(r.rung, space.as_weights(x)) for r, x in zip(planned.proxies.rungs, planned.designs)]
+    rows += [(kind + ("" if planned.within_caps(x) else " (over a cap)"), space.as_weights(x))
+             for kind, x in planned.baselines.items()]
+    for label, weights in rows:
+        table.add_row(label, *[f"{w:.3f}" for ws in weights.values() for w in ws.values()])
+    console.print(table)
+
+
+def _flat(per_phase):
+    import numpy as np
+
+    return np.concatenate([np.array(p, dtype=float) for p in per_phase])
+
+
+def print_results(results: dict) -> None:
+    surrogate, chosen = results["surrogate"], results["chosen"]
+    held = surrogate["held_out"]
+    console.print(f"Surrogate ({surrogate['law']}) on {surrogate['n_proxies']} proxies: leave-one-out Spearman "
+                  f"{held['spearman']:.3f}, mean absolute error {held['mean_abs_error']:.4f}")
+    low, high = chosen["interval"]
+    console.print(f"Chosen: {_weights_text(chosen['weights'])}; predicted objective {chosen['predicted']:.4f} "
+                  f"[{low:.4f}, {high:.4f}] ({chosen['confidence']:.0%}, {chosen['interval_method']})")
+    for kind, baseline in results["baselines"].items():
+        state = "" if baseline["feasible"] else f" (infeasible: {baseline['why']})"
+        console.print(f"  {kind}: {_weights_text(baseline['weights'])}; predicted {baseline['predicted']:.4f}{state}")
+    confirm = results.get("confirm")
+    if not confirm:
+        return
+    table = Table(title=f"Confirm runs at rung {confirm['rung']} ({confirm['tokens']:,} tokens, same seed)")
+    for column in ("mixture", "status", "objective"):
+        table.add_column(column, justify="left" if column != "objective" else "right")
+    for run in sorted(confirm["runs"], key=lambda r: (r["objective"] is None, r["objective"] or 0)):
+        table.add_row(run["mixture"], run["status"], "-" if run["objective"] is None else f"{run['objective']:.4f}")
+    console.print(table)
+    if confirm["best"]:
+        console.print(f"Best measured: {confirm['best']}" + ("" if confirm["best"] == "searched" else
+                                                            " (not the searched mixture)"))

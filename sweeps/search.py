@@ -1,0 +1,143 @@
+"""`loom mix search NAME`: a search's proxies compiled and trained, its results and chosen mixture written, and
+its confirm runs trained, in WORKSPACE/searches/NAME/ (search.toml as resolved, search.json, report.html, logs/)
+with the chosen mixture as WORKSPACE/mixtures/NAME.toml. One writer per search; a rerun with the same options
+resumes it (finished proxies are kept)."""
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from rich.console import Console
+
+from loom.errors import UserError
+from loom.io import read_text, write_text
+from loom.lock import exclusive
+from loom.workspace import Workspace
+from mixtures.spec import to_toml
+from sweeps.compiling import compile_all
+from sweeps.plan import LadderPlan
+from sweeps.runner import train_rungs
+from sweeps.search_plan import SearchOptions, SearchPlan
+from sweeps.search_results import confirm_records, search_results, write_search
+
+SEARCH_TOML = "search.toml"
+LOGS = "logs"
+# options that change no proxy: a rerun with other values refits, rescores or confirms without retraining
+NOT_TRAINED = {"objective", "surrogate", "kl_weight", "confirm", "confirm_rung"}
+
+
+def spec_file(ws: Workspace, name: str) -> Path:
+    return ws.mixtures / f"{name}.toml"
+
+
+def written_by(name: str) -> str:
+    return f"`loom mix search {name}`"
+
+
+def run_search(ws: Workspace, plan: SearchPlan, options: SearchOptions, train: dict, resolved: str, parallel: int,
+               nproc: int, console: Console, note, report: Callable[[Path], object]) -> dict:
+    folder = ws.search_dir(plan.name)
+    with exclusive(ws.lock_file(f"search-{plan.name}"), f"search '{plan.name}' in {ws.root}", note):
+        check_spec_file(ws, plan)
+        started = folder / SEARCH_TOML
+        if started.exists() and read_text(started) != resolved:
+            raise UserError(f"search '{plan.name}' was started with other options or data (see {started}); rerun it "
+                            "with the same options, or give the new search another NAME")
+        compile_all(ws, [(f"proxy {r.rung}", plan.proxy_mixture(i)) for i, r in enumerate(plan.proxies.rungs)],
+                    console, note, lambda label, err: f"search '{plan.name}', {label}: {err}")
+        write_text(resolved, started)
+        publish = lambda fit=False: _publish(ws, plan, options, folder, report, fit)  # noqa: E731
+        train_rungs(ws.root, plan.proxies, train, folder / LOGS, parallel, nproc, console, on_finished=publish,
+                    noun="proxy")
+        results = publish(fit=True)
+        if results["chosen"] is None:
+            raise UserError(f"search '{plan.name}': no surrogate: {results['surrogate']['error']}")
+        chosen = np.array(results["chosen"]["vector"])
+        write_text(chosen_toml(plan, chosen), spec_file(ws, plan.name))
+        if plan.confirm is not None:
+            confirmed = confirm(ws, plan, chosen, console, note)
+            with_confirm = lambda: _publish_confirm(ws, plan, results, confirmed, folder, report)  # noqa: E731
+            train_rungs(ws.root, confirmed[0], train, folder / LOGS, parallel, nproc, console,
+                        on_finished=with_confirm, noun="confirm")
+            with_confirm()
+        return results
+
+
+def _publish(ws: Workspace, plan: SearchPlan, options: SearchOptions, folder: Path, report, fit: bool) -> dict:
+    results = search_results(ws.root, plan, options, fit)
+    write_search(folder, results)
+    report(folder)
+    return results
+
+
+def _publish_confirm(ws: Workspace, plan: SearchPlan, results: dict, confirmed: tuple[LadderPlan, dict],
+                     folder: Path, report) -> None:
+    """The search's results with the confirm runs' as they are now (the fit is not redone)."""
+    results["confirm"] = confirm_records(ws.root, plan, *confirmed)
+    write_search(folder, results)
+    report(folder)
+
+
+def check_spec_file(ws: Workspace, plan: SearchPlan) -> None:
+    """The chosen mixture is written to mixtures/NAME.toml: never over a spec this search did not write."""
+    if plan.name == plan.base.name:
+        raise UserError(f"search '{plan.name}' would write a mixture of the same name as the one it searches from; "
+                        "give the search another NAME")
+    path = spec_file(ws, plan.name)
+    if path.exists() and not read_text(path).startswith(f"# as resolved by {written_by(plan.name)}"):
+        raise UserError(f"{path} exists and is not this search's: the search writes its chosen mixture there; give "
+                        "the search another NAME or move that file")
+
+
+def chosen_toml(plan: SearchPlan, x: np.ndarray) -> str:
+    spec = plan.with_weights(x, plan.name)
+    budget = {"total_tokens": plan.target_tokens, "steps": None}
+    return to_toml(dataclasses.replace(spec, **budget), {"total_tokens": plan.target_tokens},
+                   f"weights of {', '.join(plan.space.phases)} chosen from {len(plan.designs)} proxies (see "
+                   f"searches/{plan.name}/search.json); build it with `loom mix build {plan.name}`",
+                   by=written_by(plan.name))
+
+
+def confirm(ws: Workspace, plan: SearchPlan, chosen: np.ndarray, console: Console, note) -> tuple[LadderPlan, dict]:
+    """The confirm runs' mixtures compiled: the chosen one and each baseline within the caps, at the confirm rung
+    with the same budget and seed. A baseline the compiler refuses (a proxy-sized pool read a little over the
+    cap) is left out with the reason; the searched mixture must compile."""
+    vectors, refused, kept = {"searched": chosen, **plan.baselines}, {}, []
+    for run in plan.confirm.rungs:
+        spec = plan.confirm.rung_mixture(plan.with_weights(vectors[run.rung], run.name), run)
+        try:
+            compile_all(ws, [(f"confirm {run.rung}", spec)], console, note, lambda label, err: str(err))
+        except UserError as err:
+            if run.rung == "searched":
+                raise UserError(f"search '{plan.name}', the searched mixture at the confirm rung: {err}") from None
+            console.print(f"confirm {run.rung}: not trained: {err}")
+            refused[run.rung] = str(err)
+            continue
+        kept.append(run)
+    return dataclasses.replace(plan.confirm, rungs=tuple(kept)), refused
+
+
+def resolved_toml(plan: SearchPlan, options: SearchOptions, ladder_source: str) -> str:
+    """The search's proxies as planned: a rerun must resolve to the same text to resume it."""
+    value = json.dumps
+    rung = plan.proxies.rungs[0]
+    lines = ["# as resolved by `loom mix search`: the options, the proxies' model and designs", "",
+             f"from = {value(plan.base.name)}", f"ladder = {value(ladder_source)}",
+             *[f"{k} = {value(v)}" for k, v in dataclasses.asdict(options).items()
+               if v is not None and k not in NOT_TRAINED],
+             f"target_tokens = {plan.target_tokens}",
+             "", "[proxy]", f"rung = {value(plan.proxy_rung)}",
+             *[f"{k} = {value(v)}" for k, v in dataclasses.asdict(rung.shape).items()],
+             f"steps = {rung.steps}", f"tokens = {rung.tokens}", f"lr = {value(rung.lr)}",
+             f"warmup_steps = {rung.warmup_steps}"]
+    for r, x in zip(plan.proxies.rungs, plan.designs):
+        weights = plan.space.as_weights(x)
+        lines += ["", "[[design]]", f"name = {value(r.rung)}",
+                  *[f"{value(phase)} = {_inline(w)}" for phase, w in weights.items()]]
+    return "\n".join(lines) + "\n"
+
+
+def _inline(weights: dict[str, float]) -> str:
+    return "{ " + ", ".join(f"{json.dumps(k)} = {float(w)!r}" for k, w in weights.items()) + " }"

@@ -1,0 +1,190 @@
+"""A mixture search made concrete: the space (the searched phases' components, their prior, their epoch caps
+for the target run), the proxies' designs, the proxy model (a rung of a ladder spec) and the confirm runs.
+
+Every proxy trains the same model on the same budget with the same seed; only the searched phases' weights
+differ. Its mixture stands in for the target run (simulated epoching: each component's pool is cut to proxy
+tokens / target tokens), so a design within the caps reads every component as often as the target run would."""
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from loom.errors import UserError
+from loom.workspace import Workspace
+from mixtures import MixtureSpec
+from mixtures.compile import measure
+from mixtures.spec import Phase
+from sweeps.objective import describe, parse_objective, resolve_objective
+from sweeps.plan import LadderPlan, RungPlan, TargetPlan, plan_ladder
+from sweeps.search_space import (DESIGNS, SearchSpace, natural_weights, proportional, sample_designs, uniform,
+                                 unimax)
+from sweeps.spec import LadderSpec
+from sweeps.surrogate import SURROGATES, minimum_points
+
+# designs keep this far under each cap: a proxy's pools and phase switch are whole sequences and steps, so its
+# epochs can come out a little above the target run's
+CAP_MARGIN = 0.95
+PRIORS = ("natural", "spec")
+BASELINES = ("proportional", "uniform", "unimax")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    proxies: int = 12
+    design: str = "spacefill"
+    concentration: float = 1.0
+    prior: str = "natural"
+    phases: tuple[str, ...] = ()  # () = the first phase; ("all",) = every phase
+    objective: str = "sources"
+    surrogate: str = "loglinear"
+    kl_weight: float = 0.05
+    seed: int = 0
+    rung: str | None = None  # the ladder spec's rung the proxies train; default: the smallest
+    confirm: bool = False
+    confirm_rung: str | None = None  # default: the rung above the proxies' (theirs if it is the largest)
+    target_tokens: int | None = None  # default: the mixture's own budget
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    name: str
+    base: MixtureSpec  # the mixture searched from, its budget the target run's
+    target_tokens: int
+    space: SearchSpace
+    available_tokens: dict[str, int]  # per component: its training tokens, what its epochs are counted against
+    designs: np.ndarray  # [proxies, space.dims]
+    proxies: LadderPlan  # its rungs are the proxies (p01, ...), each NAME-p01 in mixtures/ and runs/
+    confirm: LadderPlan | None  # its rungs are the confirm runs (searched, proportional, ...) once there is a choice
+    baselines: dict[str, np.ndarray]
+    proxy_rung: str  # the ladder spec's rung the proxies train
+    confirm_rung: str  # and the one the confirm runs train
+    objective: dict[str, float]  # metric (source:NAME, eval:NAME, val_loss) -> its weight in the objective
+    objective_text: str
+
+    def with_weights(self, x: np.ndarray, name: str) -> MixtureSpec:
+        """The base mixture with the searched phases' weights set to x."""
+        weights = self.space.as_weights(x)
+        phases = tuple(Phase(p.name, p.fraction, tuple(weights[p.name].items())) if p.name in weights else p
+                       for p in self.base.phases)
+        return dataclasses.replace(self.base, name=name, phases=phases)
+
+    def proxy_mixture(self, index: int) -> MixtureSpec:
+        rung = self.proxies.rungs[index]
+        return self.proxies.rung_mixture(self.with_weights(self.designs[index], rung.name), rung)
+
+    def within_caps(self, x: np.ndarray) -> bool:
+        """Whether the target run would read no component more than max_epochs times (the designs keep a margin
+        under it; a baseline is held to the cap itself)."""
+        return all(e <= self.base.max_epochs for e in self.epochs(x).values())
+
+    def epochs(self, x: np.ndarray) -> dict[str, float]:
+        """How often the target run reads each component with the searched weights x."""
+        return {key: round(share * self.target_tokens / self.available_tokens[key], 4)
+                for key, share in self.space.usage(x).items()}
+
+
+def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec, options: SearchOptions,
+                vocab_size: int) -> SearchPlan:
+    check_options(options)
+    planned = plan_ladder(ladder, name, base, vocab_size)
+    rungs = planned.rungs
+    proxy_rung = _rung(rungs, options.rung, rungs[0], "--rung")
+    target_tokens = options.target_tokens or base.target_tokens or base.resolved_tokens()
+    if proxy_rung.tokens >= target_tokens:
+        raise UserError(f"the proxies' rung {proxy_rung.rung} trains {proxy_rung.tokens:,} tokens, not fewer than "
+                        f"the target run's {target_tokens:,}; pick a smaller --rung or raise --target-tokens")
+    at_target = dataclasses.replace(base, seq_len=planned.seq_len, global_batch=planned.global_batch,
+                                    target_tokens=None)
+    measured = measure(at_target, ws)
+    stats = measured.stats
+    terms = parse_objective(options.objective)
+    validated = sorted(s for s, v in measured.validation.items() if v["sequences"] > 0)
+    objective = resolve_objective(terms, validated, [e.name for e in base.evals])
+    space = build_space(at_target, options, stats, target_tokens)
+    check_enough_proxies(options, space.dims)
+    designs = sample_designs(space, options.proxies, options.design, options.concentration, options.seed)
+    target = TargetPlan(proxy_rung.flops_per_token * target_tokens, target_tokens, proxy_rung.active_parameters, None)
+    proxies = _runs(planned, proxy_rung, [f"p{i + 1:02d}" for i in range(len(designs))], target)
+    baselines = {"proportional": proportional(space), "uniform": uniform(space), "unimax": unimax(space)}
+    confirm_rung = _rung(rungs, options.confirm_rung, _next(rungs, proxy_rung), "--confirm-rung")
+    search = SearchPlan(name, dataclasses.replace(base, target_tokens=None), target_tokens, space,
+                        {k: v["tokens"] for k, v in stats.items()}, designs, proxies, None, baselines,
+                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms))
+    if not options.confirm:
+        return search
+    within = [kind for kind in BASELINES if search.within_caps(baselines[kind])]  # the others are reported, not run
+    return dataclasses.replace(search, confirm=_runs(planned, confirm_rung, ["searched", *within], target))
+
+
+def check_options(options: SearchOptions) -> None:
+    if options.surrogate not in SURROGATES:
+        raise UserError(f"--surrogate {options.surrogate}: use one of {', '.join(SURROGATES)}")
+    if options.design not in DESIGNS:
+        raise UserError(f"--design {options.design}: use one of {', '.join(DESIGNS)}")
+    if options.prior not in PRIORS:
+        raise UserError(f"--prior {options.prior}: use natural (token-proportional) or spec (the mixture's weights)")
+    if not options.kl_weight >= 0 or not options.concentration > 0:
+        raise UserError("--kl must be >= 0 and --concentration > 0")
+
+
+def check_enough_proxies(options: SearchOptions, dims: int) -> None:
+    """A fit needs its points, and the held-out check one more: refused before anything trains."""
+    needed = minimum_points(options.surrogate, dims) + 1
+    if options.proxies < needed:
+        raise UserError(f"--proxies {options.proxies}: a {options.surrogate} surrogate of {dims} weights needs at "
+                        f"least {needed} proxies (one more than its fit, to check it on proxies it did not see); "
+                        "raise --proxies or search fewer phases")
+
+
+def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict], target_tokens: int) -> SearchSpace:
+    searched = _searched_phases(spec, options.phases)
+    keys = tuple(tuple(k for k, _ in p.weights) for p in searched)
+    tokens = {key: s["tokens"] for key, s in stats.items()}
+    natural = natural_weights(keys, tokens)
+    prior = natural if options.prior == "natural" else tuple(_normalized(p) for p in searched)
+    capacity = {key: CAP_MARGIN * spec.max_epochs * s["tokens"] / target_tokens for key, s in stats.items()}
+    fixed = {key: 0.0 for key in stats}
+    for phase in spec.phases:
+        if phase not in searched:
+            for key, weight in zip((k for k, _ in phase.weights), _normalized(phase)):
+                fixed[key] += phase.fraction * weight
+    return SearchSpace(tuple(p.name for p in searched), tuple(p.fraction for p in searched), keys, prior, natural,
+                       capacity, fixed, spec.global_batch)
+
+
+def _searched_phases(spec: MixtureSpec, wanted: tuple[str, ...]) -> list[Phase]:
+    if not wanted:
+        return [spec.phases[0]]
+    if wanted == ("all",):
+        return list(spec.phases)
+    names = [p.name for p in spec.phases]
+    for phase in wanted:
+        if phase not in names:
+            raise UserError(f"--phase {phase}: mixture '{spec.name}' has the phases {', '.join(names)} (or give all)")
+    return [p for p in spec.phases if p.name in wanted]
+
+
+def _normalized(phase: Phase) -> tuple[float, ...]:
+    total = sum(w for _, w in phase.weights)
+    return tuple(w / total for _, w in phase.weights)
+
+
+def _rung(rungs: tuple[RungPlan, ...], wanted: str | None, default: RungPlan, option: str) -> RungPlan:
+    if wanted is None:
+        return default
+    for rung in rungs:
+        if rung.rung == wanted:
+            return rung
+    raise UserError(f"{option} {wanted}: the ladder spec's rungs are {', '.join(r.rung for r in rungs)}")
+
+
+def _next(rungs: tuple[RungPlan, ...], rung: RungPlan) -> RungPlan:
+    index = rungs.index(rung)
+    return rungs[min(index + 1, len(rungs) - 1)]
+
+
+def _runs(ladder: LadderPlan, rung: RungPlan, labels: list[str], target: TargetPlan) -> LadderPlan:
+    """Runs of one rung's model and budget, labelled: their mixtures and runs are SEARCH-LABEL."""
+    runs = tuple(dataclasses.replace(rung, rung=label, name=f"{ladder.name}-{label}") for label in labels)
+    return dataclasses.replace(ladder, rungs=runs, target=target)
