@@ -11,6 +11,7 @@ from loom.cli.mix import builtin_mixtures
 from loom.names import check_name
 from loom.workspace import Workspace
 
+TRUSTED_SPEARMAN = 0.8  # the goal for the surrogate's held-out rank correlation
 RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"
 
 
@@ -118,6 +119,10 @@ def print_results(results: dict) -> None:
     held = surrogate["held_out"]
     console.print(f"Surrogate ({surrogate['law']}) on {surrogate['n_proxies']} proxies: leave-one-out Spearman "
                   f"{held['spearman']:.3f}, mean absolute error {held['mean_abs_error']:.4f}")
+    if not held["spearman"] >= TRUSTED_SPEARMAN:
+        note(f"the surrogate ranks proxies it did not see poorly (Spearman {held['spearman']:.2f} < "
+             f"{TRUSTED_SPEARMAN}): do not trust the choice yet; train more proxies (--proxies), a larger rung "
+             "(--rung), or score an objective whose terms the proxies move")
     low, high = chosen["interval"]
     console.print(f"Chosen: {_weights_text(chosen['weights'])}; predicted objective {chosen['predicted']:.4f} "
                   f"[{low:.4f}, {high:.4f}] ({chosen['confidence']:.0%}, {chosen['interval_method']})")
@@ -136,3 +141,6 @@ def print_results(results: dict) -> None:
     if confirm["best"]:
         console.print(f"Best measured: {confirm['best']}" + ("" if confirm["best"] == "searched" else
                                                             " (not the searched mixture)"))
+    if confirm["best"] not in (None, "searched"):
+        note(f"the proxies (rung {results['proxy']['rung']}) ranked mixtures unlike rung {confirm['rung']} does: a "
+             "rung too small to learn what a component teaches cannot weigh it; search again with a larger --rung")
