@@ -28,7 +28,8 @@ def run_record(workspace: Path, run_name: str, weights: dict[str, float]) -> dic
     status = metrics.read_run(run_dir).get(metrics.STATUS) if (run_dir / metrics.RUN_FILE).exists() else "pending"
     final = final_losses(run_dir) if status == metrics.FINISHED else None
     values = metric_values(final) if final else {}
-    return {"run": run_name, "status": status, "metrics": values, "objective": score(values, weights) if final else None}
+    return {"run": run_name, "status": status, "metrics": values,
+            "objective": score(values, weights) if final else None}
 
 
 def search_results(workspace: Path, plan: SearchPlan, options: SearchOptions, fit: bool = True) -> dict:

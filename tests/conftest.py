@@ -170,6 +170,39 @@ code = 0.4
 """
 
 
+TOY_LADDER = """# three tiny rungs, 24 to 60 steps of 8 x 32 tokens (a toy ladder; a toy search's proxies and confirm runs)
+[[rung]]
+d_model = 16
+n_layers = 1
+n_heads = 2
+tokens = 6_144
+[[rung]]
+d_model = 24
+n_layers = 1
+n_heads = 2
+tokens = 10_240
+[[rung]]
+d_model = 32
+n_layers = 2
+n_heads = 2
+tokens = 15_360
+[target]
+d_model = 64
+n_layers = 2
+n_heads = 2
+tokens = 61_440
+[lr]
+base = 1e-2
+base_width = 32
+[fit]
+l_inf = 0.0
+[train]
+eval_every = 5
+checkpoint_every = 5
+report_every = 5
+"""
+
+
 def on_two_gloo_ranks(check, tmp_path: Path) -> None:
     """Runs `check(ranks)` in two spawned processes joined in a real gloo group; `check` must be a module-level
     function (the processes import it) and raises on failure."""

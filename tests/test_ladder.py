@@ -12,42 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
+from conftest import LOOM, TOY_LADDER as TOY, copy_curated, run_loom, training_spec, write_spec
 from loom.errors import UserError
 from sweeps.spec import parse_ladder_spec
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the training tests' slice mixture, allowed to repeat
-TOY = """# three tiny rungs, 24 to 60 steps of 8 x 32 tokens
-[[rung]]
-d_model = 16
-n_layers = 1
-n_heads = 2
-tokens = 6_144
-[[rung]]
-d_model = 24
-n_layers = 1
-n_heads = 2
-tokens = 10_240
-[[rung]]
-d_model = 32
-n_layers = 2
-n_heads = 2
-tokens = 15_360
-[target]
-d_model = 64
-n_layers = 2
-n_heads = 2
-tokens = 61_440
-[lr]
-base = 1e-2
-base_width = 32
-[fit]
-l_inf = 0.0
-[train]
-eval_every = 5
-checkpoint_every = 5
-report_every = 5
-"""
 
 
 def ladder_ws(curated_slice, slice_tokenizer, folder: Path) -> Path:

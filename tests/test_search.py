@@ -13,40 +13,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
+from conftest import LOOM, TOY_LADDER, copy_curated, run_loom, training_spec, write_spec
 from trainer.metrics import read_metrics, read_run
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the slice's training mixture (pretrain: web docs code fortunes)
 KEYS = ["web", "docs", "code", "fortunes"]
-TOY = """# proxies: r0, 24 steps of 8 x 32 tokens; confirm runs: r1, 40 steps
-[[rung]]
-d_model = 16
-n_layers = 1
-n_heads = 2
-tokens = 6_144
-[[rung]]
-d_model = 24
-n_layers = 1
-n_heads = 2
-tokens = 10_240
-[[rung]]
-d_model = 32
-n_layers = 2
-n_heads = 2
-tokens = 15_360
-[target]
-d_model = 64
-n_layers = 2
-n_heads = 2
-tokens = 61_440
-[lr]
-base = 1e-2
-base_width = 32
-[train]
-eval_every = 8
-checkpoint_every = 8
-report_every = 8
-"""
 TARGET_TOKENS = 61_440
 PROXIES = 7  # the log-linear law of 4 weights needs 6 points; leave-one-out one more
 
@@ -54,7 +25,7 @@ PROXIES = 7  # the log-linear law of 4 weights needs 6 points; leave-one-out one
 def search_ws(curated_slice, slice_tokenizer, folder: Path) -> Path:
     ws = copy_curated(curated_slice, slice_tokenizer, folder / "ws")
     write_spec(ws, "toymix", MIXTURE)
-    (folder / "toy.toml").write_text(TOY)
+    (folder / "toy.toml").write_text(TOY_LADDER)  # proxies: r0, 24 steps; confirm runs: r1, 40
     return ws
 
 
