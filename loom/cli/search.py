@@ -142,5 +142,7 @@ def print_results(results: dict) -> None:
         console.print(f"Best measured: {confirm['best']}" + ("" if confirm["best"] == "searched" else
                                                             " (not the searched mixture)"))
     if confirm["best"] not in (None, "searched"):
-        note(f"the proxies (rung {results['proxy']['rung']}) ranked mixtures unlike rung {confirm['rung']} does: a "
-             "rung too small to learn what a component teaches cannot weigh it; search again with a larger --rung")
+        note(f"{confirm['best']} beat the searched mixture at rung {confirm['rung']}: either the designs do not "
+             "cover where the best mixture lies (more --proxies, or --design spacefill), or the proxies (rung "
+             f"{results['proxy']['rung']}) are too small to weigh a component as rung {confirm['rung']} does (a "
+             "larger --rung)")
