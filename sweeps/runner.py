@@ -105,7 +105,7 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
     if failed:
         rung = failed[0]
         raise UserError(f"{noun} '{rung.plan.rung}' failed (exit {rung.process.returncode}): {_last_line(rung.log)}; "
-                        f"its log: {rung.log}. Fix it and run the same command: finished {noun}s are kept")
+                        f"its log: {rung.log}. Fix it and run the same command: finished ones are kept")
 
 
 def _gflops(rungs: list[Rung], done: bool = False) -> float:

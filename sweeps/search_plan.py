@@ -6,6 +6,7 @@ differ. Its mixture stands in for the target run (simulated epoching: each compo
 tokens / target tokens), so a design within the caps reads every component as often as the target run would."""
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,8 +125,9 @@ def check_options(options: SearchOptions) -> None:
         raise UserError(f"--design {options.design}: use one of {', '.join(DESIGNS)}")
     if options.prior not in PRIORS:
         raise UserError(f"--prior {options.prior}: use natural (token-proportional) or spec (the mixture's weights)")
-    if not options.kl_weight >= 0 or not options.concentration > 0:
-        raise UserError("--kl must be >= 0 and --concentration > 0")
+    if not 0 <= options.kl_weight < math.inf or not 0 < options.concentration < math.inf:
+        raise UserError(f"--kl {options.kl_weight:g} --concentration {options.concentration:g}: --kl is a finite "
+                        "number >= 0, --concentration a finite number > 0")
 
 
 def check_enough_proxies(options: SearchOptions, dims: int) -> None:

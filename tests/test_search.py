@@ -150,6 +150,7 @@ def test_a_search_with_other_designs_is_refused(toy_search):
     (["--rung", "r9"], "the ladder spec's rungs are r0, r1, r2"),
     (["--proxies", 6], "a loglinear surrogate of 4 weights needs at least 7 proxies"),
     (["--target-tokens", 4_096], "not fewer than the target run's"),
+    (["--kl", "nan"], "--kl is a finite number >= 0"),
 ])
 def test_a_wrong_option_is_one_line_before_any_compute(curated_slice, slice_tokenizer, tmp_path, more, message):
     ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
@@ -175,6 +176,18 @@ def test_a_dry_run_prints_the_designs_and_trains_nothing(curated_slice, slice_to
     both = run_loom("-w", ws, *search_args(tmp_path, "--dry-run", "--phase", "all", "--proxies", 12))
     assert "phases pretrain, midtrain" in both.stdout
     assert "pretrain/web" in both.stdout and "midtrain/docs" in both.stdout
+
+
+def test_the_objective_shares_sources_and_evals_out_as_means():
+    from sweeps.objective import parse_objective, resolve_objective, score
+
+    terms = parse_objective("sources=1, evals=1, source:web=0.5")
+    weights = resolve_objective(terms, ["web", "code"], ["bofh"])
+    assert weights == {"source:web": 1.0, "source:code": 0.5, "eval:bofh": 1.0}
+    values = {"source:web": 6.0, "source:code": 4.0, "eval:bofh": 8.0, "val_loss": 5.0}
+    assert score(values, weights) == pytest.approx((6.0 + 2.0 + 8.0) / 2.5)
+    assert score({"source:web": 6.0}, weights) is None  # a term without a value: no objective yet
+    assert resolve_objective(parse_objective("val_loss"), ["web"], []) == {"val_loss": 1.0}
 
 
 @pytest.mark.slow  # a second toy search, interrupted and resumed (~1 min)
