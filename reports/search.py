@@ -183,7 +183,9 @@ def prediction_text(search: dict) -> str:
         return "No chosen mixture yet: it is solved for once the surrogate is fitted."
     baselines = [f"{name} {loss(b['predicted'])}" for name, b in search["baselines"].items()
                  if (b or {}).get("predicted") is not None]
-    return (f"Predicted objective of the searched mixture: {loss(chosen['predicted'])}, {interval_text(chosen)}"
+    rung = (search.get("proxy") or {}).get("rung")
+    scale = f" at the proxy scale (rung {rung})" if rung else ""
+    return (f"Predicted objective of the searched mixture{scale}: {loss(chosen['predicted'])}, {interval_text(chosen)}"
             + (f" (baselines predicted: {', '.join(baselines)})." if baselines else "."))
 
 

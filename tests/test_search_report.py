@@ -170,7 +170,8 @@ def test_the_page_shows_every_proxy_the_held_out_scatter_the_chosen_weights_and_
     assert [float(r[4]) for r in confirm] == pytest.approx([v - CONFIRM["searched"] for v in CONFIRM.values()])
     assert [float(r[5]) for r in confirm] == list(CONFIRM.values())  # val_loss, first of the per-metric columns
     assert "The searched mixture is best (lowest objective)." in text
-    assert ("Predicted objective of the searched mixture: 5.980, 90% interval 5.950–6.020 (baselines predicted: "
+    assert ("Predicted objective of the searched mixture at the proxy scale (rung r0): 5.980, 90% interval 5.950–6.020 "
+            "(baselines predicted: "
             "proportional 6.020, uniform 6.000, unimax 6.010).") in text
 
     assert not [attrs for tag, attrs in dom.tags if tag == "script"] and "<script" not in text

@@ -124,7 +124,8 @@ def print_results(results: dict) -> None:
              f"{TRUSTED_SPEARMAN}): do not trust the choice yet; train more proxies (--proxies), a larger rung "
              "(--rung), or score an objective whose terms the proxies move")
     low, high = chosen["interval"]
-    console.print(f"Chosen: {_weights_text(chosen['weights'])}; predicted objective {chosen['predicted']:.4f} "
+    console.print(f"Chosen: {_weights_text(chosen['weights'])}; predicted objective at rung {results['proxy']['rung']} "
+                  f"{chosen['predicted']:.4f} "
                   f"[{low:.4f}, {high:.4f}] ({chosen['confidence']:.0%}, {chosen['interval_method']})")
     for kind, baseline in results["baselines"].items():
         state = "" if baseline["feasible"] else f" (infeasible: {baseline['why']})"
