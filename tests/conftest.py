@@ -4,6 +4,7 @@ helpers that open report pages in a real headless Chromium."""
 import gzip
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -201,6 +202,12 @@ eval_every = 5
 checkpoint_every = 5
 report_every = 5
 """
+
+
+def as_in_a_terminal() -> None:
+    """SIGINT handled as a terminal's foreground job gets it: a test run started in the background by a
+    non-interactive shell has it ignored, and a child would inherit that and never see Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def on_two_gloo_ranks(check, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, TINY_MODEL, copy_curated, published, run_loom, write_spec
+from conftest import LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom, write_spec
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
@@ -52,12 +52,6 @@ def start(*args) -> subprocess.Popen:
     """A `loom` command in a session of its own, so that a signal can reach it and its Dask workers at once."""
     return subprocess.Popen([*LOOM, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "COLUMNS": "200"}, preexec_fn=as_in_a_terminal)
-
-
-def as_in_a_terminal() -> None:
-    """SIGINT handled as a terminal's foreground job gets it: a test run started in the background by a
-    non-interactive shell has it ignored, and a child would inherit that and never see Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(condition, timeout: float = 120, every: float = 0.02):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, TOY_LADDER, copy_curated, run_loom, training_spec, write_spec
+from conftest import LOOM, TOY_LADDER, as_in_a_terminal, copy_curated, run_loom, training_spec, write_spec
 from trainer.metrics import read_metrics, read_run
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the slice's training mixture (pretrain: web docs code fortunes)
@@ -204,7 +204,7 @@ def test_an_interrupted_search_resumes_with_the_proxies_not_yet_trained(curated_
     ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
     command = [*LOOM, "-w", ws, *search_args(tmp_path)]
     search = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              start_new_session=True)
+                              start_new_session=True, preexec_fn=as_in_a_terminal)
     finished = [ws / "runs" / f"toys-p0{i}" / "run.json" for i in (1, 2)]
     wait_for_finished(search, finished[:1])
     twice = run_loom(*command[len(LOOM):], check=False)  # while the first proxies train
