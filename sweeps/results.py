@@ -35,6 +35,11 @@ def final_losses(run_dir: Path) -> dict | None:
             "eval_loss_by_set": last.get(metrics.EVAL_LOSS_BY_SET) or {}}
 
 
+def run_status(run_dir: Path) -> str:
+    """A sweep's run as its run.json says (running, finished, failed...), or pending before it has started."""
+    return metrics.read_run(run_dir).get(metrics.STATUS) if (run_dir / metrics.RUN_FILE).exists() else "pending"
+
+
 def metric_values(final: dict) -> dict[str, float]:
     """One final's losses by metric key: val_loss, source:NAME, eval:NAME."""
     values = {VAL: final[VAL]}
@@ -54,7 +59,7 @@ def rung_records(workspace: Path, ladder: LadderPlan) -> list[dict]:
     records = []
     for r in ladder.rungs:
         run_dir = workspace / "runs" / r.name
-        status = metrics.read_run(run_dir).get(metrics.STATUS) if (run_dir / metrics.RUN_FILE).exists() else "pending"
+        status = run_status(run_dir)
         records.append({
             "rung": r.rung, "run": r.name, "status": status, **r.shape.__dict__, "parameters": r.parameters,
             "active_parameters": r.active_parameters, "tokens": r.tokens, "steps": r.steps,

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from loom.errors import UserError
 from sweeps.plan import LadderPlan, RungPlan
+from sweeps.results import run_status
 from trainer import checkpoint, metrics
 from trainer.config import TrainConfig
 from trainer.launch import PACKAGES_ROOT
@@ -45,7 +46,7 @@ def rung_config(workspace: Path, ladder: LadderPlan, rung: RungPlan, train: dict
 
 
 def finished(run_dir: Path) -> bool:
-    return (run_dir / metrics.RUN_FILE).exists() and metrics.read_run(run_dir).get(metrics.STATUS) == metrics.FINISHED
+    return run_status(run_dir) == metrics.FINISHED
 
 
 def steps_done(run_dir: Path) -> int:

@@ -12,7 +12,7 @@ from loom.io import write_text
 from sweeps.mix_optimize import kl_to_prior, optimize
 from sweeps.objective import score
 from sweeps.plan import LadderPlan
-from sweeps.results import final_losses, metric_values
+from sweeps.results import final_losses, metric_values, run_status
 from sweeps.search_plan import SearchOptions, SearchPlan
 from sweeps.surrogate import bootstrap_interval, fit_surrogate, leave_one_out, objective, spearman
 from trainer import metrics
@@ -25,7 +25,7 @@ LAWS = {"loglinear": "L = c + exp(t . w)", "linear": "L = t . w"}
 
 def run_record(workspace: Path, run_name: str, weights: dict[str, float]) -> dict:
     run_dir = workspace / "runs" / run_name
-    status = metrics.read_run(run_dir).get(metrics.STATUS) if (run_dir / metrics.RUN_FILE).exists() else "pending"
+    status = run_status(run_dir)
     final = final_losses(run_dir) if status == metrics.FINISHED else None
     values = metric_values(final) if final else {}
     return {"run": run_name, "status": status, "metrics": values,
@@ -51,7 +51,7 @@ def header(plan: SearchPlan, options: SearchOptions) -> dict:
         "search": plan.name, "from": plan.base.name, "design": options.design, "seed": options.seed,
         "concentration": options.concentration, "phases": list(plan.space.phases),
         "keys": dict(zip(plan.space.phases, map(list, plan.space.keys))),
-        "prior": plan.space.as_weights(np.concatenate([np.array(p) for p in plan.space.prior])),
+        "prior": plan.space.as_weights(plan.space.vector(plan.space.prior)),
         "prior_kind": options.prior,
         "objective": {"text": plan.objective_text, "terms": plan.objective},
         "target_tokens": plan.target_tokens, "max_epochs": plan.base.max_epochs,
@@ -61,9 +61,9 @@ def header(plan: SearchPlan, options: SearchOptions) -> dict:
     }
 
 
-def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], results: dict) -> np.ndarray | None:
+def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], results: dict) -> None:
     """Fits the surrogate to the finished proxies, and fills in results' surrogate, chosen and baselines'
-    predictions; None while there are too few finished proxies for a fit."""
+    predictions; with too few finished proxies for a fit, the surrogate's error instead."""
     names = list(plan.objective)
     weights = np.array([plan.objective[m] for m in names])
     done = [i for i, p in enumerate(proxies) if p["objective"] is not None]
@@ -74,7 +74,7 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
         held_out = leave_one_out(X, Y, weights, options.surrogate)
     except ValueError as err:
         results["surrogate"] = {"error": str(err), "n_proxies": len(done)}
-        return None
+        return
     measured = objective(Y, weights)
     for i, predicted in zip(done, held_out):
         proxies[i]["loo_predicted"] = float(predicted)
@@ -95,7 +95,6 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
         "best_proxy": proxies[done[int(np.argmin(measured))]]["name"]}
     for kind, baseline in plan.baselines.items():
         results["baselines"][kind]["predicted"] = predict(baseline)
-    return x
 
 
 def _baseline(plan: SearchPlan, x: np.ndarray) -> dict:

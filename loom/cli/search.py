@@ -99,19 +99,13 @@ def print_plan(planned) -> None:
     for phase, keys in zip(space.phases, space.keys):
         for key in keys:
             table.add_column(key if len(space.phases) == 1 else f"{phase}/{key}", justify="right")
-    rows = [("prior", space.as_weights(_flat(space.prior)))]
+    rows = [("prior", space.as_weights(space.vector(space.prior)))]
     rows += [(r.rung, space.as_weights(x)) for r, x in zip(planned.proxies.rungs, planned.designs)]
     rows += [(kind + ("" if planned.within_caps(x) else " (over a cap)"), space.as_weights(x))
              for kind, x in planned.baselines.items()]
     for label, weights in rows:
         table.add_row(label, *[f"{w:.3f}" for ws in weights.values() for w in ws.values()])
     console.print(table)
-
-
-def _flat(per_phase):
-    import numpy as np
-
-    return np.concatenate([np.array(p, dtype=float) for p in per_phase])
 
 
 def print_results(results: dict) -> None:
