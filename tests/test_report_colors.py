@@ -1,0 +1,26 @@
+"""One colour per source, the same on every page of a workspace; slices as shades of their source."""
+
+from reports.colors import PALETTE, SourceColors, shade, workspace_colors
+
+
+def test_sources_take_the_palette_in_order_then_distinct_hues():
+    names = [f"s{i}" for i in range(300)]
+    colors = SourceColors(names)
+    assert [colors.of(n) for n in names[:10]] == list(PALETTE)
+    assert len({colors.of(n) for n in names}) == 300  # no colour repeats at 300 sources
+    assert colors.of("s42") == SourceColors(names).of("s42")
+
+
+def test_a_slice_is_a_shade_of_its_source_and_a_source_keeps_its_colour():
+    colors = SourceColors(["web", "code"])
+    keys = ["web", "code", "code:quality_bucket>=3", "code:lang=en"]
+    assert colors.of_component("code", ["code"], keys) == PALETTE[1]
+    slices = [colors.of_component(k, ["code"], keys) for k in keys[2:]]
+    assert len(set(slices)) == 2 and PALETTE[1] not in slices
+    assert all(s == shade(PALETTE[1], amount) for s, amount in zip(slices, (0.5, 0.65)))
+
+
+def test_an_unknown_name_has_a_stable_colour_and_an_empty_workspace_has_colours(tmp_path):
+    colors = workspace_colors(tmp_path)
+    assert colors.of("web") == workspace_colors(tmp_path).of("web")
+    assert colors.of("web") != colors.of("code")
