@@ -1,4 +1,5 @@
-"""`loom report mixture|curation|run|open`: the self-contained HTML pages, written or opened."""
+"""`loom report [mixture|curation|run|open]`: the self-contained HTML pages, written or opened; with no command, the
+workspace's index page."""
 
 import os
 import sys
@@ -13,9 +14,14 @@ from loom.names import check_name
 from loom.workspace import Workspace
 
 
-@click.group(cls=LoomGroup)
-def report():
-    """Self-contained HTML pages: a mixture's composition, the curation funnel."""
+@click.group(cls=LoomGroup, invoke_without_command=True)
+@click.pass_context
+def report(ctx):
+    """Self-contained HTML pages; with no command, WORKSPACE/index.html, linking every page of the workspace."""
+    if ctx.invoked_subcommand is None:
+        from reports.index import workspace_index
+
+        console.print(f"Report: {workspace_index(ctx.obj.root)}")
 
 
 @report.command("mixture")
@@ -51,13 +57,17 @@ def report_run(ws: Workspace, run):
 @click.argument("name", required=False)
 @click.pass_obj
 def report_open(ws: Workspace, name):
-    """Print the path of mixture NAME's report (or the curation report), and open it where a browser is."""
+    """Print the path of mixture NAME's report (none: the workspace's index, rewritten), and open it where a
+    browser is."""
     from reports.html import REPORT_FILE
+    from reports.index import workspace_index
 
-    path = ws.mixture_dir(check_name("mixture", name)) / REPORT_FILE if name else ws.published().curation_report
-    if not path.is_file():
-        fix = f"loom report mixture {name}" if name else "loom report curation"
-        raise UserError(f"no report at {path}; write it with `{fix}`")
+    if name:
+        path = ws.mixture_dir(check_name("mixture", name)) / REPORT_FILE
+        if not path.is_file():
+            raise UserError(f"no report at {path}; write it with `loom report mixture {name}`")
+    else:
+        path = workspace_index(ws.root)
     click.echo(str(path))
     if is_remote(path):
         return  # no browser opens a store's URL: fetch the page first

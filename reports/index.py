@@ -1,0 +1,170 @@
+"""`WORKSPACE/index.html`: every page of a workspace on one page. The curated sources, each mixture, run, ladder,
+search and comparison with a line of what it is, linked by paths relative to the workspace (the folder can move);
+a page not written yet shows the command that writes it. Built from small files only (curation.json, the
+manifest's shards table, schedule.json, run.json and the last line of metrics.jsonl, fit.json, search.json), so
+it stays quick with hundreds of runs."""
+
+import json
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow.parquet as pq
+
+from loom.io import as_path, write_text
+from loom.workspace import Workspace
+from mixtures import SCHEDULE_FILE
+from reports.colors import workspace_colors
+from reports.html import REPORT_FILE, Html, esc, number, page, table
+from trainer.metrics import (
+    LOSS, METRICS_FILE, MIXTURE, RUN_FILE, STARTED_AT, STATUS, STEP, STEPS, TOKENS_SEEN, VAL_LOSS,
+)
+
+INDEX_FILE = "index.html"
+COMPARE_DIR = ("reports", "compare")  # WORKSPACE/reports/compare/NAME.html: `loom report compare`
+TAIL_BYTES = 64 * 1024  # enough for a run's last metrics lines, whatever its length
+
+
+def index_path(root) -> Path:
+    return Workspace(as_path(root)).root / INDEX_FILE
+
+
+def workspace_index(root) -> Path:
+    """Write the workspace's index page and return its path."""
+    ws = Workspace(as_path(root))
+    body = [f"<h1>Loom workspace {esc(ws.root.name)}</h1>",
+            f'<p class="note">{esc(ws.root)} · written {time.strftime("%Y-%m-%d %H:%M:%S")}</p>',
+            curation_section(ws), mixtures_section(ws), runs_section(ws), sweeps_section(ws, "ladders"),
+            sweeps_section(ws, "searches"), comparisons_section(ws)]
+    out = ws.root / INDEX_FILE
+    write_text(page(f"Loom workspace {ws.root.name}", body), out)
+    return out
+
+
+def link(ws: Workspace, path: Path, text: str, fix: str) -> Html:
+    """A link to `path` relative to the index, or the text and the command that writes the page."""
+    if path.exists():
+        relative = "/".join(quote(part) for part in path.relative_to(ws.root).parts)
+        return Html(f'<a href="{esc(relative)}">{esc(text)}</a>')
+    return Html(f'{esc(text)} <span class="note">(no page yet: <code>{esc(fix)}</code>)</span>')
+
+
+def swatch(color: str, text: str) -> Html:
+    return Html(f'<i class="swatch" style="background:{esc(color)}"></i>{esc(text)}')
+
+
+def curation_section(ws: Workspace) -> str:
+    gen = ws.published()
+    shards = gen.manifest_table("shards")
+    if not shards.exists():
+        return "<h2>Curated data</h2><p>Nothing curated yet: <code>loom curate</code>.</p>"
+    per_source: dict[str, list[int]] = {}
+    for row in pq.read_table(shards, columns=["source", "n_docs", "n_tokens"]).to_pylist():
+        docs, tokens = per_source.setdefault(row["source"], [0, 0])
+        per_source[row["source"]] = [docs + row["n_docs"], tokens + row["n_tokens"]]
+    colors = workspace_colors(ws.root)
+    rows = [[swatch(colors.of(s), s), docs, tokens] for s, (docs, tokens) in per_source.items()]
+    total_docs, total_tokens = (sum(v[i] for v in per_source.values()) for i in (0, 1))
+    report = link(ws, gen.curation_report, "the curation report", "loom report curation")
+    return (f"<h2>Curated data</h2><p>Generation {esc(gen.id or '(before generations)')}: {len(rows)} sources, "
+            f"{number(total_docs)} documents, {number(total_tokens)} tokens kept. Funnel, distributions and spot "
+            f"checks: {report}.</p>"
+            + table(["source", "documents kept", "tokens kept"], rows, "index-sources", sortable=True))
+
+
+def mixtures_section(ws: Workspace) -> str:
+    folder = ws.mixtures
+    compiled = sorted(p.parent.name for p in folder.glob(f"*/{SCHEDULE_FILE}")) if folder.exists() else []
+    specs = sorted(p.stem for p in folder.glob("*.toml")) if folder.exists() else []
+    rows = []
+    for name in compiled:
+        meta = json.loads((ws.mixture_dir(name) / SCHEDULE_FILE).read_text())
+        phases = ", ".join(f"{p['name']} {p['end_step'] - p['start_step']:,}" for p in meta["phases"])
+        rows.append([link(ws, ws.mixture_dir(name) / REPORT_FILE, name, f"loom report mixture {name}"),
+                     meta["tokens"], meta["steps"], phases, meta["manifest_fingerprint"]])
+    rows += [[Html(f'{esc(name)} <span class="note">(spec only: <code>loom mix build {esc(name)}</code>)</span>'),
+              None, None, "", ""] for name in specs if name not in compiled]
+    if not rows:
+        return "<h2>Mixtures</h2><p>None yet: <code>loom mix build NAME</code>.</p>"
+    return ("<h2>Mixtures</h2>" + table(["mixture", "tokens", "steps", "phases (steps)", "manifest fingerprint"],
+                                        rows, "index-mixtures", numeric={1, 2}, sortable=True))
+
+
+def last_metrics(run_dir: Path) -> tuple[dict, dict]:
+    """The run's last metrics line and its last line with a validation loss (empty when none is readable)."""
+    path = run_dir / METRICS_FILE
+    if not path.exists():
+        return {}, {}
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        fh.seek(max(0, fh.tell() - TAIL_BYTES))
+        lines = fh.read().decode("utf-8", "replace").splitlines()
+    records = []
+    for line in lines[1:] if len(lines) > 1 else lines:  # the first may be cut by the seek
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # a line being written, or torn
+    validated = [r for r in records if r.get(VAL_LOSS) is not None]
+    return (records[-1] if records else {}), (validated[-1] if validated else {})
+
+
+def runs_section(ws: Workspace) -> str:
+    runs = sorted(p.parent for p in ws.runs.glob(f"*/{RUN_FILE}")) if ws.runs.exists() else []
+    if not runs:
+        return "<h2>Runs</h2><p>None yet: <code>loom train --mixture NAME</code>.</p>"
+    rows = []
+    for run_dir in runs:
+        info = json.loads((run_dir / RUN_FILE).read_text())
+        last, validated = last_metrics(run_dir)
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info[STARTED_AT])) if info.get(STARTED_AT) else ""
+        rows.append([link(ws, run_dir / REPORT_FILE, run_dir.name, f"loom report run {run_dir.name}"),
+                     info.get(MIXTURE, ""), info.get(STATUS, "?"), last.get(STEP, -1) + 1, info.get(STEPS),
+                     last.get(TOKENS_SEEN), last.get(LOSS), validated.get(VAL_LOSS), started])
+    return (f"<h2>Runs</h2><p>{len(rows)} runs. Overlay several with <code>loom report compare RUN RUN...</code>.</p>"
+            + table(["run", "mixture", "status", "steps done", "steps", "tokens seen", "last loss", "last val loss",
+                     "started"], rows, "index-runs", numeric={3, 4, 5, 6, 7}, sortable=True))
+
+
+SWEEPS = {
+    "ladders": ("Scaling ladders", "fit.json", "loom ladder MIXTURE", "ladder_dir"),
+    "searches": ("Mixture searches", "search.json", "loom mix search NAME --from MIX", "search_dir"),
+}
+
+
+def sweeps_section(ws: Workspace, kind: str) -> str:
+    title, results_file, command, folder_of = SWEEPS[kind]
+    folder = ws.root / kind
+    names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+    if not names:
+        return f"<h2>{title}</h2><p>None yet: <code>{esc(command)}</code>.</p>"
+    rows = []
+    for name in names:
+        sweep_dir = getattr(ws, folder_of)(name)
+        results = sweep_dir / results_file
+        summary = sweep_summary(kind, json.loads(results.read_text())) if results.exists() else ("", "not fitted yet")
+        rows.append([link(ws, sweep_dir / REPORT_FILE, name, f"{command.split(' NAME')[0].split(' MIX')[0]}"),
+                     *summary])
+    return f"<h2>{title}</h2>" + table(["name", "mixture", "state"], rows, f"index-{kind}", sortable=True)
+
+
+def sweep_summary(kind: str, results: dict) -> tuple[str, str]:
+    """(mixture, a line of where it stands) from a ladder's fit.json or a search's search.json."""
+    if kind == "ladders":
+        rungs = results.get("rungs") or []
+        done = sum(1 for r in rungs if r.get("status") == "finished")
+        target = ((results.get("fits") or {}).get(VAL_LOSS) or {}).get("target") or {}
+        predicted = f"; predicted target val loss {number(target.get('predicted'))}" if target.get("predicted") else ""
+        return str(results.get("mixture", "")), f"{done} of {len(rungs)} rungs finished{predicted}"
+    proxies = results.get("proxies") or []
+    done = sum(1 for p in proxies if p.get("status") == "finished")
+    chosen = "; chosen mixture written" if results.get("chosen") else ""
+    return str(results.get("from") or results.get("mixture", "")), f"{done} of {len(proxies)} proxies finished{chosen}"
+
+
+def comparisons_section(ws: Workspace) -> str:
+    folder = ws.root.joinpath(*COMPARE_DIR)
+    pages = sorted(folder.glob("*.html")) if folder.exists() else []
+    if not pages:
+        return ""
+    return "<h2>Comparisons</h2><ul>" + "".join(f"<li>{link(ws, p, p.stem, '')}</li>" for p in pages) + "</ul>"
