@@ -4,10 +4,10 @@
 // ever set as textContent or an attribute value, never parsed as markup.
 'use strict';
 (() => {
-  const NS = 'http://www.w3.org/2000/svg', M = Math;
+  const M = Math;
 
-  function svgEl(tag, attrs, parent, text) {
-    const e = document.createElementNS(NS, tag);
+  function svgEl(tag, attrs, parent, text) {  // always into a parent: an element of the SVG namespace
+    const e = document.createElementNS(parent.namespaceURI, tag);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
     return add(e, parent, text);
   }

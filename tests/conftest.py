@@ -310,6 +310,16 @@ class Dom(HTMLParser):
             self.pre[self._pre] += data
 
 
+def only_the_inline_script(text: str, dom: Dom) -> None:
+    """A report page's one script is the reports' own, written inline; nothing is loaded from elsewhere (no src,
+    no link), in the page as written (`text`) or as the browser built it (`dom`)."""
+    from reports.html import SCRIPT
+
+    assert text.count("<script") == 1 and f"<script>{SCRIPT}</script>" in text
+    assert [attrs for tag, attrs in dom.tags if tag == "script"] == [{}]
+    assert not [(tag, attrs) for tag, attrs in dom.tags if tag in ("link", "img", "iframe") or "src" in attrs]
+
+
 def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
     result = chromium(path.as_uri(), tmp, "--dump-dom")
     assert result.returncode == 0, result.stderr
