@@ -102,7 +102,7 @@
       const pts = (l, ys) => l.xs.map((x, k) => xOf(x).toFixed(1) + ',' + yOf(ys[k]).toFixed(1)).join(' ');
       svgEl('rect', {x: left, y: top - 4, width: right - left, height: bottom - top + 8}, svgEl('clipPath', {id: clip}, svg));
       svgEl('path', {d: `M${left},${top}V${bottom}H${right}`, stroke: '#999', fill: 'none'}, svg);
-      (st.log ? logTicks(...yr) : ticks(...yr, 4)).forEach(t => text({'class': 'ytick', x: left - 4, y: yOf(t) + 4,
+      (st.log ? logTicks(...yr) : ticks(...yr, 5)).forEach(t => text({'class': 'ytick', x: left - 4, y: yOf(t) + 4,
         'text-anchor': 'end'}, st.log && (t >= 1e4 || t < 1e-3) ? t.toExponential(0).replace('+', '') : label(t)));
       ticks(...xr, 6).forEach(t => text({'class': 'xtick', x: xOf(t), y: bottom + 14, 'text-anchor': 'middle'}, label(t)));
       text({'class': 'xlabel', x: right, y: bottom + 27, 'font-size': 11, fill: '#666', 'text-anchor': 'end'},

@@ -89,7 +89,7 @@ def _svg(series, colors, chart_id, y_label, x_label, markers, flags, width, heig
              f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#999"/>',
              f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#999"/>']
     parts += [f'<text class="ytick" x="{left - 4}" y="{y_of(t) + 4:.1f}" font-size="10" text-anchor="end">'
-              f"{tick_label(t)}</text>" for t in ticks(y_lo, y_hi, 4)]
+              f"{tick_label(t)}</text>" for t in ticks(y_lo, y_hi, 5)]
     parts += [f'<text class="xtick" x="{x_of(t):.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">'
               f"{tick_label(t)}</text>" for t in ticks(x_lo, x_hi, 6)]
     if x_label:

@@ -48,7 +48,7 @@ def chart_page(tmp_path: Path) -> Path:
 def scripted(tmp_path: Path, script: str) -> dict:
     dom, console = run_in_page(chart_page(tmp_path), tmp_path, PRELUDE + script + "\nreport();")
     assert console == "", console
-    assert dom.title == "charts"  # the payload in a series name stayed text
+    assert dom.title == "charts" and not [tag for tag, _ in dom.tags if tag == "img"]  # the payload stayed text
     return json.loads(dom.pre["test-result"])
 
 
@@ -187,6 +187,14 @@ def test_the_x_range_is_the_datas_and_a_marker_beyond_it_is_a_note():
     ticks = [float(t.replace(",", "")) for t in re.findall(r'class="xtick"[^>]*>([^<]*)<', chart)]
     assert max(ticks) <= 29 and 'class="marker"' not in chart
     assert "midtrain from step 195: not reached" in chart
+
+
+def test_each_series_takes_its_colour_in_the_lines_and_the_legend():
+    chart = line_chart([("web", [(0, 1), (1, 2)]), ("docs", [(0, 2), (1, 1)]), ("code", [(1, 1.5)])], "c",
+                       colors=["#112233", "#445566", "#778899"])
+    assert re.findall(r'stroke="(#\w+)" stroke-width="1.5"', chart) == ["#112233", "#445566"]
+    assert 'fill="#778899"' in chart  # the one-point series: a marker
+    assert re.findall(r"background:(#\w+)", chart) == ["#112233", "#445566", "#778899"]
 
 
 def test_the_quickstart_runs_page_hovers_with_its_own_numbers(quickstart_ws, tmp_path):
