@@ -12,7 +12,7 @@ from loom.names import check_name
 from loom.workspace import Workspace
 from reports.colors import SourceColors
 from reports.html import REPORT_FILE, Html, esc, line_chart, page, table
-from reports.run import SETTINGS_STYLE, mixture_build, settings, settings_table
+from reports.run import SETTINGS_STYLE, mixture_build, settings, settings_table, show_setting
 from trainer.metrics import (
     EVAL_BPB_BY_SET, GLOBAL_BATCH, LOSS, PHASES, RUN_FILE, SEQ_LEN, STATUS, STEP, STEPS, TOKENS_SEEN, VAL_LOSS,
     VAL_LOSS_BY_SOURCE, read_metrics, read_run,
@@ -47,7 +47,8 @@ def default_name(runs: list[str]) -> str:
     if len(runs) <= NAMED_IN_FULL and len(joined) <= 64:
         return joined
     digest = hashlib.sha256("\n".join(runs).encode()).hexdigest()[:8]
-    return f"{'-vs-'.join(r[:16] for r in runs[:2])}-and-{len(runs) - 2}-more-{digest}"
+    more = f"-and-{len(runs) - 2}-more" if len(runs) > 2 else ""
+    return f"{'-vs-'.join(r[:16] for r in runs[:2])}{more}-{digest}"
 
 
 def load_run(ws: Workspace, name: str, color: str) -> Run:
@@ -90,7 +91,7 @@ def comparison(ws: Workspace, runs: list[Run]) -> list[str]:
     body += per_key_charts(runs, axis, EVAL_BPB_BY_SET, "Eval sets: bits per byte", "eval", "bits per byte")
     rows = [settings(r.info, mixture_build(r.info, ws.run_dir(r.name))) for r in runs]
     merged = [(group, setting, [run_rows[i][2] for run_rows in rows]) for i, (group, setting, _) in enumerate(rows[0])]
-    differing = sum(1 for _, _, values in merged if len({str(v) for v in values}) > 1)
+    differing = sum(1 for _, _, values in merged if len({show_setting(v) for v in values}) > 1)
     body += ["<h2>Settings side by side</h2>",
              f'<p class="note" id="differing">{differing} of {len(merged)} settings differ between the runs '
              "(highlighted, marked &#8800;).</p>", settings_table([r.name for r in runs], merged, "config-table")]

@@ -115,7 +115,7 @@ def planned_lr(info: dict) -> LRSchedule | None:
     """The LR the run's schedule plans for each step: the trainer's own schedule, with the warmup and decay start it
     resolved (run.json); None for a run.json without them."""
     config = info.get(CONFIG) or {}
-    if "lr" not in config or WARMUP_STEPS not in info:
+    if "lr" not in config or "min_lr_ratio" not in config or WARMUP_STEPS not in info:
         return None
     return LRSchedule(config["lr"], info[STEPS], info[WARMUP_STEPS], info[DECAY_START], config["min_lr_ratio"])
 
@@ -155,10 +155,10 @@ def settings(info: dict, build: dict) -> list[tuple[str, str, object]]:
     """(group, setting, value) of a run: what it trained with, from its run.json (and its mixture's build)."""
     config, model = info.get(CONFIG) or {}, info[MODEL]
     per_step = info[GLOBAL_BATCH] * info[SEQ_LEN]
-    lr = config.get("lr")
+    lr, ratio = config.get("lr"), config.get("min_lr_ratio")
     return [
-        ("optimizer", "peak LR", lr), ("optimizer", "min LR ratio", config.get("min_lr_ratio")),
-        ("optimizer", "final LR", lr * config["min_lr_ratio"] if lr is not None else None),
+        ("optimizer", "peak LR", lr), ("optimizer", "min LR ratio", ratio),
+        ("optimizer", "final LR", lr * ratio if lr is not None and ratio is not None else None),
         ("optimizer", "warmup steps", info.get(WARMUP_STEPS)), ("optimizer", "LR decay from step", info[DECAY_START]),
         ("optimizer", "weight decay", config.get("weight_decay")), ("optimizer", "AdamW beta2", config.get("beta2")),
         ("optimizer", "grad clip", config.get("grad_clip")), ("optimizer", "spike factor", config.get("spike_factor")),
@@ -172,7 +172,7 @@ def settings(info: dict, build: dict) -> list[tuple[str, str, object]]:
         ("model", "experts (top k)", f"{model['n_experts']} (top {model['top_k']})" if model["n_experts"] else "dense"),
         ("model", "parameters", info[PARAMETERS]), ("model", "active in matmuls", info[ACTIVE_PARAMETERS]),
         ("data", "mixture", info[MIXTURE]), ("data", "schedule fingerprint", info.get(SCHEDULE_FINGERPRINT)),
-        ("data", "mixture's build now", ("the run's" if _same_build(info, build) else "rebuilt since the run")
+        ("data", "mixture's build now", ("same steps and phases" if _same_build(info, build) else "changed since")
          if build else "gone"),
         ("data", "its manifest", build.get("manifest_fingerprint")),
         ("data", "its tokenizer", build.get("tokenizer_fingerprint")),
@@ -186,7 +186,8 @@ def settings(info: dict, build: dict) -> list[tuple[str, str, object]]:
 
 
 def _same_build(info: dict, build: dict) -> bool:
-    """Whether the mixture's build now is the one the run read: its steps, phases and components unchanged."""
+    """Whether the mixture's build now plans the run's steps and phases (a cheap check: its schedule fingerprint is
+    computed in trainer.checkpoint, which imports torch)."""
     return bool(build) and build.get("steps") == info[STEPS] and build.get("phases") == info[PHASES]
 
 
@@ -211,15 +212,19 @@ def settings_table(columns: list[str], rows: list[tuple[str, str, list]], table_
             body.append(f'<tr class="group"><th colspan="{len(columns) + 1}">{esc(group)}</th></tr>')
             current = group
         differs = several and len({show_setting(v) for v in values}) > 1
-        cells = "".join(f'<td class="num" data-value="{esc(v)}">{esc(show_setting(v))}</td>'
-                        if isinstance(v, (int, float)) and not isinstance(v, bool) else f"<td>{esc(show_setting(v))}</td>"
-                        for v in values)
+        cells = "".join(_setting_cell(v) for v in values)
         mark = '<span class="mark" title="differs between the runs">&#8800; </span>' if differs else ""
         row_class = ' class="differs"' if differs else ""
         body.append(f"<tr{row_class}><td>{mark}{esc(name)}</td>{cells}</tr>")
     head = "".join(f"<th>{esc(c)}</th>" for c in ["setting", *columns])
     return (f'<table class="settings" id="{esc(table_id)}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def _setting_cell(value) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'<td class="num" data-value="{esc(value)}">{esc(show_setting(value))}</td>'
+    return f"<td>{esc(show_setting(value))}</td>"
 
 
 SETTINGS_STYLE = ("<style>.settings tr.differs td { background: #fff4d6; } .settings .mark { color: #b35900; "

@@ -2,24 +2,35 @@
 loss series per run in one colour each, per-source validation charts, the settings that differ marked; bad input
 as one line."""
 
+import json
 import re
+import shutil
 
 import pytest
 
 from conftest import TINY_MODEL, chromium, copy_curated, needs_chromium, open_page, run_loom, training_spec, write_spec
+from loom.names import check_name
+from reports.compare import default_name
 
 QUIET = ["--report-every", 1000, "--checkpoint-every", 1000, "--eval-every", 4]
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, curated_slice, slice_tokenizer):
-    """A 24-step mixture trained twice, stopped early: `base` for 8 steps, `other` for 4 with another LR and seed."""
+    """A 24-step mixture trained for 8 steps (`base`), and `other`: a copy of it edited into a 4-step run with
+    another LR and seed and a higher loss (a second training would add ~10 s to the default run)."""
     ws = copy_curated(curated_slice, slice_tokenizer, tmp_path_factory.mktemp("compare") / "ws")
     write_spec(ws, "cmpmix", training_spec(24))
     run_loom("-w", ws, "mix", "build", "cmpmix")
     run_loom("-w", ws, "train", "--mixture", "cmpmix", "--run-name", "base", *TINY_MODEL, *QUIET, "--max-steps", 8)
-    run_loom("-w", ws, "train", "--mixture", "cmpmix", "--run-name", "other", *TINY_MODEL, *QUIET, "--max-steps", 4,
-             "--lr", 0.01, "--seed", 3)
+    other = ws / "runs" / "other"
+    shutil.copytree(ws / "runs" / "base", other, ignore=shutil.ignore_patterns("checkpoints", "report.html"))
+    info = json.loads((other / "run.json").read_text())
+    config = {**info["config"], "lr": 0.01, "seed": 3, "max_steps": 4, "run_name": "other"}
+    (other / "run.json").write_text(json.dumps({**info, "run": "other", "end_step": 4, "config": config}))
+    records = [json.loads(line) for line in (other / "metrics.jsonl").read_text().splitlines()[:4]]
+    lines = [json.dumps({**r, "loss": r["loss"] + 0.1}) for r in records]
+    (other / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     return ws
 
 
@@ -59,6 +70,14 @@ def test_two_runs_are_overlaid_a_colour_each_with_their_differing_settings_marke
 def test_a_named_comparison_is_written_under_its_name(two_runs):
     out = run_loom("-w", two_runs, "report", "compare", "other", "base", "--name", "lr-sweep").stdout
     assert out.strip() == f"Report: {two_runs / 'reports' / 'compare' / 'lr-sweep.html'}"
+
+
+def test_default_names_are_valid_short_and_distinct():
+    assert default_name(["base", "other"]) == "base-vs-other"
+    many = [f"lr-{i:02d}" for i in range(12)]
+    names = [default_name(many), default_name(many[:-1]), default_name(["x" * 64, "y" * 64])]
+    assert names[0].startswith("lr-00-vs-lr-01-and-10-more-") and len(set(names)) == 3
+    assert all(check_name("comparison", name) and len(name) <= 64 for name in names)
 
 
 @pytest.mark.parametrize("args, says", [
