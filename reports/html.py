@@ -1,13 +1,27 @@
-"""Small pieces of self-contained HTML: a page, tables, SVG bar, line and log-log charts. No script, no external
-URL: every string that comes from data goes through `esc`, except `Html`, which is markup built here."""
+"""Small pieces of self-contained HTML: a page, tables, SVG bar, line and log-log charts. Nothing external: the one
+script is reports/interactive.js, written inline, and the page reads fully without it (the charts are SVG drawn
+here). Every string that comes from data goes through `esc`, except `Html`, which is markup built here."""
 
-import html
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reports.linechart import line_chart  # noqa: F401 (a primitive of this module for its callers)
+from reports.markup import PALETTE, Html, esc, legend, number, palette_colors, scientific, tick_label, ticks  # noqa: F401
 
 REPORT_FILE = "report.html"  # a page's name in the folder it reports on: a mixture's, a run's
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-           "#bab0ac")
+
+
+def _inline(source: str) -> str:
+    """The script as a page carries it: without indentation, blank lines and whole-line comments (it has no string
+    spanning lines), and never closing its own element."""
+    lines = [line.strip() for line in source.splitlines()]
+    text = "\n".join(line for line in lines if line and not line.startswith("//"))
+    assert "</script" not in text.lower()
+    return text
+
+
+SCRIPT = _inline(Path(__file__).with_name("interactive.js").read_text(encoding="utf-8"))
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; padding: 0 1rem; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; } h3 { margin-bottom: .3rem; }
@@ -20,47 +34,38 @@ border-left: 3px solid #ccc; padding: .5rem; max-height: 22rem; overflow: auto; 
 height: .8rem; margin-right: .3rem; vertical-align: -1px; } .note { color: #666; font-size: 12px; }
 .panels { display: flex; flex-wrap: wrap; gap: .5rem 1rem; } .panels > div { width: 350px; }
 .panels h3 { font-size: .95rem; overflow-wrap: anywhere; }
+.hidden { display: none; } .linechart { position: relative; } .linechart .legend span { cursor: pointer; }
+.legend span.off { opacity: .35; text-decoration: line-through; } .chart-controls { font-size: 12px; color: #555; }
+.chart-controls label { margin-right: 1rem; } .chart-controls input[type=range] { width: 7rem; vertical-align: middle; }
+.tip { position: absolute; pointer-events: none; background: #fff; border: 1px solid #bbb; padding: .2rem .4rem;
+font-size: 12px; white-space: nowrap; box-shadow: 0 1px 4px rgba(0,0,0,.15); } .tip i { display: inline-block;
+width: .6rem; height: .6rem; margin-right: .3rem; } table.sortable th { cursor: pointer; user-select: none; }
+th[aria-sort=ascending]::after { content: " \\25b2"; } th[aria-sort=descending]::after { content: " \\25bc"; }
+.table-filter { margin: .4rem 0 0; font: inherit; padding: .1rem .3rem; }
 """
 
 
-class Html(str):
-    """Markup already escaped (a link built with `esc`): a table puts it in a cell as it is."""
-
-
-def esc(value) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def scientific(value: float, digits: int = 2) -> str:
-    """A number across many decades, compactly: 1e12, 3.8e12."""
-    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
-    if "." in mantissa:
-        mantissa = mantissa.rstrip("0").rstrip(".")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def number(value, digits: int = 3) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.{digits}f}"
-    return f"{int(value):,}"
-
-
 def page(title: str, body: list[str], refresh_seconds: int | None = None) -> str:
-    """A whole page; `refresh_seconds` makes the browser reload it (a live report, without script)."""
+    """A whole page; `refresh_seconds` makes the browser reload it (a live report). The script comes last, so the
+    document is parsed when it runs."""
     refresh = f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">' if refresh_seconds else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{refresh}<title>{esc(title)}</title>'
-            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
 
 
-def table(columns: list[str], rows: list[list], table_id: str = "", numeric: set[int] | None = None) -> str:
+def table(columns: list[str], rows: list[list], table_id: str = "", numeric: set[int] | None = None,
+          sortable: bool = False) -> str:
+    """`numeric` columns (by default those holding only numbers) are right-aligned with their value in data-value.
+    `sortable`: with JavaScript, clicking a header sorts by it (numeric columns by value) and a text box filters the
+    rows; without, a plain table."""
     numeric = numeric if numeric is not None else {i for i in range(len(columns))
                                                    if rows and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)}
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    head = "".join(f'<th class="num">{esc(c)}</th>' if sortable and i in numeric else f"<th>{esc(c)}</th>"
+                   for i, c in enumerate(columns))
     body = "".join("<tr>" + "".join(_cell(v, i in numeric) for i, v in enumerate(row)) + "</tr>" for row in rows)
     ident = f' id="{esc(table_id)}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    sorting = ' class="sortable"' if sortable else ""
+    return f"<table{ident}{sorting}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _cell(value, numeric: bool) -> str:
@@ -69,13 +74,11 @@ def _cell(value, numeric: bool) -> str:
     return f"<td>{value if isinstance(value, Html) else esc(value)}</td>"
 
 
-def legend(names: list[str]) -> str:
-    return '<div class="legend">' + "".join(
-        f'<span><i style="background:{PALETTE[i % len(PALETTE)]}"></i>{esc(n)}</span>' for i, n in enumerate(names)) + "</div>"
-
-
-def stacked_bars(rows: list[tuple[str, list[float]]], names: list[str], chart_id: str, width: int = 760) -> str:
-    """One horizontal bar per row, split into segments by share; `names` label the segments."""
+def stacked_bars(rows: list[tuple[str, list[float]]], names: list[str], chart_id: str, width: int = 760,
+                 colors=None) -> str:
+    """One horizontal bar per row, split into segments by share; `names` label the segments, `colors` colour them
+    (one per name; the palette by default)."""
+    colors = palette_colors(len(names), colors)
     label_w, bar_h, gap = 150, 22, 8
     height = len(rows) * (bar_h + gap) + gap
     parts = [f'<svg class="chart" id="{esc(chart_id)}" width="{width + label_w}" height="{height}" role="img">']
@@ -86,11 +89,11 @@ def stacked_bars(rows: list[tuple[str, list[float]]], names: list[str], chart_id
         for i, value in enumerate(values):
             w = width * value / total
             if w > 0:
-                parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{PALETTE[i % len(PALETTE)]}">'
+                parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{esc(colors[i])}">'
                              f"<title>{esc(label)} / {esc(names[i])}: {number(value)}</title></rect>")
             x += w
     parts.append("</svg>")
-    return legend(names) + "".join(parts)
+    return legend(names, colors) + "".join(parts)
 
 
 def histogram(bins: list[tuple[str, int]], chart_id: str, width: int = 520, height: int = 90, color: int = 0) -> str:
@@ -107,60 +110,6 @@ def histogram(bins: list[tuple[str, int]], chart_id: str, width: int = 520, heig
             parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">{esc(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
-
-
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
-        return [lo]
-    raw = (hi - lo) / n
-    step = 10 ** math.floor(math.log10(raw))
-    step *= next(m for m in (1, 2, 5, 10) if m * step >= raw)
-    first = math.ceil(lo / step) * step
-    return [first + i * step for i in range(int((hi - first) / step) + 1)]
-
-
-def _tick_label(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-
-
-def line_chart(series: list[tuple[str, list[tuple[float, float]]]], chart_id: str, y_label: str = "",
-               markers: list[tuple[float, str]] = (), flags: list[tuple[float, float, str]] = (),
-               width: int = 760, height: int = 220) -> str:
-    """Lines of (x, y) points sharing axes; `markers` are labelled vertical lines at an x (a phase switch),
-    `flags` are red rings on points with a tooltip (a spike and its cause)."""
-    points = [p for _, line in series for p in line if p[1] is not None and math.isfinite(p[1])]
-    if not points:
-        return f'<p class="note" id="{esc(chart_id)}">no data yet</p>'
-    left, bottom, top = 60, 26, 10
-    xs, ys = [p[0] for p in points] + [m[0] for m in markers], [p[1] for p in points]
-    x_lo, x_hi, y_lo, y_hi = min(xs), max(xs), min(ys), max(ys)
-    x_hi, y_hi = (x_hi if x_hi > x_lo else x_lo + 1), (y_hi if y_hi > y_lo else y_lo + 1)
-    x_of = lambda x: left + (x - x_lo) / (x_hi - x_lo) * (width - left - 10)  # noqa: E731
-    y_of = lambda y: top + (1 - (y - y_lo) / (y_hi - y_lo)) * (height - top - bottom)  # noqa: E731
-    parts = [f'<svg class="chart" id="{esc(chart_id)}" width="{width}" height="{height}" role="img">',
-             f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#999"/>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#999"/>']
-    for tick in _ticks(y_lo, y_hi, 4):
-        parts.append(f'<text x="{left - 4}" y="{y_of(tick) + 4:.1f}" font-size="10" text-anchor="end">{_tick_label(tick)}</text>')
-    for tick in _ticks(x_lo, x_hi, 6):
-        parts.append(f'<text x="{x_of(tick):.1f}" y="{height - 8}" font-size="10" text-anchor="middle">{_tick_label(tick)}</text>')
-    if y_label:
-        parts.append(f'<text x="{left + 4}" y="{top + 10}" font-size="11" fill="#666">{esc(y_label)}</text>')
-    for x, label in markers:
-        parts.append(f'<line class="marker" x1="{x_of(x):.1f}" y1="{top}" x2="{x_of(x):.1f}" y2="{height - bottom}" '
-                     f'stroke="#888" stroke-dasharray="4 3"><title>{esc(label)}</title></line>'
-                     + (f'<text x="{x_of(x) - 3:.1f}" y="{top + 22}" font-size="10" fill="#555" text-anchor="end">'
-                        if x_of(x) > 0.6 * width else f'<text x="{x_of(x) + 3:.1f}" y="{top + 22}" font-size="10" fill="#555">')
-                     + f"{esc(label)}</text>")
-    for i, (name, line) in enumerate(series):
-        coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in line if y is not None and math.isfinite(y))
-        parts.append(f'<polyline class="series" data-name="{esc(name)}" fill="none" stroke="{PALETTE[i % len(PALETTE)]}" '
-                     f'stroke-width="1.5" points="{coords}"><title>{esc(name)}</title></polyline>')
-    for x, y, label in flags:
-        parts.append(f'<circle class="flag" cx="{x_of(x):.1f}" cy="{y_of(y):.1f}" r="5" fill="none" stroke="#e15759" '
-                     f'stroke-width="2"><title>{esc(label)}</title></circle>')
-    parts.append("</svg>")
-    return (legend([name for name, _ in series]) if len(series) > 1 else "") + "".join(parts)
 
 
 @dataclass(frozen=True)
@@ -224,7 +173,7 @@ def log_ticks(lo: float, hi: float) -> list[float]:
                  for m in mantissas if lo <= m * 10.0 ** k <= hi]
         if len(steps) >= 3:
             return steps
-    return [t for t in _ticks(lo, hi, 6) if t > 0]
+    return [t for t in ticks(lo, hi, 6) if t > 0]
 
 
 def _log_tick_label(value: float) -> str:
@@ -341,7 +290,7 @@ def xy_chart(chart_id: str, lines: list[Line] = (), dots: list[Dot] = (), x_labe
     x_of = lambda x: left + (x - x_lo) / (x_hi - x_lo) * (right - left)  # noqa: E731
     y_of = lambda y: bottom - (y - y_lo) / (y_hi - y_lo) * (bottom - top)  # noqa: E731
     parts = [f'<svg class="chart" id="{esc(chart_id)}" width="{width}" height="{height}" role="img">',
-             *_log_grid(_ticks(x_lo, x_hi, 6), _ticks(y_lo, y_hi, 5), x_of, y_of, (left, top, right, bottom),
+             *_log_grid(ticks(x_lo, x_hi, 6), ticks(y_lo, y_hi, 5), x_of, y_of, (left, top, right, bottom),
                         _linear_tick_label)]
     if x_label:
         parts.append(f'<text x="{right}" y="{height - 4}" font-size="11" fill="#666" text-anchor="end">{esc(x_label)}</text>')
@@ -353,7 +302,7 @@ def xy_chart(chart_id: str, lines: list[Line] = (), dots: list[Dot] = (), x_labe
 
 
 def _linear_tick_label(value: float) -> str:
-    return _tick_label(0.0 if abs(value) < 1e-12 else value)  # a tick summed to 1e-17 is 0
+    return tick_label(0.0 if abs(value) < 1e-12 else value)  # a tick summed to 1e-17 is 0
 
 
 def _linear_line(line: Line, x_of, y_of) -> str:

@@ -262,12 +262,12 @@ def chromium(url: str, tmp: Path, *args) -> subprocess.CompletedProcess:
 
 class Dom(HTMLParser):
     """Titles, tables (cell data-values by table id), charts with their rects and shapes, images and scripts of a
-    page."""
+    page, and the text of each <pre> with an id (where a test script writes its findings)."""
 
     def __init__(self, text: str):
         super().__init__()
-        self.title, self.tables, self.charts, self.tags, self.shapes = "", {}, {}, [], {}
-        self._in_title, self._table, self._row, self._chart = False, None, None, None
+        self.title, self.tables, self.charts, self.tags, self.shapes, self.pre = "", {}, {}, [], {}, {}
+        self._in_title, self._table, self._row, self._chart, self._pre = False, None, None, None, None
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -289,9 +289,14 @@ class Dom(HTMLParser):
             self.charts[self._chart] += 1
         elif tag in ("polyline", "polygon", "circle", "line", "g") and self._chart:
             self.shapes.setdefault(self._chart, []).append((tag, attrs))
+        elif tag == "pre" and attrs.get("id"):
+            self._pre = attrs["id"]
+            self.pre[self._pre] = ""
 
     def handle_endtag(self, tag):
-        if tag == "title":
+        if tag == "pre":
+            self._pre = None
+        elif tag == "title":
             self._in_title = False
         elif tag == "table":
             self._table = None
@@ -301,6 +306,18 @@ class Dom(HTMLParser):
     def handle_data(self, data):
         if self._in_title:
             self.title += data
+        if self._pre:
+            self.pre[self._pre] += data
+
+
+def only_the_inline_script(text: str, dom: Dom) -> None:
+    """A report page's one script is the reports' own, written inline; nothing is loaded from elsewhere (no src,
+    no link), in the page as written (`text`) or as the browser built it (`dom`)."""
+    from reports.html import SCRIPT
+
+    assert text.count("<script") == 1 and f"<script>{SCRIPT}</script>" in text
+    assert [attrs for tag, attrs in dom.tags if tag == "script"] == [{}]
+    assert not [(tag, attrs) for tag, attrs in dom.tags if tag in ("link", "img", "iframe") or "src" in attrs]
 
 
 def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
@@ -308,6 +325,17 @@ def open_page(path: Path, tmp: Path) -> tuple[Dom, str]:
     assert result.returncode == 0, result.stderr
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
     return Dom(result.stdout), "\n".join(console)
+
+
+def run_in_page(path: Path, tmp: Path, script: str) -> tuple[Dom, str]:
+    """Opens a copy of the page at `path` with `script` run last in its body, after the page's own; the DOM is
+    dumped once scripts have run, so events the script dispatches (synchronously) have had their effect. The
+    script reports what it saw by writing into the page, e.g. JSON in a <pre id="test-result">."""
+    text = path.read_text(encoding="utf-8")
+    end = text.rindex("</body>")
+    copy = tmp / f"scripted-{path.name}"
+    copy.write_text(f"{text[:end]}<script>{script}</script>\n{text[end:]}", encoding="utf-8")
+    return open_page(copy, tmp)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,10 @@ import shutil
 
 import pytest
 
-from conftest import TINY_MODEL, chromium, copy_curated, needs_chromium, open_page, run_loom, training_spec, write_spec
+from conftest import (
+    TINY_MODEL, chromium, copy_curated, needs_chromium, only_the_inline_script, open_page, run_loom, training_spec,
+    write_spec,
+)
 from loom.names import check_name
 from reports.compare import default_name
 
@@ -58,6 +61,7 @@ def test_two_runs_are_overlaid_a_colour_each_with_their_differing_settings_marke
         assert {a["data-name"]: a.get("stroke") or a.get("fill") for _, a in dom.shapes[chart]
                 if "series" in a.get("class", "")} == colours
     text = report.read_text()
+    only_the_inline_script(text, dom)
     differing = differing_settings(text)
     assert {"peak LR", "final LR", "seed", "end step (--max-steps)"} <= set(differing)
     assert not {"seq len", "mixture", "d_model", "weight decay"} & set(differing)

@@ -9,7 +9,10 @@ import shutil
 
 import pytest
 
-from conftest import TINY_MODEL, chromium, copy_curated, needs_chromium, open_page, run_loom, training_spec, write_spec
+from conftest import (
+    TINY_MODEL, chromium, copy_curated, needs_chromium, only_the_inline_script, open_page, run_loom, training_spec,
+    write_spec,
+)
 from trainer.config import LRSchedule
 
 pytestmark = needs_chromium()
@@ -60,6 +63,7 @@ def test_the_run_report_shows_the_settings_the_run_trained_with(run_ws, tmp_path
     assert [0.005, 0.2, 3, 0.05, 7] == [config["lr"], config["min_lr_ratio"], info["warmup_steps"],
                                          config["weight_decay"], config["seed"]]  # what SHORT asked for
     text = report.read_text()
+    only_the_inline_script(text, dom)
     build = json.loads((run_ws / "mixtures" / "runmix" / "schedule.json").read_text())
     assert info["schedule_fingerprint"] in text and build["manifest_fingerprint"] in text
     shot = tmp_path / "run.png"
@@ -125,6 +129,7 @@ def test_the_run_report_draws_the_quickstart_runs_curves(quickstart_ws, tmp_path
     markers = [a for tag, a in dom.shapes["lr-chart"] if tag == "line" and a.get("class") == "marker"]
     assert len(markers) == 1 and f"from step {switch}" in report.read_text()  # the LR chart spans the plan
     assert {"throughput-chart", "grad-chart", "update-chart", "source-val-chart"} <= lines.keys()
+    only_the_inline_script(report.read_text(), dom)
     assert 'http-equiv="refresh"' not in report.read_text()  # finished
 
 
