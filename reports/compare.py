@@ -11,8 +11,9 @@ from loom.io import as_path, write_text
 from loom.names import check_name
 from loom.workspace import Workspace
 from reports.colors import SourceColors
-from reports.html import REPORT_FILE, Html, esc, line_chart, page, table
-from reports.run import SETTINGS_STYLE, mixture_build, settings, settings_table, show_setting
+from reports.html import REPORT_FILE, Html, esc, legend, line_chart, page, table
+from reports.run import TOP_SOURCES, corners, top_sources
+from reports.settings import SETTINGS_STYLE, mixture_build, settings, settings_table, show_setting
 from trainer.metrics import (
     EVAL_BPB_BY_SET, GLOBAL_BATCH, LOSS, PHASES, RUN_FILE, SEQ_LEN, STATUS, STEP, STEPS, TOKENS_SEEN, VAL_LOSS,
     VAL_LOSS_BY_SOURCE, read_metrics, read_run,
@@ -113,20 +114,35 @@ def summary(runs: list[Run]) -> str:
 
 
 def per_key_charts(runs: list[Run], axis: "Axis", key: str, title: str, prefix: str, y_label: str) -> list[str]:
-    """One chart per name under `key` (a source, an eval set), the runs as its series."""
+    """One chart per name under `key` (a source, an eval set), the runs as its series: the TOP_SOURCES names with
+    the most training tokens, and a sortable table of every name's latest value per run when there are more."""
     names = sorted({n for run in runs for r in run.records for n in (r.get(key) or {})})
     if not names:
         return []
+    ranked = [n for n in top_sources([r for run in runs for r in run.records], len(names)) if n in names]
+    drawn = (ranked + [n for n in names if n not in ranked])[:TOP_SOURCES]
+    ids = chart_ids(prefix, drawn)
     panels = "".join(
         f"<div><h3>{esc(n)}</h3>"
-        + axis.chart(runs, f"{prefix}-{_chart_slug(n)}", y_label, lambda record, n=n: (record.get(key) or {}).get(n),
-                     width=520)
-        + "</div>" for n in names)
-    return [f"<h3>{esc(title)}</h3>", f'<div class="pair">{panels}</div>']
+        + axis.chart(runs, ids[n], y_label, lambda record, n=n: (record.get(key) or {}).get(n), width=520)
+        + "</div>" for n in drawn)
+    parts = [f"<h3>{esc(title)}</h3>", f'<div class="pair">{panels}</div>']
+    if len(names) > len(drawn):
+        latest = [{n: v for r in run.records for n, v in (r.get(key) or {}).items()} for run in runs]
+        rows = [[n, *(values.get(n) for values in latest)] for n in names]
+        parts += [f'<p class="note">{len(drawn)} of {len(names)} drawn (the most training tokens); the latest value '
+                  "of every one:</p>", table(["name", *(run.name for run in runs)], rows, f"{prefix}-table",
+                                             numeric=set(range(1, len(runs) + 1)), sortable=True)]
+    return parts
 
 
-def _chart_slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+def chart_ids(prefix: str, names: list[str]) -> dict[str, str]:
+    """An element id per name: its letters and digits, numbered where two names would share one."""
+    ids = {}
+    for i, name in enumerate(names):
+        slug = f"{prefix}-{''.join(c if c.isalnum() or c in '-_' else '-' for c in name)}"
+        ids[name] = slug if slug not in ids.values() else f"{slug}-{i}"
+    return ids
 
 
 @dataclass(frozen=True)
@@ -143,7 +159,7 @@ class Axis:
             sizes = ", ".join(f"{r.name} {r.tokens_per_step:,}" for r in runs)
             return cls(True, None, f"The runs differ in tokens per step ({sizes}): the x-axis is tokens seen.")
         pairs = sorted({(r[STEP], r[TOKENS_SEEN]) for run in runs for r in run.records if r.get(TOKENS_SEEN)})
-        return cls(False, ("tokens", pairs) if pairs else None,
+        return cls(False, ("tokens", corners(pairs)) if pairs else None,
                    f"Every run has {runs[0].tokens_per_step:,} tokens per step: the x-axis is the step "
                    "(switch it to tokens seen above a chart).")
 
@@ -166,6 +182,8 @@ class Axis:
     def chart(self, runs: list[Run], chart_id: str, y_label: str, value, width: int = 760) -> str:
         """A line per run of `value(record)`, in the run's colour; a run without such values is left out."""
         drawn = [(run, points) for run in runs if (points := self.points(run, value))]
-        return line_chart([(run.name, points) for run, points in drawn], chart_id, y_label, self.markers(runs),
-                          width=width, colors=[run.color for run, _ in drawn],
-                          x_label="tokens seen" if self.by_tokens else "step", alt_x=self.alt_x)
+        key = legend([drawn[0][0].name], [drawn[0][0].color]) if len(drawn) == 1 else ""  # line_chart's needs two
+        chart = line_chart([(run.name, points) for run, points in drawn], chart_id, y_label, self.markers(runs),
+                           width=width, colors=[run.color for run, _ in drawn],
+                           x_label="tokens seen" if self.by_tokens else "step", alt_x=self.alt_x)
+        return key + chart

@@ -1,38 +1,36 @@
 """`runs/<run>/report.html`: a training run's settings and curves from its run.json and metrics.jsonl, rewritten
-while it trains and reloading itself in the browser until the run ends. `settings` and `settings_table` are
-shared with the comparison of several runs (reports/compare.py)."""
+while it trains and reloading itself in the browser until the run ends."""
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
 from loom.errors import UserError
-from loom.io import as_path, read_text, write_text
+from loom.io import as_path, write_text
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
-from trainer.config import LRSchedule, ModelConfig
+from reports.settings import mixture_build, settings, settings_panels
+from trainer.config import LRSchedule
 from trainer.metrics import (
-    ACTIVE_PARAMETERS, COMPONENTS, CONFIG, DATA_WAIT_FRACTION, DECAY_START, DEVICE, END_STEP, EVAL_BPB_BY_SET,
-    EVAL_LOSS_BY_SET, EXPERT_LOAD_BY_LAYER, EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND,
+    ACTIVE_PARAMETERS, COMPONENTS, CONFIG, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EVAL_BPB_BY_SET, EVAL_LOSS_BY_SET,
+    EXPERT_LOAD_BY_LAYER, EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND,
     FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH, GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE,
     MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE,
-    RUNNING, SCHEDULE_FINGERPRINT, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS, TARGET_SHARES,
+    RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS, TARGET_SHARES, TOKENS_BY_SOURCE,
     TOKENS_PER_SECOND, TOKENS_SEEN, UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WARMUP_STEPS, WORLD_SIZE,
     METRICS_FILE, read_metrics_counted, read_run,
 )
-from loom.workspace import Workspace
-from mixtures.compiled import SCHEDULE_FILE
 
 REFRESH_SECONDS = 15
 TOP_GROUPS = 6
+TOP_SOURCES = 10  # per-source charts draw these; every source is in the table under them
 PLANNED = "#9a9a9a"  # the planned LR: grey, under the actual one
 
 
 @dataclass(frozen=True)
 class Axes:
-    """What every step chart of a run shares: its phase switches, the token axis the reader can switch to, and
-    the spike flags (drawn on the grad-norm chart and on the train loss)."""
+    """What every step chart of a run shares: its phase switches (one the run has not reached is listed under the
+    chart, not drawn) and the token axis the reader can switch to."""
     markers: list
     alt_x: tuple | None
 
@@ -42,8 +40,19 @@ class Axes:
 
 def token_axis(records: list[dict]) -> tuple | None:
     """("tokens", [(step, tokens seen after it), ...]): the x-axis a reader can switch a step chart to."""
-    pairs = [(r[STEP], r[TOKENS_SEEN]) for r in records if r.get(TOKENS_SEEN) is not None]
-    return ("tokens", pairs) if pairs else None
+    pairs = sorted({(r[STEP], r[TOKENS_SEEN]) for r in records if r.get(TOKENS_SEEN) is not None})
+    return ("tokens", corners(pairs)) if pairs else None
+
+
+def corners(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ends of a piecewise-linear mapping and the points where its slope changes: the same mapping once
+    interpolated (as the page's script does), in two points for a run whose steps all have the same tokens, instead
+    of one per step in every chart."""
+    kept = pairs[:1]
+    for (x0, y0), (x1, y1), (x2, y2) in zip(pairs, pairs[1:], pairs[2:]):
+        if (y1 - y0) * (x2 - x1) != (y2 - y1) * (x1 - x0):
+            kept.append((x1, y1))
+    return kept + pairs[-1:] if len(pairs) > 1 else kept
 
 
 def _series(records: list[dict], key: str, sub: str | None = None) -> list[tuple[float, float]]:
@@ -52,9 +61,36 @@ def _series(records: list[dict], key: str, sub: str | None = None) -> list[tuple
     return [(r[STEP], r[key][sub]) for r in records if sub in (r.get(key) or {})]
 
 
+def _source_names(records: list[dict], key: str) -> list[str]:
+    return sorted({name for r in records for name in (r.get(key) or {})})
+
+
 def _by_source(records: list[dict], key: str) -> list[tuple[str, list]]:
-    names = sorted({name for r in records for name in (r.get(key) or {})})
-    return [(name, _series(records, key, name)) for name in names]
+    return [(name, _series(records, key, name)) for name in _source_names(records, key)]
+
+
+def top_sources(records: list[dict], limit: int = TOP_SOURCES) -> list[str]:
+    """The sources with the most training tokens (a chart of 300 lines reads as none)."""
+    tokens = {}
+    for r in records:
+        for name, count in (r.get(TOKENS_BY_SOURCE) or {}).items():
+            tokens[name] = tokens.get(name, 0) + count
+    return sorted(tokens, key=lambda name: (-tokens[name], name))[:limit]
+
+
+def source_table(records: list[dict], validated: list[dict]) -> str:
+    """Every source's tokens and latest losses, sortable: the charts above draw only the top ones."""
+    tokens, last_loss, last_val = {}, {}, {}
+    for r in records:
+        for name, count in (r.get(TOKENS_BY_SOURCE) or {}).items():
+            tokens[name] = tokens.get(name, 0) + count
+        last_loss.update(r.get(LOSS_BY_SOURCE) or {})
+    for r in validated:
+        last_val.update(r.get(VAL_LOSS_BY_SOURCE) or {})
+    rows = [[name, tokens.get(name, 0), last_loss.get(name), last_val.get(name)]
+            for name in sorted(set(tokens) | set(last_val))]
+    return table(["source", "training tokens", "latest train loss", "latest val loss"], rows, "sources-table",
+                 numeric={1, 2, 3}, sortable=True)
 
 
 def headline(info: dict, records: list[dict]) -> str:
@@ -128,7 +164,7 @@ def lr_section(info: dict, records: list[dict], axes: Axes) -> list[str]:
     if schedule is None:
         return ["<h2>Learning rate</h2>", axes.chart(actual, "lr-chart", "lr")]
     per_step = info[GLOBAL_BATCH] * info[SEQ_LEN]
-    plan_axis = ("tokens", [(step, (step + 1) * per_step) for step in range(info[STEPS])])
+    plan_axis = ("tokens", corners([(step, (step + 1) * per_step) for step in range(info[STEPS])]))
     planned = ("lr (planned)", [(step, schedule(step)) for step in range(info[STEPS])])
     chart = line_chart([planned, *actual], "lr-chart", "lr", axes.markers, colors=[PLANNED, "#4e79a7"],
                        alt_x=plan_axis)
@@ -139,106 +175,6 @@ def lr_section(info: dict, records: list[dict], axes: Axes) -> list[str]:
             + (f"This run has trained to step {last + 1} of {schedule.steps}." if last + 1 < schedule.steps else "")
             + "</p>")
     return ["<h2>Learning rate: planned and actual</h2>", chart, note]
-
-
-def mixture_build(info: dict, run_dir: Path) -> dict:
-    """The fingerprints of the run's mixture as built in the workspace now (empty when it is gone): the curated
-    manifest and tokenizer it was compiled from."""
-    folder = Workspace(as_path(run_dir).parent.parent).mixture_dir(info[MIXTURE])
-    try:
-        return json.loads(read_text(folder / SCHEDULE_FILE))
-    except (OSError, ValueError):
-        return {}
-
-
-def settings(info: dict, build: dict) -> list[tuple[str, str, object]]:
-    """(group, setting, value) of a run: what it trained with, from its run.json (and its mixture's build)."""
-    config, model = info.get(CONFIG) or {}, info[MODEL]
-    per_step = info[GLOBAL_BATCH] * info[SEQ_LEN]
-    lr, ratio = config.get("lr"), config.get("min_lr_ratio")
-    return [
-        ("optimizer", "peak LR", lr), ("optimizer", "min LR ratio", ratio),
-        ("optimizer", "final LR", lr * ratio if lr is not None and ratio is not None else None),
-        ("optimizer", "warmup steps", info.get(WARMUP_STEPS)), ("optimizer", "LR decay from step", info[DECAY_START]),
-        ("optimizer", "weight decay", config.get("weight_decay")), ("optimizer", "AdamW beta2", config.get("beta2")),
-        ("optimizer", "grad clip", config.get("grad_clip")), ("optimizer", "spike factor", config.get("spike_factor")),
-        ("batch", "global batch (sequences)", info[GLOBAL_BATCH]), ("batch", "seq len", info[SEQ_LEN]),
-        ("batch", "tokens per step", per_step), ("batch", "micro-batches", config.get("micro_batches")),
-        ("batch", "planned steps", info[STEPS]), ("batch", "planned tokens", info[STEPS] * per_step),
-        ("batch", "end step (--max-steps)", info.get(END_STEP)),
-        ("model", "size", config.get("model")), ("model", "d_model", model["d_model"]),
-        ("model", "layers", model["n_layers"]), ("model", "heads", model["n_heads"]),
-        ("model", "feed-forward width", ModelConfig(**model).ffn_width), ("model", "vocab size", model["vocab_size"]),
-        ("model", "experts (top k)", f"{model['n_experts']} (top {model['top_k']})" if model["n_experts"] else "dense"),
-        ("model", "parameters", info[PARAMETERS]), ("model", "active in matmuls", info[ACTIVE_PARAMETERS]),
-        ("data", "mixture", info[MIXTURE]), ("data", "schedule fingerprint", info.get(SCHEDULE_FINGERPRINT)),
-        ("data", "mixture's build now", ("same steps and phases" if _same_build(info, build) else "changed since")
-         if build else "gone"),
-        ("data", "its manifest", build.get("manifest_fingerprint")),
-        ("data", "its tokenizer", build.get("tokenizer_fingerprint")),
-        ("data", "its generation", build.get("generation")),
-        ("system", "seed", config.get("seed")), ("system", "precision", info.get(PRECISION)),
-        ("system", "world size", info.get(WORLD_SIZE)), ("system", "device", info.get(DEVICE)),
-        ("system", "FSDP", config.get("fsdp")), ("system", "torch.compile", config.get("compile")),
-        ("system", "validation every (steps)", config.get("eval_every")),
-        ("system", "checkpoint every (steps)", config.get("checkpoint_every")),
-    ]
-
-
-def _same_build(info: dict, build: dict) -> bool:
-    """Whether the mixture's build now plans the run's steps and phases (a cheap check: its schedule fingerprint is
-    computed in trainer.checkpoint, which imports torch)."""
-    return bool(build) and build.get("steps") == info[STEPS] and build.get("phases") == info[PHASES]
-
-
-def show_setting(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-def settings_table(columns: list[str], rows: list[tuple[str, str, list]], table_id: str) -> str:
-    """Settings as rows under their group's heading, one column of values per run. With several runs, a row whose
-    values differ is marked: class "differs", highlighted, and a sign the eye finds without colour. Numbers carry
-    their value (data-value)."""
-    several, grouped = len(columns) > 1, len({group for group, _, _ in rows}) > 1
-    body, current = [], None
-    for group, name, values in rows:
-        if grouped and group != current:
-            body.append(f'<tr class="group"><th colspan="{len(columns) + 1}">{esc(group)}</th></tr>')
-            current = group
-        differs = several and len({show_setting(v) for v in values}) > 1
-        cells = "".join(_setting_cell(v) for v in values)
-        mark = '<span class="mark" title="differs between the runs">&#8800; </span>' if differs else ""
-        row_class = ' class="differs"' if differs else ""
-        body.append(f"<tr{row_class}><td>{mark}{esc(name)}</td>{cells}</tr>")
-    head = "".join(f"<th>{esc(c)}</th>" for c in ["setting", *columns])
-    return (f'<table class="settings" id="{esc(table_id)}"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
-
-
-def _setting_cell(value) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f'<td class="num" data-value="{esc(value)}">{esc(show_setting(value))}</td>'
-    return f"<td>{esc(show_setting(value))}</td>"
-
-
-SETTINGS_STYLE = ("<style>.settings tr.differs td { background: #fff4d6; } .settings .mark { color: #b35900; "
-                  "font-weight: 700; } .settings tr.group th { background: none; color: #888; font-weight: 400; "
-                  "padding-top: .6rem; }</style>")
-
-
-def settings_panels(rows: list[tuple[str, str, object]]) -> str:
-    """A run's settings, a small table per group side by side: ids config-optimizer, config-batch, ..."""
-    groups = dict.fromkeys(group for group, _, _ in rows)
-    panels = "".join(f'<div><h3>{esc(group)}</h3>'
-                     + settings_table(["value"], [(g, n, [v]) for g, n, v in rows if g == group], f"config-{group}")
-                     + "</div>" for group in groups)
-    return f'{SETTINGS_STYLE}<div class="panels" id="config">{panels}</div>'
 
 
 def spikes(records: list[dict]) -> tuple[list[tuple[float, float, str]], list[tuple[float, float, str]], str]:
@@ -326,7 +262,10 @@ def curves(info: dict, records: list[dict], axes: Axes, colors) -> list[str]:
     """Every chart of the steps so far, and the tables beside them."""
     on_grad, on_loss, spike_table = spikes(records)
     validated = [r for r in records if r.get(VAL_LOSS) is not None]
-    train_sources, val_sources = _by_source(records, LOSS_BY_SOURCE), _by_source(validated, VAL_LOSS_BY_SOURCE)
+    top = top_sources(records)
+    train_sources = [(name, line) for name, line in _by_source(records, LOSS_BY_SOURCE) if name in top]
+    val_sources = [(name, line) for name, line in _by_source(validated, VAL_LOSS_BY_SOURCE) if name in top]
+    every = len(set(_source_names(records, LOSS_BY_SOURCE)) | set(_source_names(validated, VAL_LOSS_BY_SOURCE)))
     return [
         "<h2>Loss</h2>",
         axes.chart([("train", _series(records, LOSS)), ("validation (held out)", _series(validated, VAL_LOSS))],
@@ -335,6 +274,8 @@ def curves(info: dict, records: list[dict], axes: Axes, colors) -> list[str]:
         axes.chart(train_sources, "source-loss-chart", "loss", [colors.of(name) for name, _ in train_sources]),
         "<h3>Validation loss per source</h3>",
         axes.chart(val_sources, "source-val-chart", "loss", [colors.of(name) for name, _ in val_sources]),
+        *([f'<p class="note">The {len(top)} sources with the most training tokens of {every}; every one:</p>',
+           source_table(records, validated)] if every > len(top) else []),
         *eval_sets(records, axes),
         *lr_section(info, records, axes),
         "<h2>Gradient norm</h2>",

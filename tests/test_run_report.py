@@ -112,6 +112,26 @@ def test_a_moe_runs_report_explains_the_load_bounds(run_ws, tmp_path):
     assert shot.stat().st_size > 40_000
 
 
+def test_at_many_sources_the_charts_draw_the_top_ten_and_a_table_lists_every_one(run_ws):
+    run = run_ws / "runs" / "many"  # the short run, copied with 12 more sources, each with fewer tokens
+    shutil.copytree(run_ws / "runs" / "short", run, ignore=shutil.ignore_patterns("checkpoints", "report.html"))
+    extra = {f"extra-{i:02d}": i + 1 for i in range(12)}
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in records:
+        r["tokens_by_source"].update(extra)
+        r["loss_by_source"].update({name: r["loss"] for name in extra})
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    from reports.run import run_report
+
+    text = run_report(run).read_text()
+    drawn = [s["name"] for s in chart_data(text)["source-loss-chart"]["series"]]
+    real = list(records[0]["loss_by_source"].keys() - extra.keys())
+    assert len(drawn) == 10 and set(real) <= set(drawn) and {"extra-11", "extra-10"} <= set(drawn)
+    assert "extra-00" not in drawn  # the fewest tokens
+    listed = re.findall(r"<tr><td>([a-z0-9-]+)</td>", text.split('id="sources-table"')[1].split("</table>")[0])
+    assert sorted(listed) == sorted([*real, *extra])
+
+
 def test_the_run_report_draws_the_quickstart_runs_curves(quickstart_ws, tmp_path):
     ws, _ = quickstart_ws
     report = ws / "runs" / "quickstart" / "report.html"
