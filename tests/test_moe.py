@@ -226,7 +226,7 @@ def test_a_run_whose_ranks_died_is_marked_failed_and_its_report_stops_reloading(
     assert 'http-equiv="refresh"' not in page
     for chart in ("expert-violation-chart", "expert-load-layers-0-ffn", "expert-load-layers-1-ffn"):
         assert f'<svg class="chart" id="{chart}"' in page
-    assert "1 (n_experts / top_k - 1 = 4 / 2 - 1) is the ceiling" in page
+    assert "1 is the worst possible</b> (n_experts / top_k - 1 = 4 / 2 - 1)" in page
     write_run(config.run_dir, finished)
 
 

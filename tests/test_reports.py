@@ -91,37 +91,3 @@ def test_report_open_prints_the_path_and_a_missing_report_is_one_line(five_sourc
     assert run_loom("-w", ws, "report", "open", "five").stdout.strip() == str(report)
     missing = run_loom("-w", tmp_path, "report", "open", "nosuch", check=False)
     assert missing.returncode == 2 and "no report at" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
-
-
-def test_the_run_report_draws_the_quickstart_runs_curves(quickstart_ws, tmp_path):
-    ws, _ = quickstart_ws
-    report = ws / "runs" / "quickstart" / "report.html"
-    dom, console = open_page(report, tmp_path)
-    assert console == "", console
-    assert dom.title == "Loom run quickstart"
-    records = [json.loads(line) for line in (ws / "runs" / "quickstart" / "metrics.jsonl").read_text().splitlines()]
-    lines = {chart: [a for tag, a in shapes if tag == "polyline"] for chart, shapes in dom.shapes.items()}
-    train_line = lines["loss-chart"][0]["points"].split()
-    assert len(train_line) == len(records) == 60  # one point per step
-    sources = {s for r in records for s in r["loss_by_source"]}
-    assert {a["data-name"] for a in lines["source-loss-chart"]} == sources
-    switch = next(p for p in json.loads((ws / "mixtures" / "sample" / "schedule.json").read_text())["phases"]
-                  if p["name"] == "midtrain")["start_step"]
-    markers = [a for tag, a in dom.shapes["lr-chart"] if tag == "line" and a.get("class") == "marker"]
-    assert len(markers) == 1 and f"from step {switch}" in report.read_text()
-    assert {"throughput-chart", "grad-chart", "update-chart", "source-val-chart"} <= lines.keys()
-    only_the_inline_script(report.read_text(), dom)
-    assert 'http-equiv="refresh"' not in report.read_text()  # finished
-
-
-def test_a_running_runs_report_reloads_itself(quickstart_ws, tmp_path):
-    run = tmp_path / "run"
-    shutil.copytree(quickstart_ws[0] / "runs" / "quickstart", run, ignore=shutil.ignore_patterns("checkpoints"))
-    info = json.loads((run / "run.json").read_text())
-    (run / "run.json").write_text(json.dumps({**info, "status": "running"}))
-    with (run / "metrics.jsonl").open("a") as fh:
-        fh.write('{"step": 60, "lo')  # the line the trainer is writing right now
-    from reports.run import run_report
-
-    text = run_report(run).read_text()
-    assert '<meta http-equiv="refresh" content="15">' in text and "<b>running</b>" in text

@@ -53,6 +53,17 @@ def report_run(ws: Workspace, run):
     console.print(f"Report: {run_report(ws.run_dir(check_name('run', run)))}")
 
 
+@report.command("compare")
+@click.argument("runs", nargs=-1)
+@click.option("--name", default=None, help="The page's name (default: from the run names).")
+@click.pass_obj
+def report_compare(ws: Workspace, runs, name):
+    """Write WORKSPACE/reports/compare/NAME.html: the RUNS' losses overlaid and their settings side by side."""
+    from reports.compare import compare_report
+
+    console.print(f"Report: {compare_report(ws.root, list(runs), name)}", soft_wrap=True, markup=False)
+
+
 @report.command("open")
 @click.argument("name", required=False)
 @click.pass_obj
