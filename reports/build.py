@@ -9,7 +9,7 @@ from mixtures import SCHEDULE_FILE
 from reports import mixture, sections
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, esc, page
-from reports.views import connect, workspace_root
+from reports.views import connect
 
 
 def curation_report(root: Path) -> Path:
@@ -46,8 +46,7 @@ def mixture_report(root: Path, name: str) -> Path:
     stats = sections.source_stats(con, sources)
     totals = mixture.source_tokens(con, name, meta, rows)
     shown = sorted(totals, key=lambda s: (-totals[s], s))[:sections.TOP_N]
-    roots = [workspace_root(root), meta.get("workspace")]
-    body = [f"<h1>Mixture {esc(name)}</h1>", mixture.headline(meta, curation, documents, sources, roots),
+    body = [f"<h1>Mixture {esc(name)}</h1>", mixture.headline(meta, curation, documents, sources, ws),
             mixture.phases(meta, rows, colors),
             mixture.source_totals(totals, {s: st.tokens for s, st in stats.items()}, colors),
             mixture.composition(meta, rows), sections.funnel(stats, colors),

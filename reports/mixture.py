@@ -4,30 +4,40 @@ of the workspace (reports.colors); beyond the TOP_N largest they are drawn toget
 
 from pathlib import Path
 
+from loom.io import file_digest
+from loom.workspace import Workspace
+
 from reports.bars import Bar, PhaseBlock, Segment, bar_chart, legend, timeline
 from reports.colors import OTHER, SourceColors
 from reports.html import esc, number, table
 from reports.sections import TOP_N
+from reports.views import workspace_root
 
 
-def headline(meta: dict, curation: dict, documents: int, sources: list[str], roots: list) -> str:
+def headline(meta: dict, curation: dict, documents: int, sources: list[str], ws: Workspace) -> str:
     items = [("tokens", number(meta["tokens"])), ("documents", number(documents)), ("sources", len(sources)),
              ("phases", len(meta["phases"])), ("steps", number(meta["steps"])),
              ("sequence", f"{meta['seq_len']} tokens x {meta['global_batch']}")]
     cards = "".join(f'<div id="headline-{esc(k)}">{esc(k)}<b>{esc(v)}</b></div>' for k, v in items)
-    tokenizer = workspace_relative(curation["tokenizer"], roots)
+    tokenizer = tokenizer_shown(curation["tokenizer"], meta["tokenizer_fingerprint"], ws,
+                                [workspace_root(ws.root), meta.get("workspace")])
     return (f'<div class="headline">{cards}</div><p class="note" id="tokenizer">tokenizer {esc(tokenizer)} '
             f'(fingerprint {esc(meta["tokenizer_fingerprint"])}); manifest fingerprint '
             f'{esc(meta["manifest_fingerprint"])}</p>')
 
 
-def workspace_relative(path: str, roots: list) -> str:
-    """`path` relative to the first of `roots` (the workspace now, the one it was compiled in) that holds it: a
-    copied workspace shows its own models/tokenizer.json, not the original's absolute path."""
+def tokenizer_shown(path: str, fingerprint: str, ws: Workspace, roots: list) -> str:
+    """The tokenizer the data was curated with, as this workspace holds it: relative to the first of `roots` (the
+    workspace now, the one the mixture was compiled in) under which it lies; else the workspace's own
+    models/tokenizer.json when its content has that fingerprint (a workspace copied after curation); else
+    `path` as curation recorded it."""
     for root in roots:
         if root and Path(path).is_relative_to(root):
             return str(Path(path).relative_to(root))
-    return path
+    own = ws.tokenizer
+    if not ws.remote and own.is_file() and file_digest(own) == fingerprint:
+        return str(own.relative_to(ws.root))
+    return f"{path} (outside this workspace)"
 
 
 def plan_rows(con, name: str) -> list[dict]:

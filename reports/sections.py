@@ -74,7 +74,7 @@ def funnel(stats: dict[str, SourceStats], colors: SourceColors) -> str:
                 f"{number(stats[name].raw)} records, {stats[name].fates.get('kept', 0) / (stats[name].raw or 1):.0%} kept")
             for name in shown]
     token_bars = [Bar(name, [Segment("kept tokens", stats[name].tokens or 0, colors.of(name))],
-                      f"{number(stats[name].tokens or 0)} tokens") for name in shown]
+                      f"{number(stats[name].tokens or 0)} tokens") for name in largest(stats, lambda s: s.tokens or 0)]
     rest = len(stats) - len(shown)
     scope = (f"The {len(shown)} largest of {len(stats)} sources by records (the other {rest}, "
              f"{number(sum(s.raw for n, s in stats.items() if n not in shown))} records, are in the table below)"
@@ -84,8 +84,9 @@ def funnel(stats: dict[str, SourceStats], colors: SourceColors) -> str:
             "rejected it. Bars share one scale: a bar's length is the source's records.</p>"
             + legend([(FATE_NAMES[f], c) for f, c in REMOVED_COLORS.items()], "kept: in the source's colour")
             + bar_chart(bars, "funnel-chart")
-            + "<h3>Kept tokens</h3><p class=\"note\">Removed records were never tokenized, so the funnel counts "
-              "records; these are the kept documents' tokens (the manifest's n_tokens), on one scale.</p>"
+            + f"<h3>Kept tokens{' of the largest sources by tokens' if rest else ''}</h3><p class=\"note\">Removed "
+              "records were never tokenized, so the funnel counts records; these are the kept documents' tokens "
+              "(the manifest's n_tokens), on one scale.</p>"
             + bar_chart(token_bars, "tokens-chart") + source_table(stats))
 
 
