@@ -94,7 +94,9 @@ def test_sources_look_the_same_on_every_page_and_legends_never_repeat_a_colour(f
             assert f'fill="{colors.of(source)}"' in chart(text, f"length-{source}")
         assert all(len(c) == len(set(c)) for c in legend_colors(text))
     slice_color = colors.of_component("code:quality_bucket>=3", ["code"], ["code", "code:quality_bucket>=3"])
-    assert f'data-name="code:quality_bucket&gt;=3" x' in report.read_text() and f'fill="{slice_color}"' in report.read_text()
+    drawn = re.findall(r'<rect class="component" data-name="code:quality_bucket&gt;=3"[^>]*fill="(#[0-9a-f]{6})"',
+                       report.read_text())
+    assert drawn == [slice_color] and slice_color != colors.of("code")  # a shade of code's colour
 
 
 def test_spot_checks_show_each_document_once(five_source_mixture):
