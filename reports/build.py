@@ -1,4 +1,4 @@
-"""Write the self-contained report pages of a workspace."""
+"""Write the self-contained report pages of a workspace: the curation report and a mixture's."""
 
 from pathlib import Path
 
@@ -6,20 +6,24 @@ from loom.errors import UserError
 from loom.io import as_path, write_text
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE
-from reports import sections
-from reports.html import REPORT_FILE, page
+from reports import mixture, sections
+from reports.colors import workspace_colors
+from reports.html import REPORT_FILE, esc, page
 from reports.views import connect
 
 
 def curation_report(root: Path) -> Path:
-    """The published generation's `manifest/report.html`: the funnel, distributions and spot checks of every
-    curated source."""
+    """The published generation's `manifest/report.html`: the funnel of every curated source, and the
+    distributions and spot checks of the largest."""
     con, views = connect(root)
     if "funnel" not in views:
         raise UserError(f"no curated data in {root}; run `loom curate` first")
-    sources = [s for (s,) in con.sql("SELECT DISTINCT source FROM funnel ORDER BY source").fetchall()]
-    body = [f"<h1>Curation of {len(sources)} sources</h1>",
-            sections.funnel(con, sources), sections.distributions(con, sources), sections.spot_checks(con, sources, 0)]
+    stats = sections.source_stats(con)
+    colors = workspace_colors(root)
+    shown = sections.largest(stats, key=lambda s: s.documents)
+    body = [f"<h1>Curation of {len(stats)} sources</h1>", sections.curation_headline(stats),
+            sections.funnel(stats, colors), sections.distributions(con, shown, colors, list(stats)),
+            sections.spot_checks(con, shown, 0, len(stats))]
     out = Workspace(as_path(root)).published().curation_report
     write_text(page("Loom curation report", body), out)
     return out
@@ -34,12 +38,19 @@ def mixture_report(root: Path, name: str) -> Path:
     meta = sections.load_json(folder / SCHEDULE_FILE)
     curation = sections.load_json(ws.generation(meta.get("generation", "")).curation_info)
     con, _ = connect(root)
+    colors = workspace_colors(root)
     sources = sorted({s for c in meta["components"] for s in c["sources"]})
     documents = con.execute("SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "
                             "WHERE mixture = ?)", [name]).fetchall()[0][0]
-    body = [f"<h1>Mixture {sections.esc(name)}</h1>", sections.mixture_headline(meta, curation, documents, sources),
-            sections.composition(con, name, meta), sections.funnel(con, sources),
-            sections.distributions(con, sources), sections.spot_checks(con, sources, meta["seed"])]
+    rows = mixture.plan_rows(con, name)
+    stats = sections.source_stats(con, sources)
+    totals = mixture.source_tokens(con, name, meta, rows)
+    shown = sorted(totals, key=lambda s: (-totals[s], s))[:sections.TOP_N]
+    body = [f"<h1>Mixture {esc(name)}</h1>", mixture.headline(meta, curation, documents, sources, ws),
+            mixture.phases(meta, rows, colors),
+            mixture.source_totals(totals, {s: st.tokens for s, st in stats.items()}, colors),
+            mixture.composition(meta, rows), sections.funnel(stats, colors),
+            sections.distributions(con, shown, colors, sources), sections.spot_checks(con, shown, meta["seed"], len(sources))]
     out = folder / REPORT_FILE
     write_text(page(f"Loom mixture {name}", body), out)
     return out

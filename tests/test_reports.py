@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import chromium, needs_chromium, only_the_inline_script, open_page, published, run_loom, write_spec
+from test_report_scale import bars, chart, legend_colors, spot_ids
 
 PAYLOADS = [
     "<script>document.title = 'pwned-by-script'</script>",
@@ -39,15 +40,82 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
         expected = [r for r in plan if r["phase"] == phase]
         assert [int(r[4]) for r in rows] == [r["tokens"] for r in expected]  # the tokens column
         assert [float(r[2]) for r in rows] == pytest.approx([r["target_share"] for r in expected])
-    assert dom.charts["composition-chart"] == len(plan)  # one segment per phase and component
+    text = report.read_text()
+    components = re.findall(r'<rect class="component" data-name="([^"]*)"', chart(text, "phase-timeline"))
+    assert len(components) == len(plan)  # one block per phase and component
     assert dom.charts["funnel-chart"] >= 5 and dom.charts["languages"] > 1
     assert {f"length-{s}" for s in ("web", "docs", "code", "fortunes", "reference")} <= dom.charts.keys()
     meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
-    headline = report.read_text()
-    assert f"<b>{meta['tokens']:,}</b>" in headline
+    assert f"<b>{meta['tokens']:,}</b>" in text
     funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
     assert raw == [sum(1 for f in funnel if f["source"] == s) for s in sorted({f["source"] for f in funnel})]
+
+
+def test_the_mixture_reports_phases_are_as_wide_as_their_tokens(five_source_mixture):
+    ws, report = five_source_mixture
+    text = report.read_text()
+    meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
+    blocks = re.findall(r'<rect class="phase" data-phase="([^"]*)" data-tokens="(\d+)"[^>]*\swidth="([\d.]+)"', text)
+    per_step = meta["seq_len"] * meta["global_batch"]
+    tokens = [(p["end_step"] - p["start_step"]) * per_step for p in meta["phases"]]
+    assert [(name, int(n)) for name, n, _ in blocks] == [(p["name"], t) for p, t in zip(meta["phases"], tokens)]
+    widths = [float(w) for _, _, w in blocks]
+    assert [w / sum(widths) for w in widths] == pytest.approx([t / sum(tokens) for t in tokens], abs=1e-3)
+    assert 0.75 < widths[0] / sum(widths) < 0.85  # pretrain's 80%, not each phase at 100%
+    for phase, t in zip(meta["phases"], tokens):
+        steps = phase["end_step"] - phase["start_step"]
+        assert f"{t:,} tokens" in text and f"({steps:,} steps)" in text
+    assert "epochs up to" in text
+    totals = bars(chart(text, "source-tokens-chart"))
+    assert sum(total for total, _ in totals.values()) == pytest.approx(meta["tokens"], rel=1e-6)
+
+
+def test_funnel_bars_are_as_long_as_their_sources(five_source_mixture):
+    ws, report = five_source_mixture
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    for page in (report, published(ws) / "manifest" / "report.html"):
+        drawn = bars(chart(page.read_text(), "funnel-chart"))
+        raw = {s: sum(1 for f in funnel if f["source"] == s) for s in drawn}
+        assert {s: total for s, (total, _) in drawn.items()} == raw
+        per_record = {s: sum(widths) / raw[s] for s, (_, widths) in drawn.items()}
+        assert max(per_record.values()) == pytest.approx(min(per_record.values()), rel=0.01)  # one scale
+
+
+def test_sources_look_the_same_on_every_page_and_legends_never_repeat_a_colour(five_source_mixture):
+    ws, report = five_source_mixture
+    from reports.build import curation_report
+    from reports.colors import workspace_colors
+
+    colors = workspace_colors(ws)
+    for page in (report, curation_report(ws)):
+        text = page.read_text()
+        for source in ("web", "docs", "code", "fortunes", "reference"):
+            assert f'fill="{colors.of(source)}"' in chart(text, f"length-{source}")
+        assert all(len(c) == len(set(c)) for c in legend_colors(text))
+    slice_color = colors.of_component("code:quality_bucket>=3", ["code"], ["code", "code:quality_bucket>=3"])
+    drawn = re.findall(r'<rect class="component" data-name="code:quality_bucket&gt;=3"[^>]*fill="(#[0-9a-f]{6})"',
+                       report.read_text())
+    assert drawn == [slice_color] and slice_color != colors.of("code")  # a shade of code's colour
+
+
+def test_spot_checks_show_each_document_once(five_source_mixture):
+    ws, report = five_source_mixture
+    for page in (report, published(ws) / "manifest" / "report.html"):
+        shown = spot_ids(page.read_text())
+        assert shown and all(len(ids) == len(set(ids)) >= 3 for ids in shown.values())
+
+
+def test_a_copied_workspace_shows_its_own_tokenizer(five_source_mixture, tmp_path):
+    ws, _ = five_source_mixture
+    copy = tmp_path / "copy"
+    shutil.copytree(ws, copy, ignore=shutil.ignore_patterns("runs", "ladders", "searches"))
+    from reports.build import mixture_report
+
+    text = mixture_report(copy, "five").read_text()
+    meta = json.loads((copy / "mixtures" / "five" / "schedule.json").read_text())
+    assert f"tokenizer models/tokenizer.json (fingerprint {meta['tokenizer_fingerprint']})" in text
+    assert str(ws) not in text
 
 
 def test_the_mixture_report_is_small_and_needs_no_network(five_source_mixture, tmp_path):
