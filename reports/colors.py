@@ -1,7 +1,7 @@
 """One colour per source across every page of a workspace, and its slices as shades of it.
 
 A source's colour comes from its place in the published generation's sources (sources.toml's order): the first
-ten take the palette, the rest hues spaced by the golden angle; a name the generation does not know (a run trained
+nine take the palette, the rest hues spaced by the golden angle; a name the generation does not know (a run trained
 on an older one) gets a hue from its name's digest. A mixture component that is a slice of a source
 (`code:quality_bucket>=3`) is a shade of that source's colour; a tag's component is its first source's, darker."""
 
@@ -11,9 +11,9 @@ import json
 
 from loom.io import as_path
 from loom.workspace import Workspace
+from reports.markup import PALETTE
 
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-           "#bab0ac")
+SOURCE_PALETTE = PALETTE[:9]  # the palette's tenth is a grey, too like OTHER's
 OTHER = "#c8c8c8"  # "other": the sources left out of a chart's top N
 GOLDEN_ANGLE = 0.381966  # of a turn: hues that never repeat and stay apart
 
@@ -26,9 +26,9 @@ class SourceColors:
 
     def of(self, source: str) -> str:
         rank = self.rank.get(source)
-        if rank is not None and rank < len(PALETTE):
-            return PALETTE[rank]
-        turn = (rank - len(PALETTE)) * GOLDEN_ANGLE if rank is not None else _digest_turn(source)
+        if rank is not None and rank < len(SOURCE_PALETTE):
+            return SOURCE_PALETTE[rank]
+        turn = (rank - len(SOURCE_PALETTE)) * GOLDEN_ANGLE if rank is not None else _digest_turn(source)
         return _hsl(turn % 1.0, 0.55, 0.5)
 
     def of_component(self, key: str, sources: list[str], keys: list[str] = ()) -> str:

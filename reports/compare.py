@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loom.errors import UserError
 from loom.io import as_path, write_text
-from loom.names import check_name
+from loom.names import check_name, is_name
 from loom.workspace import Workspace
 from reports.colors import SourceColors
 from reports.html import REPORT_FILE, Html, esc, legend, line_chart, page, table
@@ -79,6 +79,19 @@ def compare_report(root, runs: list[str], name: str | None = None) -> Path:
     out = compare_path(ws.root, page_name)
     write_text(page(f"Loom compare {', '.join(runs)}", comparison(ws, loaded)), out)
     return out
+
+
+def sweep_comparison(root, runs: list[str], name: str, what: str) -> str:
+    """A sweep page's link to the comparison of its runs (written now, of those with a run.json), or nothing while
+    fewer than two have started. The link is relative to a page two folders below the workspace."""
+    ws = Workspace(as_path(root))
+    started = [r for r in dict.fromkeys(runs) if (ws.run_dir(r) / RUN_FILE).is_file()]
+    if len(started) < 2:
+        return ""
+    out = compare_report(ws.root, started, name if is_name(name) else default_name(started))
+    return (f'<p id="compare-link">{esc(what)}, overlaid with their settings side by side: '
+            f'<a href="../../reports/compare/{esc(out.name)}">{esc(out.name)}</a> '
+            f'(<code>loom report compare {esc(" ".join(started))}</code>).</p>')
 
 
 def comparison(ws: Workspace, runs: list[Run]) -> list[str]:

@@ -96,22 +96,6 @@ def stacked_bars(rows: list[tuple[str, list[float]]], names: list[str], chart_id
     return legend(names, colors) + "".join(parts)
 
 
-def histogram(bins: list[tuple[str, int]], chart_id: str, width: int = 520, height: int = 90, color: int = 0) -> str:
-    """Vertical bars with their labels underneath."""
-    peak = max((n for _, n in bins), default=0) or 1
-    bar_w = width / max(len(bins), 1)
-    parts = [f'<svg class="chart" id="{esc(chart_id)}" width="{width}" height="{height + 30}" role="img">']
-    for i, (label, n) in enumerate(bins):
-        h = (height - 10) * n / peak
-        x = i * bar_w
-        parts.append(f'<rect x="{x + 1:.1f}" y="{height - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
-                     f'fill="{PALETTE[color % len(PALETTE)]}"><title>{esc(label)}: {n:,}</title></rect>')
-        if len(bins) <= 16 or i % math.ceil(len(bins) / 16) == 0:
-            parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">{esc(label)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 @dataclass(frozen=True)
 class Line:
     """A polyline through (x, y) points; `dash` is an SVG dash pattern ("6 4"), empty for a solid line."""

@@ -9,6 +9,7 @@ from urllib.parse import quote
 from loom.errors import UserError
 from loom.io import as_path, read_text, write_text
 from loom.workspace import LADDER_FIT_FILE, Workspace
+from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
 )
@@ -272,7 +273,9 @@ def ladder_report(ladder_dir: Path) -> Path:
             "<h2>Validation loss against compute</h2>", legend([r["rung"] for r in ladder["rungs"]]),
             metric_chart(ladder, records, VAL_LOSS, "ladder-chart", 1000, 400), f'<p class="note">{SYMBOLS}.</p>',
             *panels(ladder, records, "source:", "Per source"), *panels(ladder, records, "eval:", "Per eval set"),
-            "<h2>Rungs</h2>", rung_table(ladder), "<h2>Fits</h2>", fits_table(ladder), chinchilla(ladder),
+            "<h2>Rungs</h2>", rung_table(ladder),
+            sweep_comparison(runs.root, [r["run"] for r in ladder["rungs"]], f"ladder-{ladder_dir.name}",
+                             "The rungs' runs"), "<h2>Fits</h2>", fits_table(ladder), chinchilla(ladder),
             "<h2>Method</h2>", method(ladder)]
     out = ladder_dir / REPORT_FILE
     write_text(page(f"Loom ladder {ladder['ladder']}", body), out)

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from loom.errors import UserError
 from loom.io import as_path, read_text, write_text
 from loom.workspace import Workspace
+from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Dot, Html, Line, esc, legend, number, page, scientific, stacked_bars, table, xy_chart,
 )
@@ -347,10 +348,15 @@ def search_report(search_dir: Path) -> Path:
     name = search.get("search") or search_dir.name
     body = [f"<h1>Mixture search {esc(name)}</h1>", headline(search, results), missing(search, results),
             "<h2>Proxies</h2>", '<p class="note">Each proxy\'s weights, best objective first.</p>', *proxy_bars(search),
-            proxy_table(search), "<h2>Surrogate: held-out predictions</h2>",
+            proxy_table(search),
+            sweep_comparison(search_dir.parent.parent, [p.get("run") for p in search["proxies"] if p.get("run")],
+                             f"search-{search_dir.name}-proxies", "The proxies' runs"),
+            "<h2>Surrogate: held-out predictions</h2>",
             f'<p id="surrogate-fit">{esc(surrogate_text(search))}</p>', loo_chart(search), fits_table(search),
             "<h2>Chosen mixture against the prior and the baselines</h2>", mixtures_table(search, results),
-            *weights_section(search), *confirm_section(search, results), "<h2>Method</h2>", method(search)]
+            *weights_section(search), *confirm_section(search, results),
+            sweep_comparison(search_dir.parent.parent, [r["run"] for r in results if r.get("run")],
+                             f"search-{search_dir.name}-confirm", "The confirm runs"), "<h2>Method</h2>", method(search)]
     out = search_dir / REPORT_FILE
     write_text(page(f"Loom search {name}", body), out)
     return out

@@ -53,6 +53,9 @@ def test_a_toy_ladder_trains_every_rung_and_fits_them(toy_ladder):
     assert sources == {"source:web", "source:docs", "source:code", "source:fortunes"}
     assert "Honesty check: fitted without rung r2" in result.stdout
     assert (ws / "ladders" / "toy" / "report.html").stat().st_size > 1000
+    compare = ws / "reports" / "compare" / "ladder-toy.html"  # the rungs overlaid, linked from the ladder's page
+    assert 'href="../../reports/compare/ladder-toy.html"' in (ws / "ladders" / "toy" / "report.html").read_text()
+    assert all(f'>{r["run"]}</a>' in compare.read_text() for r in fit["rungs"])
 
 
 def test_each_rung_trains_its_budget_with_the_trainer_s_flops_and_lr_rule(toy_ladder):

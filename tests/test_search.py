@@ -116,7 +116,12 @@ def test_confirm_trains_the_chosen_mixture_and_the_baselines_alike(toy_search):
     assert confirm["best"] == best and f"Best measured: {best}" in result.stdout
     searched = json.loads((ws / "mixtures" / "toys-searched" / "schedule.json").read_text())
     assert searched["seed"] == json.loads((ws / "mixtures" / "toys-unimax" / "schedule.json").read_text())["seed"]
-    assert (ws / "searches" / "toys" / "report.html").stat().st_size > 1000
+    page = (ws / "searches" / "toys" / "report.html").read_text()
+    for kind in ("proxies", "confirm"):  # the search's runs overlaid, linked from its page
+        assert f'href="../../reports/compare/search-toys-{kind}.html"' in page
+        assert (ws / "reports" / "compare" / f"search-toys-{kind}.html").is_file()
+    assert all(f'>{r["run"]}</a>' in (ws / "reports" / "compare" / "search-toys-confirm.html").read_text()
+               for r in confirm["runs"])
 
 
 def test_a_rerun_trains_nothing_and_another_kl_pull_only_refits(toy_search):
