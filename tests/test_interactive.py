@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Dom, needs_chromium, open_page, run_in_page
-from reports.html import SCRIPT, line_chart, page, table
+from reports.html import SCRIPT, line_chart, page, stacked_bars, table
 
 pytestmark = needs_chromium()
 EVIL = "<img src=x onerror=\"document.title='pwned'\"></pre><script>document.title='pwned'</script>"
@@ -195,6 +195,9 @@ def test_each_series_takes_its_colour_in_the_lines_and_the_legend():
     assert re.findall(r'stroke="(#\w+)" stroke-width="1.5"', chart) == ["#112233", "#445566"]
     assert 'fill="#778899"' in chart  # the one-point series: a marker
     assert re.findall(r"background:(#\w+)", chart) == ["#112233", "#445566", "#778899"]
+    bars = stacked_bars([("pretrain", [3, 1])], ["web", "docs"], "bars", colors=["#112233", "#445566"])
+    assert re.findall(r'fill="(#\w+)"', bars) == ["#112233", "#445566"]
+    assert re.findall(r"background:(#\w+)", bars) == ["#112233", "#445566"]
 
 
 def test_the_quickstart_runs_page_hovers_with_its_own_numbers(quickstart_ws, tmp_path):
