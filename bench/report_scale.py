@@ -84,13 +84,16 @@ def widen(original: Path, out: Path, copies: int, token_ids: bool = True) -> lis
 
 
 def mixture_spec(names: list[str]) -> str:
-    """A mixture of every copy but the noisy ones, a batch wide enough for a sequence of each: a source per
-    component in pre-training; docs, reference and a quality slice of code in mid-training."""
+    """A mixture of every copy but the quickstart's noisy ones, a batch wide enough for a sequence of each: a source
+    per component in pre-training; in mid-training the copies of every other original source whole, and of the
+    rest a slice (their long documents). Epochs are not capped: the page is measured, not the mixture."""
     pretrain = [n for n in names if not n.startswith("fortunes")]
-    midtrain = [n for n in pretrain if n.startswith(("docs", "reference"))]
-    lines = ['name = "wide"', "seq_len = 64", "global_batch = 512", "total_tokens = 3_276_800", "[weights]"]
+    originals = sorted({n.rsplit("-", 1)[0] for n in pretrain})
+    whole = set(originals[::2])
+    lines = ['name = "wide"', "seq_len = 64", "global_batch = 512", "total_tokens = 3_276_800", "max_epochs = 1000",
+             "[weights]"]
     lines += [f'"{n}" = 1.0' for n in pretrain] + ["[midtrain]"]
-    lines += [f'"{n}" = 1.0' for n in midtrain] + [f'"{n}:quality_bucket>=3" = 1.0' for n in names if n.startswith("code")]
+    lines += [f'"{n}" = 1.0' if n.rsplit("-", 1)[0] in whole else f'"{n}:n_tokens>=256" = 1.0' for n in pretrain]
     return "\n".join(lines) + "\n"
 
 

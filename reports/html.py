@@ -9,7 +9,8 @@ from pathlib import Path
 from reports.linechart import line_chart  # noqa: F401 (a primitive of this module for its callers)
 from reports.markup import PALETTE, Html, esc, legend, number, palette_colors, scientific, tick_label, ticks  # noqa: F401
 
-REPORT_FILE = "report.html"  # a page's name in the folder it reports on: a mixture's, a run's
+REPORT_FILE = "report.html"
+LONG_TABLE_ROWS = 30  # a table longer than this scrolls in a box of its own, its header kept in view  # a page's name in the folder it reports on: a mixture's, a run's
 
 
 def _inline(source: str) -> str:
@@ -34,6 +35,8 @@ border-left: 3px solid #ccc; padding: .5rem; max-height: 22rem; overflow: auto; 
 height: .8rem; margin-right: .3rem; vertical-align: -1px; } .note { color: #666; font-size: 12px; }
 .panels { display: flex; flex-wrap: wrap; gap: .5rem 1rem; } .panels > div { width: 350px; }
 .panels h3 { font-size: .95rem; overflow-wrap: anywhere; }
+.long-table { max-height: 34rem; overflow: auto; display: inline-block; max-width: 100%; }
+.long-table th { position: sticky; top: 0; }
 .hidden { display: none; } .linechart { position: relative; } .linechart .legend span { cursor: pointer; }
 .legend span.off { opacity: .35; text-decoration: line-through; } .chart-controls { font-size: 12px; color: #555; }
 .chart-controls label { margin-right: 1rem; } .chart-controls input[type=range] { width: 7rem; vertical-align: middle; }
@@ -65,7 +68,8 @@ def table(columns: list[str], rows: list[list], table_id: str = "", numeric: set
     body = "".join("<tr>" + "".join(_cell(v, i in numeric) for i, v in enumerate(row)) + "</tr>" for row in rows)
     ident = f' id="{esc(table_id)}"' if table_id else ""
     sorting = ' class="sortable"' if sortable else ""
-    return f"<table{ident}{sorting}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    markup = f"<table{ident}{sorting}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="long-table">{markup}</div>' if len(rows) > LONG_TABLE_ROWS else markup
 
 
 def _cell(value, numeric: bool) -> str:

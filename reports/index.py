@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
+from loom.errors import UserError
 from loom.io import as_path, write_text
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE
@@ -39,6 +40,18 @@ def workspace_index(root) -> Path:
     out = ws.root / INDEX_FILE
     write_text(page(f"Loom workspace {ws.root.name}", body), out)
     return out
+
+
+def named_page(root, name: str) -> Path:
+    """The page of the mixture, run, ladder, search or comparison called `name`, looked for in that order."""
+    ws = Workspace(as_path(root))
+    pages = [ws.mixture_dir(name) / REPORT_FILE, ws.run_dir(name) / REPORT_FILE, ws.ladder_dir(name) / REPORT_FILE,
+             ws.search_dir(name) / REPORT_FILE, ws.root.joinpath(*COMPARE_DIR) / f"{name}.html"]
+    found = next((p for p in pages if p.exists()), None)
+    if found is None:
+        raise UserError(f"no page named '{name}' in {ws.root} (no mixture, run, ladder, search or comparison by that "
+                        "name has one); `loom report open` with no name opens the index of every page")
+    return found
 
 
 def link(ws: Workspace, path: Path, text: str, fix: str) -> Html:

@@ -48,3 +48,14 @@ def test_an_empty_workspace_has_an_index_that_says_what_to_run(tmp_path):
     run_loom("-w", tmp_path / "ws", "report")
     text = (tmp_path / "ws" / "index.html").read_text()
     assert "Nothing curated yet" in text and "loom curate" in text
+
+
+def test_report_open_finds_a_run_or_a_comparison_by_its_name(quickstart_ws, tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(quickstart_ws[0], ws, ignore=shutil.ignore_patterns("checkpoints"))
+    assert Path(run_loom("-w", ws, "report", "open", "quickstart").stdout.strip()) == ws / "runs" / "quickstart" / "report.html"
+    shutil.copytree(ws / "runs" / "quickstart", ws / "runs" / "again")
+    run_loom("-w", ws, "report", "compare", "quickstart", "again", "--name", "both")
+    assert Path(run_loom("-w", ws, "report", "open", "both").stdout.strip()) == ws / "reports" / "compare" / "both.html"
+    run_loom("-w", ws, "report")
+    assert 'href="reports/compare/both.html"' in (ws / "index.html").read_text()

@@ -49,7 +49,7 @@ def spot_ids(text: str) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def wide_ws(quickstart_ws, tmp_path_factory):
-    """The quickstart workspace with 300 sources, and a 420-weight mixture `wide` compiled over 240 of them."""
+    """The quickstart workspace with 300 sources, and a 480-weight mixture `wide` compiled over 240 of them."""
     report_scale = bench_module()
     ws = tmp_path_factory.mktemp("wide") / "ws"
     names = report_scale.widen(quickstart_ws[0], ws, 60)

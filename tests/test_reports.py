@@ -158,4 +158,4 @@ def test_report_open_prints_the_path_and_a_missing_report_is_one_line(five_sourc
     ws, report = five_source_mixture
     assert run_loom("-w", ws, "report", "open", "five").stdout.strip() == str(report)
     missing = run_loom("-w", tmp_path, "report", "open", "nosuch", check=False)
-    assert missing.returncode == 2 and "no report at" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    assert missing.returncode == 2 and "no page named 'nosuch'" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1

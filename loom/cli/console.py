@@ -48,11 +48,20 @@ class LoomGroup(click.Group):
         except KeyboardInterrupt:
             raise Interrupted() from None
         except Exception as err:
+            if interrupted_query(err):
+                raise Interrupted() from None
             ws = ctx.find_root().obj
             refusal = storage_refusal(err, ws.root) if isinstance(ws, Workspace) else None
             if refusal is None:
                 raise
             raise UserFacingError(str(refusal)) from None
+
+
+def interrupted_query(err: Exception) -> bool:
+    """DuckDB's answer to a Ctrl-C during a query: its InterruptException, or a RuntimeError from a query reading
+    through Python. Told by name, so that the CLI's start does not import duckdb."""
+    return type(err).__name__ == "InterruptException" or (isinstance(err, RuntimeError)
+                                                            and str(err) == "Query interrupted")
 
 
 def note(line: str) -> None:

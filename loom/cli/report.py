@@ -8,7 +8,6 @@ import webbrowser
 import click
 
 from loom.cli.console import LoomGroup, console
-from loom.errors import UserError
 from loom.io import is_remote
 from loom.names import check_name
 from loom.workspace import Workspace
@@ -68,17 +67,11 @@ def report_compare(ws: Workspace, runs, name):
 @click.argument("name", required=False)
 @click.pass_obj
 def report_open(ws: Workspace, name):
-    """Print the path of mixture NAME's report (none: the workspace's index, rewritten), and open it where a
-    browser is."""
-    from reports.html import REPORT_FILE
-    from reports.index import workspace_index
+    """Print the path of the page of NAME, a mixture, run, ladder, search or comparison (none: the workspace's
+    index, rewritten), and open it where a browser is."""
+    from reports.index import named_page, workspace_index
 
-    if name:
-        path = ws.mixture_dir(check_name("mixture", name)) / REPORT_FILE
-        if not path.is_file():
-            raise UserError(f"no report at {path}; write it with `loom report mixture {name}`")
-    else:
-        path = workspace_index(ws.root)
+    path = named_page(ws.root, check_name("page", name)) if name else workspace_index(ws.root)
     click.echo(str(path))
     if is_remote(path):
         return  # no browser opens a store's URL: fetch the page first
