@@ -6,6 +6,7 @@ Every colour is passed in (reports.colors), so a source looks the same on every 
 from dataclasses import dataclass
 
 from reports.html import esc, number
+from reports.markup import legend as markup_legend
 
 LABEL_WIDTH = 170
 BAR_HEIGHT = 18
@@ -60,8 +61,7 @@ def bar_chart(bars: list[Bar], chart_id: str, width: int = 620, scale: float | N
 
 def legend(entries: list[tuple[str, str]], note: str = "") -> str:
     """One swatch per (name, colour) entry, in order; `note` follows them."""
-    spans = "".join(f'<span><i style="background:{color}"></i>{esc(name)}</span>' for name, color in entries)
-    return f'<div class="legend">{spans}{f"<span>{esc(note)}</span>" if note else ""}</div>'
+    return markup_legend([name for name, _ in entries], [color for _, color in entries], note)
 
 
 @dataclass(frozen=True)

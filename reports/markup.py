@@ -37,10 +37,11 @@ def palette_colors(count: int, colors=None) -> list[str]:
     return list(colors) if colors else [PALETTE[i % len(PALETTE)] for i in range(count)]
 
 
-def legend(names: list[str], colors=None) -> str:
+def legend(names: list[str], colors=None, note: str = "") -> str:
+    """A swatch per name, in its colour (the palette's by default); `note` follows them."""
     colors = palette_colors(len(names), colors)
-    return '<div class="legend">' + "".join(
-        f'<span><i style="background:{esc(c)}"></i>{esc(n)}</span>' for n, c in zip(names, colors)) + "</div>"
+    spans = "".join(f'<span><i style="background:{esc(c)}"></i>{esc(n)}</span>' for n, c in zip(names, colors))
+    return f'<div class="legend">{spans}{f"<span>{esc(note)}</span>" if note else ""}</div>'
 
 
 def ticks(lo: float, hi: float, n: int = 5) -> list[float]:
