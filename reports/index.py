@@ -9,10 +9,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-import pyarrow.parquet as pq
-
 from loom.errors import UserError
-from loom.io import as_path, write_text
+from loom.io import as_path, read_parquet, write_text
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE
 from reports.colors import workspace_colors
@@ -72,7 +70,7 @@ def curation_section(ws: Workspace) -> str:
     if not shards.exists():
         return "<h2>Curated data</h2><p>Nothing curated yet: <code>loom curate</code>.</p>"
     per_source: dict[str, list[int]] = {}
-    for row in pq.read_table(shards, columns=["source", "n_docs", "n_tokens"]).to_pylist():
+    for row in read_parquet(shards, columns=["source", "n_docs", "n_tokens"]).to_pylist():
         docs, tokens = per_source.setdefault(row["source"], [0, 0])
         per_source[row["source"]] = [docs + row["n_docs"], tokens + row["n_tokens"]]
     colors = workspace_colors(ws.root)

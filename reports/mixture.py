@@ -2,9 +2,8 @@
 each source gives the whole mixture, and the plan's tables. Components and sources are coloured as on every page
 of the workspace (reports.colors); beyond the TOP_N largest they are drawn together as "other"."""
 
-from pathlib import Path
 
-from loom.io import file_digest
+from loom.io import file_digest, path_text
 from loom.workspace import Workspace
 
 from reports.bars import Bar, PhaseBlock, Segment, bar_chart, legend, timeline
@@ -31,9 +30,10 @@ def tokenizer_shown(path: str, fingerprint: str, ws: Workspace, roots: list) -> 
     workspace now, the one the mixture was compiled in) under which it lies; else the workspace's own
     models/tokenizer.json when its content has that fingerprint (a workspace copied after curation); else
     `path` as curation recorded it."""
-    for root in roots:
-        if root and Path(path).is_relative_to(root):
-            return str(Path(path).relative_to(root))
+    for root in filter(None, roots):
+        prefix = path_text(root).rstrip("/") + "/"  # a URL (a workspace on a store) or a local path, as text
+        if path.startswith(prefix):
+            return path[len(prefix):]
     own = ws.tokenizer
     if not ws.remote and own.is_file() and file_digest(own) == fingerprint:
         return str(own.relative_to(ws.root))

@@ -105,14 +105,15 @@ def test_reports_on_a_store_are_written_to_it(workspaces, built):
     page = curation.stdout.strip().removeprefix("Report: ")
     assert page.startswith(f"{store}/generations/g-") and page.endswith("/manifest/report.html")
     run_loom("-w", local, "report", "curation")
-    assert run_loom("-w", store, "report", "open").stdout.strip() == page
+    assert run_loom("-w", store, "report", "open").stdout.strip() == f"{store}/index.html"  # the index, rewritten
+    assert f'href="{page.removeprefix(store + "/")}"' in as_path(f"{store}/index.html").read_text()
     assert run_loom("-w", store, "report", "open", "good").stdout.strip() == f"{store}/mixtures/good/report.html"
     html = as_path(page).read_text()
-    local_html = Path(run_loom("-w", local, "report", "open").stdout.strip()).read_text()
+    local_html = Path(run_loom("-w", local, "report", "curation").stdout.strip().removeprefix("Report: ")).read_text()
     assert "<h1>Curation of 4 sources</h1>" in html and 'id="funnel-table"' in html
     assert html == local_html  # the same data, the same page
     mixture_html = as_path(f"{store}/mixtures/good/report.html").read_text()
-    assert "<h1>Mixture good</h1>" in mixture_html and "Composition per phase" in mixture_html
+    assert "<h1>Mixture good</h1>" in mixture_html and "<h2>The plan</h2>" in mixture_html
 
 
 # ---- fast: the sandbox and the errors, on a workspace with only a run's metrics ----
