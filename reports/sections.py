@@ -37,7 +37,8 @@ class SourceStats:
 
 
 def source_stats(con, sources: list[str] | None = None) -> dict[str, SourceStats]:
-    """Every source's funnel and kept-document numbers (only `sources`' when given), by name: two grouped queries."""
+    """Every source's funnel and kept-document numbers (only `sources`' when given), by name, in grouped queries;
+    a source's main language is its most frequent, ties to the first by name (DuckDB's mode() picks any)."""
     where = f"WHERE source IN {literal_list(sources)}" if sources is not None else ""
     fates, stages = {}, {}
     for source, fate, stage, n in con.sql(f"SELECT source, fate, stage, count(*) FROM funnel {where} "
@@ -47,8 +48,10 @@ def source_stats(con, sources: list[str] | None = None) -> dict[str, SourceStats
         if fate == "filtered":
             stages.setdefault(source, {})[stage] = n
     kept = {row[0]: row[1:] for row in con.sql(f"""
-        SELECT source, count(*), sum(n_tokens), round(median(n_tokens))::BIGINT, avg(quality), mode(lang)
-        FROM doc_stats {where} GROUP BY source""").fetchall()}
+        WITH counted AS (SELECT source, lang, count(*) AS n FROM doc_stats {where} GROUP BY ALL),
+             main AS (SELECT source, first(lang ORDER BY n DESC, lang) AS lang FROM counted GROUP BY source)
+        SELECT source, count(*), sum(n_tokens), round(median(n_tokens))::BIGINT, avg(quality), any_value(main.lang)
+        FROM doc_stats JOIN main USING (source) {where} GROUP BY source""").fetchall()}
     return {name: SourceStats(name, fates.get(name, {}), stages.get(name, {}), *kept.get(name, (0, 0, None, None, "")))
             for name in sorted(set(fates) | set(kept))}
 

@@ -1,4 +1,5 @@
-"""One colour per source, the same on every page of a workspace; slices as shades of their source."""
+"""Parts every report shares: one colour per source on every page (slices as shades of their source), and per-source
+numbers that come out the same on every build."""
 
 from reports.colors import OTHER, PALETTE, SourceColors, shade, workspace_colors
 
@@ -24,3 +25,16 @@ def test_an_unknown_name_has_a_stable_colour_and_an_empty_workspace_has_colours(
     colors = workspace_colors(tmp_path)
     assert colors.of("web") == workspace_colors(tmp_path).of("web")
     assert colors.of("web") != colors.of("code")
+
+
+def test_a_sources_main_language_breaks_ties_by_name_not_by_chance():
+    import duckdb
+
+    from reports.sections import source_stats
+
+    con = duckdb.connect()
+    con.sql("CREATE TABLE funnel AS SELECT 'web' AS source, 'kept' AS fate, NULL AS stage FROM range(4)")
+    con.sql("""CREATE TABLE doc_stats AS SELECT 'web' AS source, lang, 10 AS n_tokens, 0.5 AS quality
+               FROM (VALUES ('fr'), ('en'), ('en'), ('fr'), ('de')) AS t(lang)""")
+    for _ in range(20):  # DuckDB's mode() answered 'en' or 'fr' from one run to the next
+        assert source_stats(con)["web"].language == "en"
