@@ -138,9 +138,9 @@ def runs_section(ws: Workspace) -> str:
 
 
 SWEEPS = {
-    "ladders": ("Scaling ladders", "fit.json", "loom ladder MIXTURE", "ladder_dir"),
-    "searches": ("Mixture searches", "search.json", "loom mix search NAME --from MIX", "search_dir"),
-}
+    "ladders": ("Scaling ladders", "fit.json", "loom ladder {name} --mixture {mixture}", "ladder_dir"),
+    "searches": ("Mixture searches", "search.json", "loom mix search {name} --from {mixture}", "search_dir"),
+}  # the command that starts a sweep is the one that resumes it and rewrites its page
 
 
 def sweeps_section(ws: Workspace, kind: str) -> str:
@@ -148,14 +148,14 @@ def sweeps_section(ws: Workspace, kind: str) -> str:
     folder = ws.root / kind
     names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
     if not names:
-        return f"<h2>{title}</h2><p>None yet: <code>{esc(command)}</code>.</p>"
+        return f"<h2>{title}</h2><p>None yet: <code>{esc(command.format(name='NAME', mixture='MIX'))}</code>.</p>"
     rows = []
     for name in names:
         sweep_dir = getattr(ws, folder_of)(name)
         results = sweep_dir / results_file
         summary = sweep_summary(kind, json.loads(results.read_text())) if results.exists() else ("", "not fitted yet")
-        rows.append([link(ws, sweep_dir / REPORT_FILE, name, f"{command.split(' NAME')[0].split(' MIX')[0]}"),
-                     *summary])
+        fix = command.format(name=name, mixture=summary[0] or "MIX")
+        rows.append([link(ws, sweep_dir / REPORT_FILE, name, fix), *summary])
     return f"<h2>{title}</h2>" + table(["name", "mixture", "state"], rows, f"index-{kind}", sortable=True)
 
 

@@ -48,6 +48,10 @@ def test_an_empty_workspace_has_an_index_that_says_what_to_run(tmp_path):
     run_loom("-w", tmp_path / "ws", "report")
     text = (tmp_path / "ws" / "index.html").read_text()
     assert "Nothing curated yet" in text and "loom curate" in text
+    assert "None yet: <code>loom ladder NAME --mixture MIX</code>" in text
+    (tmp_path / "ws" / "searches" / "first").mkdir(parents=True)  # a search whose page is not written yet
+    run_loom("-w", tmp_path / "ws", "report")
+    assert "loom mix search first --from MIX" in (tmp_path / "ws" / "index.html").read_text()
 
 
 def test_report_open_finds_a_run_or_a_comparison_by_its_name(quickstart_ws, tmp_path):
