@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -35,12 +36,44 @@ def published(workspace: Path) -> Path:
     return Workspace(Path(workspace)).published().root
 
 
-def run_loom(*args, check=True, timeout=300, command=LOOM, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
-    result = subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
+def run_loom(*args, check=True, timeout=300, command=LOOM, input=None, **kwargs) -> subprocess.CompletedProcess:
+    """`loom ARGS` to its end. One that outlives `timeout` fails the test with every thread's stack of each of its
+    processes (Dask workers too): each gets SIGABRT, which faulthandler answers with the stacks on stderr."""
+    env = {**os.environ, "COLUMNS": "200", "PYTHONFAULTHANDLER": "1", **kwargs.pop("env", {})}
+    argv = [*command, *map(str, args)]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else None, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env, **kwargs) as process:
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = stacks_then_kill(process)
+            raise AssertionError(f"loom {' '.join(map(str, args))} still running after {timeout} s; the stacks of its "
+                                 f"processes:\n{stdout}\n{stderr}") from None
+    result = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
     if check and result.returncode != 0:
         raise AssertionError(f"loom {' '.join(map(str, args))} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result
+
+
+def stacks_then_kill(process: subprocess.Popen) -> tuple[str, str]:
+    import psutil
+
+    tree = [*psutil.Process(process.pid).children(recursive=True), psutil.Process(process.pid)]
+    for member in tree:  # children first, while the parent still passes on their stderr; one at a time, so that
+        try:             # their stacks do not interleave
+            member.send_signal(signal.SIGABRT)
+            time.sleep(0.5)
+        except psutil.NoSuchProcess:
+            pass
+    try:
+        return process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        for member in tree:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+        return process.communicate()
 
 
 def write_slice(root: Path) -> Path:
