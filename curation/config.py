@@ -134,8 +134,8 @@ class EvalSetConfig:
             full = pattern if is_url(pattern) or Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
             matches = [str(f) for f in expand_glob(full)]
             if not matches:
-                raise UserError(f"eval set '{self.name}': path '{pattern}' matches no file (looked in {self.base_dir}); "
-                                "fix `paths` in [[decontaminate.eval]] of sources.toml")
+                raise UserError(f"eval set '{self.name}': path '{pattern}' matches no file (looked in "
+                                f"{self.base_dir}); fix `paths` in [[decontaminate.eval]] of sources.toml")
             for file in matches:
                 if not file.endswith(RECORD_SUFFIXES):
                     raise UserError(f"eval set '{self.name}': {file} is not {', '.join(RECORD_SUFFIXES)}; convert it "
@@ -222,7 +222,8 @@ def _parse_decontaminate(table, path: Path, base_dir: Path) -> DecontaminationCo
     config = DecontaminationConfig(evals=evals, **{k: v for k, v in table.items() if k != "eval"})
     whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
     checks = [
-        (whole(config.ngram) and 1 <= config.ngram <= 64, "`ngram` must be a whole number of words from 1 to 64 (default 8)"),
+        (whole(config.ngram) and 1 <= config.ngram <= 64,
+         "`ngram` must be a whole number of words from 1 to 64 (default 8)"),
         (isinstance(config.threshold, (int, float)) and not isinstance(config.threshold, bool)
          and 0 < config.threshold <= 1, "`threshold` must be a number in (0, 1] (default 0.5)"),
         (config.scope in SCOPES, "`scope` must be \"paragraph\" or \"document\""),
@@ -243,7 +244,8 @@ def _parse_eval_set(entry: dict, index: int, where: str, base_dir: Path) -> Eval
     reject_unknown_keys(entry, {"name", "paths", "text"}, where)
     paths = _string_list(entry.get("paths", []), f"{where}: `paths`")
     if not paths:
-        raise UserError(f"{where}: `paths` is missing or empty; give a list of .jsonl, .jsonl.gz or .parquet files or globs")
+        raise UserError(f"{where}: `paths` is missing or empty; give a list of .jsonl, .jsonl.gz or .parquet files "
+                        "or globs")
     text = entry.get("text", "text")
     if not (isinstance(text, str) and text):
         raise UserError(f"{where}: `text` must be the name of the field that holds each record's text")

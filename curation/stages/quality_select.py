@@ -42,7 +42,8 @@ def shard_scores(ctx, shard) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """A prepared shard's (record, quality) of the documents still in (decontamination may run before), its
     scores as float64 and which are scored."""
     batches = list(surviving_batches(ctx, shard, BATCH, columns=["record", "quality"]))
-    docs = pa.concat_tables(batches) if batches else PREPARED.select(["record", "quality"]).empty_table()
+    empty = pa.schema([PREPARED.field("record"), PREPARED.field("quality")]).empty_table()
+    docs = pa.concat_tables(batches) if batches else empty
     scores = docs["quality"].to_numpy(zero_copy_only=False).astype(np.float64)
     return docs, scores, ~np.isnan(scores)
 
