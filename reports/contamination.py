@@ -25,22 +25,26 @@ def settings(info: dict) -> str:
 
 
 def per_source(con) -> str:
+    """The sources with contaminated documents (a workspace may have hundreds of sources, most with none)."""
     rows = con.sql("""SELECT source, count(*) FILTER (fate = 'contaminated') AS contaminated, count(*) AS records
-                      FROM funnel GROUP BY source ORDER BY contaminated DESC, source""").fetchall()
-    return ("<h3>Contaminated documents per source</h3>"
+                      FROM funnel GROUP BY source HAVING contaminated > 0
+                      ORDER BY contaminated DESC, source""").fetchall()
+    if not rows:
+        return "<h3>Contaminated documents per source</h3><p>None: no source holds a contaminated document.</p>"
+    return ("<h3>Contaminated documents per source</h3><p class=\"note\">Sources not listed have none.</p>"
             + table(["source", "contaminated", "records", "share"],
-                    [[s, c, n, f"{c / n:.2%}" if n else ""] for s, c, n in rows], "contamination-sources",
-                    numeric={1, 2}))
+                    [[s, c, n, f"{c / n:.2%}"] for s, c, n in rows], "contamination-sources", numeric={1, 2}))
 
 
 def per_set(con, info: dict) -> str:
     counts = dict(con.sql("SELECT eval_set, count(DISTINCT (source, shard, record)) FROM contamination "
                           "GROUP BY 1").fetchall())
-    rows = [[s["name"], counts.get(s["name"], 0), s["documents"], s["ngrams"], s["bits"], s["false_positive_rate"]]
-            for s in info["eval_sets"]]
+    rows = [[s["name"], counts.get(s["name"], 0), s["documents"], s["ngrams"], s["bits"],
+             f"{s['false_positive_rate']:g}"] for s in info["eval_sets"]]
     return ("<h3>Per eval set</h3><p class=\"note\">A document that overlaps several sets counts in each.</p>"
             + table(["eval set", "contaminated documents", "set's documents", "set's n-grams (filter capacity)",
-                     "filter bits", "false positive rate"], rows, "contamination-sets"))
+                     "filter bits", "false positive rate"], rows, "contamination-sets",
+                    numeric={1, 2, 3, 4}))
 
 
 def examples(con) -> str:
