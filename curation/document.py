@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 # Every input record ends in exactly one of these (the funnel's `fate`); `kept` ones are the curated rows.
-FATES = ("kept", "malformed", "filtered", "duplicate", "low_quality")
+FATES = ("kept", "malformed", "filtered", "duplicate", "low_quality", "contaminated")
 SUMMARY_FATES = tuple(f for f in FATES if f != "kept") + ("kept",)  # a summary's columns: removals first, kept last
 
 

@@ -60,6 +60,8 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
     model = path_text(quality_model) if quality_model else None
     if model:
         check_quality_model(model)
+    for eval_set in config.decontaminate.evals if config.decontaminate else ():
+        eval_set.files()  # a missing eval file fails here, before any compute
     for source in config.sources:
         steps_for(source)  # a bad filter option fails here, before any task is sent; no quality step in the client
     return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model)

@@ -2,7 +2,8 @@
 
 - shards:    one row per curated Parquet part;
 - documents: one row per kept document (no text, no token ids);
-- funnel:    one row per input record with its fate, so that inputs == sum of fates per source.
+- funnel:    one row per input record with its fate, so that inputs == sum of fates per source;
+- contamination: one row per contaminated document and eval set it overlaps (empty without [decontaminate]).
 
 documents and funnel are folders of parts, one per shard, written on the workers (curation.manifest_parts); the
 small tables here are written by one task once those are in place.
@@ -15,6 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from curation.document import SUMMARY_FATES
+from curation.schema import CONTAMINATION
+from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
@@ -41,11 +44,18 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     tables (curation.manifest_parts) are in place: run as one task on a worker. `counts` are the shards' counts."""
     ws = ctx.workspace
     sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
+    decontaminated = ctx.config.decontaminate is not None
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
-                "quality_model": ctx.quality_model, "sources": sources}
+                "quality_model": ctx.quality_model, "sources": sources,
+                "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None}
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
     con = duckdb_connect(ws.root)
+    if decontaminated:
+        _copy(con, f"SELECT * FROM read_parquet({literal(DECONTAMINATE.evidence_path(ws))}) ORDER BY ALL",
+              gen.manifest_table("contamination"))
+    else:
+        write_parquet(CONTAMINATION.empty_table(), gen.manifest_table("contamination"))
     _copy(con, f"""
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
         FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
@@ -64,6 +74,12 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
         write_text("\n".join(fingerprints) + "\n", gen.curated / source / "_SUCCESS")
+
+
+def decontamination_info(stats: dict) -> dict:
+    """The decontaminate stage's settings and filters (each set's n-grams, the capacity its filter was sized for,
+    its false positive rate and bits), as curation.json records them."""
+    return {k: v for k, v in stats.items() if k not in ("fingerprint", "finished")}
 
 
 def dedup_report(con, ws: Workspace, counts: list[dict], largest: int = 10) -> dict:

@@ -94,7 +94,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     ws = ctx.workspace
     upstream = {s.key: input_fingerprint(s) for s in shards}
     removals: list[str] = []
-    for stage in stages:
+    for stage in (s for s in stages if s.enabled(ctx)):
         extra = stage.inputs(ctx)
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):

@@ -84,3 +84,20 @@ NEAR_DUPLICATE_CLUSTERS = pa.schema(
         ("oversized", pa.bool_()),  # larger than max_cluster_size: only members close to the survivor removed
     ]
 )
+
+CONTAMINATION = pa.schema(
+    # The evidence of the decontaminate stage: a row per document and eval set it overlaps at the threshold or more
+    # (manifest/contamination.parquet). The document's removal names the set with the largest fraction.
+    [
+        ("source", pa.string()),
+        ("shard", pa.int32()),
+        ("record", pa.int64()),
+        ("doc_id", pa.string()),
+        ("input", pa.string()),
+        ("eval_set", pa.string()),
+        ("matched_ngrams", pa.int64()),
+        ("ngrams", pa.int64()),  # of the paragraph (or document) judged
+        ("fraction", pa.float64()),
+        ("span", pa.string()),  # at most 200 characters of the document where the matches are densest
+    ]
+)

@@ -9,6 +9,7 @@ and readers trust only marked outputs."""
 
 import functools
 import glob
+import gzip
 import hashlib
 import json
 import os
@@ -245,6 +246,23 @@ def read_toml(path) -> dict:
         return tomllib.loads(read_text(path))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: not valid TOML ({err}); fix the syntax") from None
+
+
+RECORD_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")  # what `read_records` reads
+
+
+def read_records(file, field: str) -> list[dict]:
+    """Every record of a small JSON-lines (optionally gzip) or Parquet file, read whole (eval sets); of a
+    Parquet file only `field`, or an empty record per row when it has no such column."""
+    if str(file).endswith(".parquet"):
+        table = read_parquet(file)
+        return table.select([field]).to_pylist() if field in table.column_names else [{}] * max(1, table.num_rows)
+    with open_input(file) as raw:
+        data = gzip.decompress(raw.read()) if str(file).endswith(".gz") else raw.read()
+    try:
+        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    except (ValueError, UnicodeDecodeError) as err:
+        raise UserError(f"{file} is not UTF-8 JSON lines ({err}); fix the file") from None
 
 
 def mark_done(marker, fingerprint: str, stats: dict) -> None:

@@ -6,8 +6,6 @@ sequence is dropped) and scores every target token (positions 1..seq_len of each
 nats of those tokens / ln 2 / `scored_bytes`, the UTF-8 bytes those same tokens decode to: a byte-level BPE
 token's bytes are the characters of its vocabulary string (one per byte); a special token (EOS) covers none."""
 
-import gzip
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +15,12 @@ from tokenizers import Tokenizer
 
 from curation.tokenizer import encode_to_arrow, load_tokenizer
 from loom.errors import UserError
-from loom.io import as_path, expand_glob, is_remote, local_file, open_input, read_parquet, write_parquet
+from loom.io import (RECORD_SUFFIXES, as_path, expand_glob, is_remote, local_file, read_parquet, read_records,
+                     write_parquet)
 from loom.workspace import Generation
 from mixtures.compiled import eval_file
 from mixtures.heldout import source_rows
 from mixtures.spec import EvalSet, MixtureSpec
-
-READERS = (".jsonl", ".jsonl.gz", ".parquet")
 
 
 def compile_evals(spec: MixtureSpec, root: Path, tokenizer: Path, gen: Generation, held_out: pa.Table,
@@ -79,8 +76,8 @@ def read_texts(e: EvalSet, spec: MixtureSpec, root: Path) -> list[str]:
     for file in files:
         if not is_remote(file) and not Path(file).resolve().is_relative_to(Path(root).resolve()):
             raise UserError(f"{where}: {file} leads outside the workspace {root}; copy the file into it")
-        if not str(file).endswith(READERS):
-            raise UserError(f"{where}: {file} is not {', '.join(READERS)}; convert it or fix `path`")
+        if not str(file).endswith(RECORD_SUFFIXES):
+            raise UserError(f"{where}: {file} is not {', '.join(RECORD_SUFFIXES)}; convert it or fix `path`")
         records = read_records(file, e.text)
         missing = next((i for i, r in enumerate(records) if not isinstance(r.get(e.text), str)), None)
         if missing is not None:
@@ -88,18 +85,6 @@ def read_texts(e: EvalSet, spec: MixtureSpec, root: Path) -> list[str]:
                             "(the field that holds each document's text)")
         texts += [r[e.text] for r in records if r[e.text]]
     return texts
-
-
-def read_records(file, field: str) -> list[dict]:
-    if str(file).endswith(".parquet"):
-        table = read_parquet(file)
-        return table.select([field]).to_pylist() if field in table.column_names else [{}] * max(1, table.num_rows)
-    with open_input(file) as raw:
-        data = gzip.decompress(raw.read()) if str(file).endswith(".gz") else raw.read()
-    try:
-        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-    except (ValueError, UnicodeDecodeError) as err:
-        raise UserError(f"{file} is not UTF-8 JSON lines ({err}); fix the file") from None
 
 
 def curated_tokens(e: EvalSet, gen: Generation, held_out: pa.Table) -> pa.ListArray:

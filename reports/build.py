@@ -7,6 +7,7 @@ from loom.io import as_path, write_text
 from loom.workspace import Workspace
 from mixtures import SCHEDULE_FILE
 from reports import mixture, sections
+from reports.contamination import decontamination
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, esc, page
 from reports.views import connect
@@ -21,10 +22,12 @@ def curation_report(root: Path) -> Path:
     stats = sections.source_stats(con)
     colors = workspace_colors(root)
     shown = sections.largest(stats, key=lambda s: s.documents)
+    gen = Workspace(as_path(root)).published()
+    info = sections.load_json(gen.curation_info).get("decontamination") if gen.curation_info.exists() else None
     body = [f"<h1>Curation of {len(stats)} sources</h1>", sections.curation_headline(stats),
-            sections.funnel(stats, colors), sections.distributions(con, shown, colors, list(stats)),
-            sections.spot_checks(con, shown, 0, len(stats))]
-    out = Workspace(as_path(root)).published().curation_report
+            sections.funnel(stats, colors), decontamination(con, views, info),
+            sections.distributions(con, shown, colors, list(stats)), sections.spot_checks(con, shown, 0, len(stats))]
+    out = gen.curation_report
     write_text(page("Loom curation report", body), out)
     return out
 

@@ -14,9 +14,10 @@ from reports.html import esc, number, table
 SPOT_CHARS = 1500
 TOP_N = 10  # sources drawn in a chart; the rest are in the tables
 NEUTRAL = "#6f7f8f"  # charts of no one source: languages, cluster sizes
-REMOVED_COLORS = {"malformed": "#3b3b3b", "filtered": "#6e6e6e", "duplicate": "#9a9a9a", "low_quality": "#e2e2e2"}
+REMOVED_COLORS = {"malformed": "#3b3b3b", "filtered": "#6e6e6e", "duplicate": "#9a9a9a", "low_quality": "#e2e2e2",
+                  "contaminated": "#8c5a3c"}  # a brown among the greys: leaked eval text is worth seeing
 FATE_NAMES = {"kept": "kept", "malformed": "malformed", "filtered": "filtered", "duplicate": "duplicates",
-              "low_quality": "low quality"}
+              "low_quality": "low quality", "contaminated": "contaminated"}
 
 
 @dataclass(frozen=True)
@@ -97,10 +98,11 @@ def source_table(stats: dict[str, SourceStats]) -> str:
     """Every source, alphabetically, sortable and filterable: its funnel and its kept documents."""
     stages = sorted({stage for s in stats.values() for stage in s.stages},
                     key=lambda st: (-sum(s.stages.get(st, 0) for s in stats.values()), st))
-    columns = ["source", "raw", "malformed", *(f"filter: {st}" for st in stages), "duplicates", "low quality", "kept",
+    columns = ["source", "raw", "malformed", *(f"filter: {st}" for st in stages), "duplicates", "low quality", "contaminated", "kept",
                "kept tokens", "median tokens", "mean quality", "main language"]
     rows = [[s.name, s.raw, s.fates.get("malformed", 0), *(s.stages.get(st, 0) for st in stages),
-             s.fates.get("duplicate", 0), s.fates.get("low_quality", 0), s.fates.get("kept", 0), s.tokens or 0,
+             s.fates.get("duplicate", 0), s.fates.get("low_quality", 0), s.fates.get("contaminated", 0),
+             s.fates.get("kept", 0), s.tokens or 0,
              s.median_tokens, s.mean_quality, s.language or ""] for s in stats.values()]
     numeric = set(range(1, len(columns) - 1))
     return (f'<h3>Every source ({len(rows)})</h3><div style="overflow-x: auto">'

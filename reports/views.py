@@ -65,6 +65,8 @@ VIEWS = (
          "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})", published=True),
     View("quality_buckets", "manifest/quality_buckets.parquet",
          "SELECT * FROM read_parquet({ws:manifest/quality_buckets.parquet})", published=True),
+    View("contamination", "manifest/contamination.parquet",
+         "SELECT * FROM read_parquet({ws:manifest/contamination.parquet})", published=True),
     View("mixtures", "mixtures/*/schedule.json", """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint

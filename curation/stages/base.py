@@ -46,6 +46,11 @@ def removals_relation(paths) -> str:
 class ShardStage:
     name = ""
 
+    def enabled(self, ctx) -> bool:
+        """Whether the job runs the stage at all: one that is not configured is left out of the chain, so that
+        the fingerprints of the stages after it are those of a job without it."""
+        return True
+
     def inputs(self, ctx) -> str:
         """A fingerprint of what the stage reads besides the shard's stage before it."""
         return ""
@@ -73,6 +78,9 @@ class GlobalStage:
     name = ""
     on_client = False  # builds its own Dask graph from the client instead of running as one task
     removes = False
+
+    def enabled(self, ctx) -> bool:
+        return True
 
     def inputs(self, ctx) -> str:
         return ""

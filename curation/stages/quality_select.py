@@ -18,14 +18,15 @@ import numpy as np
 import pyarrow as pa
 
 from curation.quality import model_fingerprint
-from curation.schema import QUALITY_BUCKETS, REMOVALS
+from curation.schema import PREPARED, QUALITY_BUCKETS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
-from curation.stages.prepare import PREPARE
-from loom.io import mark_done, read_parquet, remove_tree
+from curation.stages.survivors import surviving_batches
+from loom.io import mark_done, remove_tree
 
 ACCURACY = 0.001  # DDSketch relative accuracy on the odds: about 20,000 bins, ~170 KB a sketch
 EDGE = 1e-9  # scores are clipped to [EDGE, 1 - EDGE] before the odds
+BATCH = 100_000
 
 
 def odds(scores: np.ndarray) -> np.ndarray:
@@ -38,8 +39,11 @@ def probability(odds_value: float) -> float:
 
 
 def shard_scores(ctx, shard) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """A prepared shard's (record, quality), its scores as float64 and which are scored."""
-    docs = read_parquet(PREPARE.part_path(ctx.workspace, shard), columns=["record", "quality"])
+    """A prepared shard's (record, quality) of the documents still in (decontamination may run before), its
+    scores as float64 and which are scored."""
+    batches = list(surviving_batches(ctx, shard, BATCH, columns=["record", "quality"]))
+    empty = pa.schema([PREPARED.field("record"), PREPARED.field("quality")]).empty_table()
+    docs = pa.concat_tables(batches) if batches else empty
     scores = docs["quality"].to_numpy(zero_copy_only=False).astype(np.float64)
     return docs, scores, ~np.isnan(scores)
 
