@@ -10,10 +10,11 @@ the filter stores: each n-gram is hashed once however many filters are asked abo
 
 A document is judged by its paragraphs of at least `min_words` words (or as a whole, `scope = "document"`): its
 overlap with a set is the fraction of its most covered paragraph's n-grams that are in the set. A paragraph is a
-block of text between blank lines; single newlines do not split it, because the bundled docs, the Debian
-reference and many plain-text benchmarks are hard-wrapped at ~76 columns, and a line of ~12 words has only 5
-8-grams, most of which one edited word removes. The price: text whose paragraphs are one line each with no blank
-line between (HTML extraction's) is one block, so a leaked paragraph in it is measured against the whole page."""
+block of text between blank lines, and also each single line of at least `min_words` words. Blocks, because the
+bundled docs, the Debian reference and many plain-text benchmarks are hard-wrapped at ~76 columns, and a line of
+~12 words has only 5 8-grams, most of which one edited word removes; long lines too, because HTML extraction
+writes a paragraph per line with no blank line between, and a leaked paragraph must not be measured against the
+whole page. A hard-wrapped line is shorter than `min_words`, so it is judged only within its block."""
 
 import re
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from curation.config import DecontaminationConfig
 
 WORD = re.compile(r"\w+")
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")  # a blank line, possibly holding spaces
+LINE_BREAK = re.compile(r"\n")
 SPAN_CHARS = 200
 SIGNED = 1 << 127
 
@@ -84,10 +86,11 @@ def load_filter(data: bytes) -> Bloom:
     return Bloom.load_bytes(data, prehashed)
 
 
-def paragraph_ranges(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
-    """[first word, end word) of each paragraph, by the word positions `spans` of `text`."""
+def ranges_between(spans: list[tuple[int, int]], text: str, separator: re.Pattern) -> list[tuple[int, int]]:
+    """[first word, end word) of each piece of `text` between matches of `separator`, by its words' positions
+    `spans`."""
     starts = np.array([s for s, _ in spans], dtype=np.int64)
-    breaks = [m.start() for m in PARAGRAPH_BREAK.finditer(text)]
+    breaks = [m.start() for m in separator.finditer(text)]
     cuts = np.searchsorted(starts, breaks).tolist() if breaks else []
     bounds = [0, *cuts, len(spans)]
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
@@ -104,15 +107,17 @@ class Prepared:
 
 
 def prepare(text: str, config: DecontaminationConfig) -> Prepared:
-    """A text's n-gram hashes and its units: each paragraph of at least `min_words` words (its n-grams wholly
-    inside it), or the whole document when the scope is "document" and it has that many words."""
+    """A text's n-gram hashes and its units: each paragraph (block or long line) of at least `min_words` words
+    (its n-grams wholly inside it), or the whole document when the scope is "document" and it has that many words."""
     tokens, spans = words(text)
     n = config.ngram
     hashes = ngram_hashes(tokens, n)
     if config.scope == "document":
         ranges = [(0, len(tokens))]
     else:
-        ranges = paragraph_ranges(spans, text)
+        blocks = ranges_between(spans, text, PARAGRAPH_BREAK)
+        lines = [r for r in ranges_between(spans, text, LINE_BREAK) if r not in blocks]
+        ranges = blocks + lines
     units = [(a, b - n + 1) for a, b in ranges if b - a >= config.min_words]
     return Prepared(text, spans, hashes, units)
 

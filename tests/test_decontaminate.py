@@ -101,6 +101,18 @@ def test_document_scope_measures_the_whole_document(bundled_documents):
     assert whole.matched == by_paragraph.matched and whole.ngrams > by_paragraph.ngrams
 
 
+def test_a_passage_on_a_line_of_its_own_in_a_page_of_one_line_paragraphs_is_found(bundled_documents):
+    """HTML extraction writes a paragraph per line, no blank line between: a leaked line is judged by itself."""
+    evals = jargon_texts()
+    bloom, _ = eval_filter(evals, 8, 1e-4)
+    passage = next(t for t in evals if len(t.split()) >= 40).replace("\n", " ")
+    page = next(t for t in bundled_documents if "\n\n" not in t and t.count("\n") >= 20 and len(t.split()) > 400)
+    lines = page.split("\n")
+    text = "\n".join(lines[:10] + [passage] + lines[10:])
+    assert overlap(text, bloom, CONFIG).fraction == 1.0
+    assert overlap(page, bloom, CONFIG).fraction < CONFIG.threshold
+
+
 # ---- through a real `loom curate` ----
 
 def write_contaminated_source(root, evals: list[str]) -> None:
