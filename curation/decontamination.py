@@ -23,7 +23,10 @@ import numpy as np
 import xxhash
 from rbloom import Bloom
 
-from curation.config import DecontaminationConfig
+from curation.config import DecontaminationConfig, EvalSetConfig
+from curation.steps.normalize import normalize_text
+from loom.errors import UserError
+from loom.io import read_records
 
 WORD = re.compile(r"\w+")
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")  # a blank line, possibly holding spaces
@@ -65,6 +68,22 @@ def ngram_hashes(tokens: list[str], n: int) -> list[int]:
 def prehashed(value: int) -> int:
     """The filters' hash_func: they are handed hashes (ngram_hash), not n-grams."""
     return value
+
+
+def eval_texts(e: EvalSetConfig) -> list[str]:
+    """The texts of an eval set's records, normalized as curation stores documents."""
+    texts = []
+    for file in e.files():
+        records = read_records(file, e.text)
+        missing = next((i for i, r in enumerate(records) if not isinstance(r.get(e.text), str)), None)
+        if missing is not None:
+            raise UserError(f"eval set '{e.name}': record {missing + 1} of {file} has no text field '{e.text}'; fix "
+                            "`text` in [[decontaminate.eval]] (the field that holds each record's text)")
+        texts += [normalize_text(r[e.text]) for r in records]
+    if not any(text.strip() for text in texts):
+        raise UserError(f"eval set '{e.name}' has no text in {', '.join(e.paths)}; give it records with text in "
+                        f"field '{e.text}'")
+    return texts
 
 
 def new_filter(capacity: int, false_positive_rate: float) -> Bloom:

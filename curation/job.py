@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curation.config import CurationConfig, SourceConfig
+from curation.decontamination import eval_texts
 from curation.quality import check_quality_model
 from curation.readers import source_shards
 from curation.stages.prepare import steps_for
@@ -61,7 +62,7 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
     if model:
         check_quality_model(model)
     for eval_set in config.decontaminate.evals if config.decontaminate else ():
-        eval_set.files()  # a missing eval file fails here, before any compute
+        eval_texts(eval_set)  # a missing file, a record without the text field: here, before any compute
     for source in config.sources:
         steps_for(source)  # a bad filter option fails here, before any task is sent; no quality step in the client
     return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model)

@@ -201,23 +201,26 @@ def test_without_the_table_the_stage_is_left_out(curated_slice):
     assert pq.read_table(published(workspace) / "manifest" / "contamination.parquet").num_rows == 0
 
 
+GOOD_EVAL = 'paths = ["jargon.jsonl"]'
 BAD_TABLES = [
-    ("ngram = 0", "`ngram` must be a whole number"),
-    ("threshold = 1.5", "`threshold` must be a number in (0, 1]"),
-    ('scope = "sentence"', '`scope` must be "paragraph" or "document"'),
-    ("colour = 1", "unknown key 'colour'"),
-    ("", "eval set 'jargon': path 'missing.jsonl' matches no file"),
+    ("ngram = 0", GOOD_EVAL, "`ngram` must be a whole number"),
+    ("threshold = 1.5", GOOD_EVAL, "`threshold` must be a number in (0, 1]"),
+    ('scope = "sentence"', GOOD_EVAL, '`scope` must be "paragraph" or "document"'),
+    ("colour = 1", GOOD_EVAL, "unknown key 'colour'"),
+    ("", 'paths = ["missing.jsonl"]', "eval set 'jargon': path 'missing.jsonl' matches no file"),
+    ("", GOOD_EVAL + '\ntext = "question"', "record 1 of"),  # and names the field; found before any compute
+    ("", 'paths = ["empty.jsonl"]', "eval set 'jargon' has no text"),
 ]
 
 
-@pytest.mark.parametrize("line, message", BAD_TABLES)
-def test_a_bad_decontaminate_table_stops_with_one_line(tmp_path, slice_tokenizer, line, message):
+@pytest.mark.parametrize("line, eval_lines, message", BAD_TABLES)
+def test_a_bad_decontaminate_table_stops_with_one_line(tmp_path, slice_tokenizer, line, eval_lines, message):
     (tmp_path / "ok.jsonl").write_text('{"text": "hello"}\n')
     (tmp_path / "jargon.jsonl").write_text('{"text": "hello"}\n')
-    eval_path = "missing.jsonl" if not line else "jargon.jsonl"
+    (tmp_path / "empty.jsonl").write_text('{"text": ""}\n')
     (tmp_path / "sources.toml").write_text(
         f'[[source]]\nname = "a"\nformat = "jsonl"\npaths = ["ok.jsonl"]\n\n[decontaminate]\n{line}\n'
-        f'[[decontaminate.eval]]\nname = "jargon"\npaths = ["{eval_path}"]\n')
+        f'[[decontaminate.eval]]\nname = "jargon"\n{eval_lines}\n')
     result = run_loom("-w", tmp_path / "ws", "curate", "--sources", tmp_path / "sources.toml", "--tokenizer",
                       slice_tokenizer, check=False, timeout=60)
     lines = result.stderr.strip().splitlines()

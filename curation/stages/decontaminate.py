@@ -16,32 +16,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from curation.config import DecontaminationConfig, EvalSetConfig
-from curation.decontamination import eval_filter, load_filter, prepare, prepared_overlap
+from curation.config import DecontaminationConfig
+from curation.decontamination import eval_filter, eval_texts, load_filter, prepare, prepared_overlap
 from curation.schema import CONTAMINATION, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
-from curation.steps.normalize import normalize_text
-from loom.errors import UserError
-from loom.io import as_path, atomic_path, file_digest, mark_done, read_parquet, read_records, read_text, remove_tree
+from loom.io import as_path, atomic_path, file_digest, mark_done, read_parquet, read_text, remove_tree
 
 BATCH = 1000
 FATE = "contaminated"
-
-
-def eval_texts(e: EvalSetConfig) -> list[str]:
-    """The texts of an eval set's records, normalized as curation stores documents."""
-    texts = []
-    for file in e.files():
-        records = read_records(file, e.text)
-        missing = next((i for i, r in enumerate(records) if not isinstance(r.get(e.text), str)), None)
-        if missing is not None:
-            raise UserError(f"eval set '{e.name}': record {missing + 1} of {file} has no text field '{e.text}'; fix "
-                            "`text` in [[decontaminate.eval]] (the field that holds each record's text)")
-        texts += [normalize_text(r[e.text]) for r in records]
-    return texts
 
 
 def build_filters(config: DecontaminationConfig, folder: Path) -> list[dict]:
