@@ -149,6 +149,11 @@ class Schedule:
             yield batch
 
 
+def schedule_fingerprint(meta: dict) -> str:
+    """One build of a mixture: a run resumes, and an export continues, only on the build they began with."""
+    return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:24]
+
+
 def target_shares(folder: Path, schedule: Schedule) -> dict[str, list[float]]:
     """Each phase's intended share of every component (from the compiler's plan), in schedule order."""
     shares = {p.name: [0.0] * len(schedule.components) for p in schedule.phases}
