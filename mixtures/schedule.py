@@ -129,6 +129,28 @@ class Schedule:
             sequences[positions] = self.epoch_sequence(component, start + np.arange(len(positions)))
         return [(self.components[c], int(s)) for c, s in zip(slots, sequences)]
 
+    def batches(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """The global batches of steps [start, end), one after another, as `batch` gives each: the component index
+        and the sequence index of every position. A component's uses within a phase are consecutive, so its
+        sequences for all those steps are found at once (what an export reads, a chunk of steps at a time)."""
+        components, sequences = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+        step = start
+        while step < end:
+            phase_index = self.phase_of(step)
+            phase = self.phases[phase_index]
+            stop = min(end, phase.end_step)
+            slots = np.concatenate([self.slots(s) for s in range(step, stop)])
+            chosen = np.empty(len(slots), dtype=np.int64)
+            for component in np.unique(slots):
+                positions = np.flatnonzero(slots == component)
+                first = (self._consumed_before_phase[phase_index][component]
+                         + phase.counts[component] * (step - phase.start_step))
+                chosen[positions] = self.epoch_sequence(component, first + np.arange(len(positions)))
+            components.append(slots)
+            sequences.append(chosen)
+            step = stop
+        return np.concatenate(components), np.concatenate(sequences)
+
     def rank_batch(self, step: int, rank: int, world_size: int) -> list[tuple[str, int]]:
         """A rank's contiguous share of the global batch; the global batch itself does not depend on ranks."""
         if self.global_batch % world_size:

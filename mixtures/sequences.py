@@ -63,6 +63,15 @@ class SequenceReader:
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
         return self.read_from(self.indexes[component], sequence, f"component {component}")
 
+    def tokens(self, component: int, sequence: int) -> np.ndarray:
+        """The tokens of `read`, without their sources (what an export writes), as the curated data stores them."""
+        pieces = [self.cache.tokens(*piece) for piece in self.indexes[component].locate(sequence)]
+        tokens = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        if len(tokens) != self.width:
+            raise RuntimeError(f"sequence {sequence} of component {component} has {len(tokens)} tokens, not "
+                               f"{self.width}: the curated data changed under the schedule; rebuild the mixture")
+        return tokens
+
     def read_from(self, index: SequenceIndex, sequence: int, what: str) -> tuple[np.ndarray, np.ndarray]:
         tokens, sources = [], []
         for shard, row, start, length in index.locate(sequence):

@@ -201,25 +201,22 @@ def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: C
     info, schedule = plan.info, plan.schedule
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
     reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources)
-    component_id = {key: i for i, key in enumerate(schedule.components)}
     per_step = schedule.global_batch * info["tokens_per_sequence"]
     on_chunk(first - plan.steps.start, (first - plan.steps.start) * per_step)
     for start in range(first, plan.steps.stop, info["chunk_steps"]):
         end = min(start + info["chunk_steps"], plan.steps.stop)
-        tokens = read_steps(schedule, reader, component_id, start, end, writer.dtype)
+        tokens = read_steps(schedule, reader, start, end, writer.dtype)
         writer.write(start, tokens, np.repeat(np.arange(start, end), schedule.global_batch))
         write_text(json.dumps({"export": info, "next_step": end, "writer": writer.state()}), plan.out / PROGRESS)
         on_chunk(end - plan.steps.start, (end - plan.steps.start) * per_step)
 
 
-def read_steps(schedule: Schedule, reader: SequenceReader, component_id: dict[str, int], start: int, end: int,
-               dtype: np.dtype) -> np.ndarray:
+def read_steps(schedule: Schedule, reader: SequenceReader, start: int, end: int, dtype: np.dtype) -> np.ndarray:
     """The sequences of steps [start, end), a row each, in schedule order."""
-    batch = schedule.global_batch
-    tokens = np.empty(((end - start) * batch, reader.width), dtype=dtype)
-    for i, step in enumerate(range(start, end)):
-        for j, (key, sequence) in enumerate(schedule.batch(step)):
-            tokens[i * batch + j] = reader.read(component_id[key], sequence)[0]
+    components, sequences = schedule.batches(start, end)
+    tokens = np.empty((len(components), reader.width), dtype=dtype)
+    for row, (component, sequence) in enumerate(zip(components.tolist(), sequences.tolist())):
+        tokens[row] = reader.tokens(component, sequence)
     return tokens
 
 
