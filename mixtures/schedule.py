@@ -191,6 +191,10 @@ class SequenceIndex:
     def __init__(self, path_or_table, seq_len: int):
         table = path_or_table if isinstance(path_or_table, pa.Table) else read_parquet(path_or_table)
         self.shards = table["shard"].to_pylist()
+        shards = table["shard"].combine_chunks()
+        encoded = shards if pa.types.is_dictionary(shards.type) else shards.dictionary_encode()
+        self.shard_names = encoded.dictionary.to_pylist()  # each document's shard is shard_names[shard_codes[doc]]
+        self.shard_codes = encoded.indices.to_numpy()
         self.rows = table["row"].to_numpy()
         self.n_tokens = table["n_tokens"].to_numpy()
         self.offsets = table["offset"].to_numpy()

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
-from mixtures import SequenceReader, load_schedule
+from mixtures import RowGroupCache, SequenceReader, load_schedule
+from mixtures.sequences import copy_runs
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)  # Megatron says Transformer Engine and Apex are not installed
@@ -39,15 +40,20 @@ def export(ws, *args, check=True, **kwargs):
 def expected(ws, phase: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """What the trainer reads: every step's global batch in order, each sequence as SequenceReader gives it; and
     the step of each sequence."""
-    folder = ws / "mixtures" / "exportmix"
-    schedule, data = load_schedule(folder, Workspace(ws))
-    sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
-    reader = SequenceReader(schedule, folder, data, sources)
+    schedule, reader = reader_of(ws)
     component = {key: i for i, key in enumerate(schedule.components)}
     first, end = next(((p.start_step, p.end_step) for p in schedule.phases if p.name == phase), (0, schedule.steps))
     rows = [(step, reader.read(component[key], sequence)[0]) for step in range(first, end)
             for key, sequence in schedule.batch(step)]
     return np.stack([tokens for _, tokens in rows]), np.array([step for step, _ in rows])
+
+
+def reader_of(ws):
+    """The mixture's schedule, and the trainer's reader of its sequences."""
+    folder = ws / "mixtures" / "exportmix"
+    schedule, data = load_schedule(folder, Workspace(ws))
+    sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
+    return schedule, SequenceReader(schedule, folder, data, sources)
 
 
 def sidecar(folder) -> dict:
@@ -84,6 +90,54 @@ def test_every_format_read_back_by_its_own_reader_is_the_trainers_stream(export_
         assert (info["steps"]["start"], info["steps"]["end"]) == (steps[0], steps[-1] + 1)
         assert info["sequences"] == len(want) and info["tokens"] == want.size and info["vocab_size"] == 2000
         assert [p["name"] for p in info["phases"]] == ([phase] if phase else ["pretrain", "midtrain"])
+
+
+@pytest.mark.parametrize("row_group_rows", [None, 3])
+def test_gather_reads_what_read_reads_one_sequence_at_a_time(export_ws, tmp_path, row_group_rows):
+    """SequenceReader.gather (what an export reads a chunk with) against `read`: every sequence of every component,
+    shuffled, twice, the components interleaved, with the curated parts as written and rewritten in row groups of 3
+    rows read through a cache of 2 (sequences across row groups, row groups read again after eviction)."""
+    schedule, reader = reader_of(export_ws)
+    components = np.repeat(np.arange(len(schedule.components)), schedule.available)
+    sequences = np.concatenate([np.arange(n) for n in schedule.available])
+    order = np.random.default_rng(0).permutation(np.tile(np.arange(len(sequences)), 2))
+    components, sequences = components[order], sequences[order]
+    want = np.stack([reader.read(c, s)[0] for c, s in zip(components.tolist(), sequences.tolist())])
+    pieces = [reader.indexes[c].locate(s) for c, s in zip(components.tolist(), sequences.tolist())]
+    assert max(map(len, pieces)) >= 3 and any(len({shard for shard, *_ in p}) > 1 for p in pieces)
+    if row_group_rows:
+        reader.cache = RowGroupCache(rewritten_in_row_groups(reader.cache.root, tmp_path, row_group_rows), capacity=2)
+
+    assert np.array_equal(reader.gather(components, sequences, np.int64), want)
+    assert np.array_equal(reader.gather(components, sequences, np.uint16), want.astype(np.uint16))
+    assert reader.gather(components[:0], sequences[:0], np.int64).shape == (0, reader.width)
+    beyond = schedule.available[0] + 1  # past the end of component 0's tokens
+    with pytest.raises(RuntimeError, match="changed under the schedule"):
+        reader.gather(np.array([1, 0]), np.array([0, beyond]), np.int64)
+
+
+@pytest.mark.parametrize("longest", [8, 400])  # one fancy index for short runs, a slice each for long ones
+def test_copy_runs_copies_every_run_to_its_place(longest):
+    rng = np.random.default_rng(longest)
+    lengths = rng.integers(0, longest, 300)  # some runs empty
+    source = rng.integers(0, 60_000, 100_000).astype(np.uint32)
+    starts = rng.integers(0, len(source) - longest, len(lengths))
+    order = rng.permutation(len(lengths))  # runs land in the target in another order than they are given
+    target_starts = np.empty_like(lengths)
+    target_starts[order] = np.cumsum(lengths[order]) - lengths[order]
+    target = np.zeros(lengths.sum(), dtype=np.uint16)
+    copy_runs(source, starts, target, target_starts, lengths)
+    want = np.concatenate([source[starts[i] : starts[i] + lengths[i]] for i in order]).astype(np.uint16)
+    assert np.array_equal(target, want)
+
+
+def rewritten_in_row_groups(root, tmp_path, rows: int):
+    """A copy of a generation's curated parts, the same rows in row groups of `rows`."""
+    for part in root.glob("curated/*/part-*.parquet"):
+        copy = tmp_path / part.relative_to(root)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pq.read_table(part), copy, row_group_size=rows)
+    return tmp_path
 
 
 @pytest.mark.parametrize("fmt", ["megatron", "parquet"])

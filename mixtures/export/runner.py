@@ -213,11 +213,7 @@ def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: C
 
 def read_steps(schedule: Schedule, reader: SequenceReader, start: int, end: int, dtype: np.dtype) -> np.ndarray:
     """The sequences of steps [start, end), a row each, in schedule order."""
-    components, sequences = schedule.batches(start, end)
-    tokens = np.empty((len(components), reader.width), dtype=dtype)
-    for row, (component, sequence) in enumerate(zip(components.tolist(), sequences.tolist())):
-        tokens[row] = reader.tokens(component, sequence)
-    return tokens
+    return reader.gather(*schedule.batches(start, end), dtype)
 
 
 def read_json(path: Path) -> dict | None:
