@@ -118,6 +118,10 @@ class Workspace:
     def run_dir(self, name: str) -> Path:
         return self.runs / name
 
+    def export_dir(self, name: str) -> Path:
+        """A mixture's exports (`loom mix export`): one folder per format, and per phase when one is exported."""
+        return self.root / "exports" / name
+
     def ladder_dir(self, name: str) -> Path:
         """A ladder's folder: ladder.toml as resolved, fit.json, points.parquet, report.html, logs/."""
         return self.root / "ladders" / name

@@ -7,11 +7,13 @@ from loom.workspace import Generation, Workspace
 from mixtures.compile import check_current, compile_mixture
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, read_plan
 from mixtures.manifest import shard_sources
-from mixtures.schedule import Schedule, SequenceIndex, target_shares
+from mixtures.schedule import Schedule, SequenceIndex, schedule_fingerprint, target_shares
+from mixtures.sequences import RowGroupCache, SequenceReader
 from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
-__all__ = ["PLAN_FILE", "SCHEDULE_FILE", "MixtureSpec", "Schedule", "SequenceIndex", "compile_mixture", "find_spec",
-           "load_schedule", "load_spec", "read_plan", "shard_sources", "spec_files", "target_shares"]
+__all__ = ["PLAN_FILE", "SCHEDULE_FILE", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex", "SequenceReader",
+           "compile_mixture", "find_spec", "load_schedule", "load_spec", "read_plan", "schedule_fingerprint", "shard_sources",
+           "spec_files", "target_shares"]
 
 
 def load_schedule(folder: Path, layout: Workspace) -> tuple[Schedule, Generation]:

@@ -129,6 +129,28 @@ class Schedule:
             sequences[positions] = self.epoch_sequence(component, start + np.arange(len(positions)))
         return [(self.components[c], int(s)) for c, s in zip(slots, sequences)]
 
+    def batches(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """The global batches of steps [start, end), one after another, as `batch` gives each: the component index
+        and the sequence index of every position. A component's uses within a phase are consecutive, so its
+        sequences for all those steps are found at once (what an export reads, a chunk of steps at a time)."""
+        components, sequences = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+        step = start
+        while step < end:
+            phase_index = self.phase_of(step)
+            phase = self.phases[phase_index]
+            stop = min(end, phase.end_step)
+            slots = np.concatenate([self.slots(s) for s in range(step, stop)])
+            chosen = np.empty(len(slots), dtype=np.int64)
+            for component in np.unique(slots):
+                positions = np.flatnonzero(slots == component)
+                first = (self._consumed_before_phase[phase_index][component]
+                         + phase.counts[component] * (step - phase.start_step))
+                chosen[positions] = self.epoch_sequence(component, first + np.arange(len(positions)))
+            components.append(slots)
+            sequences.append(chosen)
+            step = stop
+        return np.concatenate(components), np.concatenate(sequences)
+
     def rank_batch(self, step: int, rank: int, world_size: int) -> list[tuple[str, int]]:
         """A rank's contiguous share of the global batch; the global batch itself does not depend on ranks."""
         if self.global_batch % world_size:
@@ -149,6 +171,11 @@ class Schedule:
             yield batch
 
 
+def schedule_fingerprint(meta: dict) -> str:
+    """One build of a mixture: a run resumes, and an export continues, only on the build they began with."""
+    return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:24]
+
+
 def target_shares(folder: Path, schedule: Schedule) -> dict[str, list[float]]:
     """Each phase's intended share of every component (from the compiler's plan), in schedule order."""
     shares = {p.name: [0.0] * len(schedule.components) for p in schedule.phases}
@@ -164,6 +191,10 @@ class SequenceIndex:
     def __init__(self, path_or_table, seq_len: int):
         table = path_or_table if isinstance(path_or_table, pa.Table) else read_parquet(path_or_table)
         self.shards = table["shard"].to_pylist()
+        shards = table["shard"].combine_chunks()
+        encoded = shards if pa.types.is_dictionary(shards.type) else shards.dictionary_encode()
+        self.shard_names = encoded.dictionary.to_pylist()  # each document's shard is shard_names[shard_codes[doc]]
+        self.shard_codes = encoded.indices.to_numpy()
         self.rows = table["row"].to_numpy()
         self.n_tokens = table["n_tokens"].to_numpy()
         self.offsets = table["offset"].to_numpy()

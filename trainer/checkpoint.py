@@ -7,7 +7,6 @@ A run folder on an object store gets the same objects through DCP's fsspec write
 is one upload, the state file is one PUT after every rank has finished (the commit, as locally), and old
 checkpoints are removed object by object."""
 
-import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -22,10 +21,6 @@ from trainer.distributed import in_group
 STATE_FILE = "trainer_state.json"
 SPIKES = "spike_detector"  # the spike detector's running history, in the state file
 KEEP = 2
-
-
-def schedule_fingerprint(meta: dict) -> str:
-    return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:

@@ -1,26 +1,19 @@
-"""Batches for a rank, straight from a compiled schedule: which sequences (schedule), where their tokens lie
-(the sequence index), and the curated Parquet rows themselves, read a row group at a time and kept in a small
-cache, never the whole dataset. A background thread prepares the next steps while the model trains.
-
-On an object store a row group miss is one ranged read of that row group's `input_ids` column chunk (after the
-part's footer, once per part per process): a rank fetches only the tokens it reads, never a part's text nor the
-rows other ranks read."""
+"""Batches for a rank, straight from a compiled schedule: which sequences (schedule), and their tokens read
+through the mixture's SequenceReader (the curated Parquet a row group at a time, in a small cache, never the
+whole dataset). A background thread prepares the next steps while the model trains."""
 
 import queue
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import torch
 
-from loom.io import as_path, parquet_row_groups, read_parquet
-from loom.workspace import Generation
-from mixtures import Schedule, SequenceIndex, shard_sources
+from loom.io import as_path, read_parquet
+from mixtures import Schedule, SequenceIndex, SequenceReader
 
 
 @dataclass
@@ -31,65 +24,6 @@ class Batch:
     sources: torch.Tensor  # (sequences, seq_len): the source id of each target token
     components: torch.Tensor  # (sequences,): the mixture component each sequence was drawn for
     counted: torch.Tensor | None = None  # (sequences,) bool, evaluation only: False for a rank's padding
-
-
-class RowGroupCache:
-    """`input_ids` of curated rows, by (shard, row): one Parquet row group read per miss, the last
-    `capacity` row groups kept."""
-
-    def __init__(self, root: Path, capacity: int = 16):
-        self.root, self.capacity = as_path(root), capacity
-        self._files: dict[str, tuple[pq.ParquetFile, np.ndarray]] = {}
-        self._groups: OrderedDict = OrderedDict()
-
-    def _file(self, shard: str):
-        if shard not in self._files:
-            file = parquet_row_groups(self.root / shard)
-            starts = np.cumsum([0] + [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)])
-            self._files[shard] = (file, starts)
-        return self._files[shard]
-
-    def tokens(self, shard: str, row: int, start: int, length: int) -> np.ndarray:
-        file, starts = self._file(shard)
-        group = int(np.searchsorted(starts, row, side="right")) - 1
-        key = (shard, group)
-        if key in self._groups:
-            self._groups.move_to_end(key)
-        else:
-            column = file.read_row_group(group, columns=["input_ids"]).column("input_ids").combine_chunks()
-            self._groups[key] = (column.offsets.to_numpy(), column.values.to_numpy())
-            if len(self._groups) > self.capacity:
-                self._groups.popitem(last=False)
-        offsets, values = self._groups[key]
-        begin = offsets[row - starts[group]] + start
-        return values[begin : begin + length]
-
-
-class SequenceReader:
-    """The tokens of any sequence of any component, with the source of each token (its index in `sources`)."""
-
-    def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str]):
-        meta = schedule.meta
-        self.width = meta["seq_len"] + 1
-        self.folder = as_path(folder)
-        self.indexes = [SequenceIndex(self.folder / c["file"], meta["seq_len"]) for c in meta["components"]]
-        self.source_id = {name: i for i, name in enumerate(sources)}
-        self.shard_source = shard_sources(data)
-        self.cache = RowGroupCache(data.root)
-
-    def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.read_from(self.indexes[component], sequence, f"component {component}")
-
-    def read_from(self, index: SequenceIndex, sequence: int, what: str) -> tuple[np.ndarray, np.ndarray]:
-        tokens, sources = [], []
-        for shard, row, start, length in index.locate(sequence):
-            tokens.append(self.cache.tokens(shard, row, start, length))
-            sources.append(np.full(length, self.source_id[self.shard_source[shard]], dtype=np.int64))
-        tokens, sources = np.concatenate(tokens).astype(np.int64), np.concatenate(sources)
-        if len(tokens) != self.width:
-            raise RuntimeError(f"sequence {sequence} of {what} has {len(tokens)} tokens, not "
-                               f"{self.width}: the curated data changed under the schedule; rebuild the mixture")
-        return tokens, sources
 
 
 def collate(step: int, pieces: list[tuple[int, np.ndarray, np.ndarray]], counted: list[bool] | None = None) -> Batch:

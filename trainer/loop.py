@@ -14,11 +14,11 @@ import torch
 from loom.errors import UserError
 from loom.io import as_path
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE, load_schedule, target_shares
+from mixtures import SCHEDULE_FILE, SequenceReader, load_schedule, schedule_fingerprint, target_shares
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients
 from trainer.config import TrainConfig, lr_schedule, model_config
-from trainer.data import RankLoader, SequenceReader, eval_set_batches, validation_batches
+from trainer.data import RankLoader, eval_set_batches, validation_batches
 from trainer.distributed import BF16_AUTOCAST, Ranks, precision, setup, teardown, wrap
 from trainer.evaluation import StepMetrics, evaluate, per_source
 from trainer.model import Transformer, count_parameters, flops_per_token
@@ -56,7 +56,7 @@ class Run:
         self.midtrain_start = self.schedule.phases[-1].start_step
         self.lr = lr_schedule(config, self.schedule.steps, self.midtrain_start)
         self.end_step = min(self.schedule.steps, config.max_steps or self.schedule.steps)
-        self.fingerprint = checkpoint.schedule_fingerprint(meta)
+        self.fingerprint = schedule_fingerprint(meta)
         self.target_shares = target_shares(folder, self.schedule)
         self.resume_step = 0  # the step of the checkpoint resumed from
         self.resume_from = self._check_run_folder()

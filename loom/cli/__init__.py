@@ -2,7 +2,7 @@
 
 import click
 
-from loom.cli import curate, ladder, mix, quality, quickstart, report, search, sql, tokenizer, train
+from loom.cli import curate, ladder, mix, mix_export, quality, quickstart, report, search, sql, tokenizer, train
 from loom.cli.console import LoomGroup
 from loom.errors import UserError
 from loom.io import check_reachable
@@ -29,6 +29,7 @@ def cli(ctx, workspace):
 
 
 mix.mix.add_command(search.search)
+mix.mix.add_command(mix_export.export)
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, sql.sql, train.train,
                 ladder.ladder, quickstart.quickstart):
     cli.add_command(command)

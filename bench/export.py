@@ -1,0 +1,107 @@
+"""`loom mix export` throughput of each format against reading the same curated tokens raw, side by side.
+
+Export: `mixtures.export.plan_export` + `run_export` (what `loom mix export` runs, without the progress bar) of a
+compiled mixture into a fresh folder per format, timed from the first chunk to export.json; its tokens are the
+mixture's (every step's global batch of seq_len + 1 tokens, epochs repeated as the schedule says).
+Raw: every curated part of the published generation read with pyarrow (`input_ids` only) and flattened to one
+numpy array of token ids: the fastest a reader of those Parquet files gets the tokens, with no order to follow.
+Each is run `--repeat` times, in rounds of raw and every format one after another (a change of load on a shared
+machine then hits them all), and its best kept. Prints tokens/s of each, and last the worst format's ratio to
+raw (the target is >= 0.5x).
+
+An export reads what raw reads (the row groups its chunk touches, each once a chunk) and writes it again: Megatron
+and numpy append the tokens to a file, Parquet encodes and compresses them, which costs about as much as raw's
+decoding, so the Parquet export is the slowest and stays under 0.5x of raw on one core.
+Latest (bundled corpora, `sample`: 2.0M tokens in one chunk; 2 cores shared, load average 3.4; best of 7 rounds):
+raw 61M tokens/s, megatron 35M (0.57x), numpy 37M (0.60x), parquet 23M (0.37x).
+
+    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5]
+
+Without --workspace it runs `loom quickstart` into a temporary one first (a few minutes, untimed).
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
+
+from loom.workspace import Workspace
+from mixtures.export import FORMATS, plan_export, run_export
+
+
+def workspace(given: str | None, tmp: Path) -> Path:
+    if given:
+        return Path(given).resolve()
+    ws = tmp / "ws"
+    subprocess.run([sys.executable, "-m", "loom", "-w", str(ws), "quickstart"], check=True,
+                   stdout=subprocess.DEVNULL)  # curates the bundled corpora and builds `sample`
+    return ws
+
+
+def export_seconds(ws: Workspace, mixture: str, fmt: str) -> tuple[float, int]:
+    out = ws.root / "exports" / "bench" / fmt
+    shutil.rmtree(out, ignore_errors=True)
+    plan = plan_export(ws, mixture, fmt, out=str(out))
+    began = time.perf_counter()
+    run_export(plan)
+    seconds = time.perf_counter() - began
+    shutil.rmtree(out)
+    return seconds, plan.info["tokens"]
+
+
+def raw_seconds(ws: Workspace) -> tuple[float, int]:
+    parts = sorted(ws.published().curated.glob("*/part-*.parquet"))
+    began = time.perf_counter()
+    tokens = 0
+    for part in parts:
+        ids = pq.read_table(part, columns=["input_ids"])["input_ids"].combine_chunks()
+        tokens += len(ids.flatten().to_numpy(zero_copy_only=False))
+    return time.perf_counter() - began, tokens
+
+
+def best_of_rounds(measures: dict, repeat: int) -> dict[str, tuple[float, int]]:
+    """Each measure's fastest run, over `repeat` rounds of every measure one after another: on a busy machine a
+    change of load hits all of them, not one."""
+    runs = {name: [] for name in measures}
+    for _ in range(repeat):
+        for name, measure in measures.items():
+            runs[name].append(measure())
+    return {name: min(found) for name, found in runs.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workspace")
+    parser.add_argument("--mixture", default="sample")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}; {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace(workspace(args.workspace, Path(tmp)))
+        measures = {"raw pyarrow input_ids": lambda: raw_seconds(ws)}
+        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt)) for fmt in FORMATS}
+        fastest = best_of_rounds(measures, args.repeat)
+    raw_s, raw_tokens = fastest.pop("raw pyarrow input_ids")
+    raw_rate = raw_tokens / raw_s
+    print(f"{'reader':<22}{'tokens':>14}{'seconds':>10}{'tokens/s':>16}{'vs raw':>9}")
+    print(f"{'raw pyarrow input_ids':<22}{raw_tokens:>14,}{raw_s:>10.3f}{raw_rate:>16,.0f}{1:>8.2f}x")
+    ratios = {}
+    for name, (seconds, tokens) in fastest.items():
+        ratios[name] = tokens / seconds / raw_rate
+        print(f"{name:<22}{tokens:>14,}{seconds:>10.3f}{tokens / seconds:>16,.0f}{ratios[name]:>8.2f}x")
+    print(f"load average at end: {open('/proc/loadavg').read().split()[:3]}")
+    worst = min(ratios, key=ratios.get)
+    print(f"worst export / raw Parquet read: {ratios[worst]:.2f}x ({worst}; target >= 0.5x)")
+
+
+if __name__ == "__main__":
+    main()

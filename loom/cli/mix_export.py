@@ -1,0 +1,68 @@
+"""`loom mix export NAME --format megatron|numpy|parquet`: a compiled mixture's sequences, in the order `loom train`
+reads them, in a file another trainer reads."""
+
+from contextlib import contextmanager, nullcontext
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from loom.cli.console import Interrupted, console, note
+from loom.lock import exclusive
+from loom.workspace import Workspace
+
+FORMAT_NAMES = ("megatron", "numpy", "parquet")  # mixtures.export.FORMATS, named here so `--help` imports nothing
+
+
+@click.command("export")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(FORMAT_NAMES), required=True,
+              help="megatron: Megatron-LM's .bin/.idx; numpy: a flat token file (nanoGPT, OLMo); parquet: parts of "
+                   "input_ids rows (HF datasets)")
+@click.option("--phase", metavar="PHASE", help="Export only this phase's steps (e.g. midtrain)")
+@click.option("--out", metavar="DIR", help="Output folder inside the workspace [default: WORKSPACE/exports/NAME/"
+                                           "FORMAT[-PHASE]]")
+@click.option("--chunk-steps", type=click.IntRange(min=1), metavar="N",
+              help="Steps written between progress records (what a resumed export redoes at most; one Parquet part "
+                   "each) [default: about 8M tokens' worth]")
+@click.pass_obj
+def export(ws: Workspace, name, fmt, phase, out, chunk_steps):
+    """Write the compiled mixture NAME's training sequences in schedule order: step by step, each step's global
+    batch, each sequence seq_len + 1 tokens. A killed export resumes when run again."""
+    from mixtures.export import is_finished, plan_export, run_export
+
+    plan = plan_export(ws, name, fmt, phase, out, chunk_steps)
+    info = plan.info
+    with exclusive(ws.lock_file(plan.lock_target), f"the export {plan.out}", note):
+        bar = nullcontext(lambda steps, tokens: None) if is_finished(plan) else export_progress(plan)
+        with bar as on_chunk:
+            try:
+                result = run_export(plan, on_chunk, note)
+            except KeyboardInterrupt:
+                raise Interrupted("interrupted; run the same command again to go on from the last chunk") from None
+    if result.finished_already:
+        console.print(f"The {fmt} export of '{name}' is finished already for this build of the mixture (schedule "
+                      f"{info['schedule_fingerprint']}); nothing to do")
+    if result.resumed_at is not None:
+        console.print(f"Resumed at step {result.resumed_at:,}")
+    console.print(f"Exported {info['sequences']:,} sequences of {info['tokens_per_sequence']} tokens "
+                  f"({info['tokens']:,} tokens, steps {info['steps']['start']:,}-{info['steps']['end'] - 1:,}, "
+                  f"{info['dtype']}) to {result.out}", soft_wrap=True)
+    for shown, size in shown_files(result.files):
+        console.print(f"  {shown:<34} {size:>16,} bytes", soft_wrap=True, markup=False)
+
+
+def shown_files(files: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The files with their sizes; Parquet parts as one line, their count and total."""
+    parts = [size for name, size in files if name.endswith(".parquet")]
+    others = [(name, size) for name, size in files if not name.endswith(".parquet")]
+    return ([(f"data/part-*.parquet ({len(parts):,} parts)", sum(parts))] if parts else []) + others
+
+
+@contextmanager
+def export_progress(plan):
+    """Yields `on_chunk(steps, tokens)`: one rich bar counting steps, with the tokens written."""
+    with Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
+                  TextColumn("{task.fields[tokens]:,} / {task.fields[total_tokens]:,} tokens"), TimeRemainingColumn(),
+                  console=console) as bars:
+        task = bars.add_task("export", total=len(plan.steps), tokens=0, total_tokens=plan.info["tokens"])
+        yield lambda done, written: bars.update(task, completed=done, tokens=written)

@@ -1,0 +1,58 @@
+"""Parquet parts, `data/part-NNNNN.parquet`, one per chunk of steps: a row per sequence, its `input_ids`
+(list<int32>, seq_len + 1 ids) and its `step`, rows in schedule order and parts in name order. The parts have
+their own folder so that readers given a folder (`datasets.load_dataset("parquet", data_dir=".../data")`,
+`pyarrow.parquet.read_table(".../data")`) find nothing else there: both would try export.json as Parquet.
+A part appears whole or not at all (a temporary name, then a rename), so resuming rewrites only the parts after
+the last one recorded. Snappy, not zstd: a part of the bundled corpora's tokens is 6% larger and written 1.5x
+faster (what pyarrow and HF datasets write by default)."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from loom.io import atomic_path
+from loom.workspace import part_name
+from mixtures.export.writer import FormatWriter, fsync_path
+
+PARTS_DIR = "data"
+PART = re.compile(r"part-\d{5,}\.parquet")
+SCHEMA = pa.schema([("input_ids", pa.list_(pa.int32())), ("step", pa.int64())])
+
+
+class ParquetWriter(FormatWriter):
+    name = "parquet"
+
+    def __init__(self, folder: Path, dtype: np.dtype, width: int):
+        super().__init__(folder, np.dtype(np.int32), width)
+        self.parts = 0
+
+    def files(self) -> list[str]:
+        parts = self.folder / PARTS_DIR
+        return sorted(f"{PARTS_DIR}/{p.name}" for p in parts.glob("part-*.parquet") if PART.fullmatch(p.name))
+
+    def owns(self, name: str) -> bool:
+        return name == PARTS_DIR
+
+    def clear(self) -> None:
+        for name in self.files():
+            (self.folder / name).unlink()
+
+    def resume(self, state: dict | None) -> None:
+        self.parts = state["parts"] if state else 0
+        for name in self.files()[self.parts:]:  # written after the last record
+            (self.folder / name).unlink()
+
+    def write(self, first_step: int, tokens: np.ndarray, steps: np.ndarray) -> None:
+        flat = pa.array(np.ascontiguousarray(tokens, dtype=np.int32).reshape(-1))
+        offsets = pa.array(np.arange(0, tokens.size + 1, self.width, dtype=np.int32))
+        table = pa.table([pa.ListArray.from_arrays(offsets, flat), pa.array(steps, pa.int64())], schema=SCHEMA)
+        with atomic_path(self.folder / PARTS_DIR / part_name(self.parts)) as tmp:
+            pq.write_table(table, tmp, compression="snappy")
+            fsync_path(tmp)
+        self.parts += 1
+
+    def state(self) -> dict:
+        return {"parts": self.parts}

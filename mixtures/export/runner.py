@@ -1,0 +1,227 @@
+"""`loom mix export`: a compiled mixture's training sequences, in schedule order, written in a format another
+trainer reads. Step by step, each step's global batch in `Schedule.batch` order, each sequence the seq_len + 1
+tokens `SequenceReader.read` gives: a trainer reading the export front to back sees what `loom train` would.
+
+The export streams a chunk of steps at a time (about CHUNK_TOKENS tokens; never the whole mixture in memory).
+After each chunk is on disk, progress.json records how far the files go; a killed export rerun cuts its files
+back to that record and goes on, ending byte for byte as an uninterrupted one. export.json, written last, says
+what the export is (the same fields for every format) and that it is finished: a rerun with the same schedule
+fingerprint does nothing; a mixture rebuilt since starts the export again."""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from curation.tokenizer import load_tokenizer
+from loom.errors import UserError
+from loom.io import TEMPORARY_GLOB, remove_temporary_files, write_text
+from loom.names import check_name
+from loom.workspace import Generation, Workspace
+from mixtures import SCHEDULE_FILE, Schedule, SequenceReader, load_schedule, load_spec, schedule_fingerprint
+from mixtures.compiled import SPEC_FILE
+from mixtures.export.megatron import MegatronWriter, megatron_dtype
+from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
+from mixtures.export.parquet_parts import ParquetWriter
+from mixtures.export.writer import FormatWriter
+
+FORMATS = {  # name -> (writer, the token dtype for a vocabulary size)
+    "megatron": (MegatronWriter, megatron_dtype),
+    "numpy": (NumpyWriter, numpy_dtype),
+    "parquet": (ParquetWriter, lambda vocab_size: np.dtype(np.int32)),
+}
+SIDECAR = "export.json"
+PROGRESS = "progress.json"
+CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """An export made concrete and checked: where it goes, which steps, and what its sidecar will say."""
+    out: Path
+    workspace: Path
+    mixture_dir: Path
+    schedule: Schedule = field(repr=False)
+    data: Generation
+    info: dict  # export.json
+
+    @property
+    def steps(self) -> range:
+        return range(self.info["steps"]["start"], self.info["steps"]["end"])
+
+    @property
+    def lock_target(self) -> str:
+        """The lock's name in WORKSPACE/locks/: one per output folder."""
+        return "export-" + str(self.out.relative_to(self.workspace)).replace("/", "+")
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    files: list[tuple[str, int]]  # (name, bytes), export.json last
+    sequences: int
+    tokens: int
+    finished_already: bool = False  # a rerun of a finished export: nothing was written
+    resumed_at: int | None = None  # the step a killed export went on from
+
+
+def plan_export(ws: Workspace, name: str, fmt: str, phase: str | None = None, out: str | None = None,
+                chunk_steps: int | None = None) -> ExportPlan:
+    """Every check before anything is written: the workspace, the mixture, the phase, the output folder."""
+    check_name("mixture", name)
+    if ws.remote:
+        raise UserError(f"`loom mix export` writes to a local workspace only ({ws.root} is on a store); copy it to a "
+                        "local folder and export there")
+    folder = ws.mixture_dir(name)
+    if not (folder / SCHEDULE_FILE).is_file():
+        raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}` first")
+    try:
+        schedule, data = load_schedule(folder, ws)
+    except FileNotFoundError as err:
+        raise UserError(f"cannot read the curated data of mixture '{name}': {err}; run `loom curate` and "
+                        f"`loom mix build {name}` again") from None
+    start, end = phase_steps(schedule, phase)
+    target = output_folder(ws, name, fmt, phase, out)
+    width = schedule.meta["seq_len"] + 1
+    steps_per_chunk = chunk_steps or max(1, CHUNK_TOKENS // (schedule.global_batch * width))
+    info = sidecar(schedule, fmt, start, end, steps_per_chunk, eos_id(ws, folder))
+    check_holds_only_an_export(target, writer_for(fmt, target, info))
+    return ExportPlan(target, Path(ws.root).resolve(), folder, schedule, data, info)
+
+
+def phase_steps(schedule: Schedule, phase: str | None) -> tuple[int, int]:
+    if phase is None:
+        return 0, schedule.steps
+    found = next((p for p in schedule.phases if p.name == phase), None)
+    if found is None:
+        names = ", ".join(p.name for p in schedule.phases)
+        raise UserError(f"mixture '{schedule.meta['name']}' has no phase '{phase}'; its phases are {names}")
+    return found.start_step, found.end_step
+
+
+def output_folder(ws: Workspace, name: str, fmt: str, phase: str | None, out: str | None) -> Path:
+    """WORKSPACE/exports/NAME/FORMAT[-PHASE], or --out, which must lead to a folder inside the workspace."""
+    root = Path(ws.root).resolve()
+    if out is None:
+        return ws.export_dir(name).resolve() / (fmt + (f"-{phase}" if phase else ""))
+    folder = Path(out).expanduser().resolve()
+    if not folder.is_relative_to(root):
+        raise UserError(f"--out {out} leads outside the workspace {root} (Loom writes only inside it); name a folder "
+                        f"in it, e.g. {root / 'exports' / name / fmt}")
+    return folder
+
+
+def check_holds_only_an_export(folder: Path, writer: FormatWriter) -> None:
+    """A folder an export restarts in loses its export files: refuse one that holds anything else."""
+    if not folder.is_dir():
+        return
+    others = sorted(p.name for p in folder.iterdir() if not (writer.owns(p.name) or p.name in (SIDECAR, PROGRESS)
+                                                             or p.match(TEMPORARY_GLOB)))
+    if others:
+        raise UserError(f"{folder} holds other files than a {writer.name} export ({', '.join(others[:3])}); name an "
+                        "empty folder, or the folder of a former export, with --out")
+
+
+def eos_id(ws: Workspace, folder: Path) -> int:
+    """The end-of-sequence id of the tokenizer the mixture was built with (the spec's, as resolved)."""
+    return load_tokenizer(str(ws.root / load_spec(folder / SPEC_FILE).tokenizer))[1]
+
+
+def sidecar(schedule: Schedule, fmt: str, start: int, end: int, chunk_steps: int, eos: int) -> dict:
+    """export.json: what the export is, the same fields for every format."""
+    meta = schedule.meta
+    _, dtype_for = FORMATS[fmt]
+    width = meta["seq_len"] + 1
+    sequences = (end - start) * schedule.global_batch
+    phases = [{"name": p.name, "start_step": max(p.start_step, start), "end_step": min(p.end_step, end)}
+              for p in schedule.phases if p.start_step < end and p.end_step > start]
+    return {"mixture": meta["name"], "format": fmt, "dtype": dtype_for(meta["vocab_size"]).name,
+            "seq_len": meta["seq_len"], "tokens_per_sequence": width, "global_batch": schedule.global_batch,
+            "steps": {"start": start, "end": end}, "sequences": sequences, "tokens": sequences * width,
+            "eos_id": eos, "vocab_size": meta["vocab_size"], "schedule_fingerprint": schedule_fingerprint(meta),
+            "phases": phases, "chunk_steps": chunk_steps,
+            "order": "step by step from steps.start; each step's global batch in the schedule's order; each sequence "
+                     "tokens_per_sequence ids (inputs are the first seq_len, targets the last seq_len)"}
+
+
+def writer_for(fmt: str, folder: Path, info: dict) -> FormatWriter:
+    writer, _ = FORMATS[fmt]
+    return writer(folder, np.dtype(info["dtype"]), info["tokens_per_sequence"])
+
+
+def run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None] = lambda steps, tokens: None,
+               note: Callable[[str], None] = lambda line: None) -> ExportResult:
+    """Writes the export (call it holding the lock of `plan.lock_target`); `on_chunk(steps, tokens)` is told
+    the totals done after each chunk."""
+    info, out = plan.info, plan.out
+    writer = writer_for(info["format"], out, info)
+    if is_finished(plan):
+        (out / PROGRESS).unlink(missing_ok=True)  # killed between its sidecar and this file's removal
+        return ExportResult(out, listing(out, writer), info["sequences"], info["tokens"], finished_already=True)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_temporary_files(out)
+    progress = read_json(out / PROGRESS)
+    resumable = progress if progress and progress.get("export") == info else None
+    if resumable is None:
+        start_afresh(out, writer, read_json(out / SIDECAR) or (progress or {}).get("export"), info, note)
+    writer.resume(resumable and resumable["writer"])
+    first = resumable["next_step"] if resumable else plan.steps.start
+    write_chunks(plan, writer, first, on_chunk)
+    if schedule_fingerprint(Schedule.load(plan.mixture_dir).meta) != info["schedule_fingerprint"]:
+        raise UserError(f"mixture '{info['mixture']}' was rebuilt during the export; run the export again")
+    writer.finish(info["sequences"])
+    write_text(json.dumps(info, indent=2), out / SIDECAR)
+    (out / PROGRESS).unlink()
+    return ExportResult(out, listing(out, writer), info["sequences"], info["tokens"],
+                        resumed_at=first if resumable else None)
+
+
+def is_finished(plan: ExportPlan) -> bool:
+    """export.json says this very export, and the files it lists are there."""
+    writer = writer_for(plan.info["format"], plan.out, plan.info)
+    return read_json(plan.out / SIDECAR) == plan.info and all((plan.out / name).is_file() for name in writer.files())
+
+
+def start_afresh(out: Path, writer: FormatWriter, former: dict | None, info: dict,
+                 note: Callable[[str], None]) -> None:
+    """A former export's files removed: one of another build of the mixture or other settings, or one killed
+    before its first chunk was recorded."""
+    if former:
+        why = ("another build of the mixture" if former.get("schedule_fingerprint") != info["schedule_fingerprint"]
+               else "other settings")
+        note(f"{out} held an export of {why}; exporting again from the first step")
+    writer.clear()
+    for name in (SIDECAR, PROGRESS):
+        (out / name).unlink(missing_ok=True)
+
+
+def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: Callable[[int, int], None]) -> None:
+    info, schedule = plan.info, plan.schedule
+    sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
+    reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources)
+    per_step = schedule.global_batch * info["tokens_per_sequence"]
+    on_chunk(first - plan.steps.start, (first - plan.steps.start) * per_step)
+    for start in range(first, plan.steps.stop, info["chunk_steps"]):
+        end = min(start + info["chunk_steps"], plan.steps.stop)
+        tokens = read_steps(schedule, reader, start, end, writer.dtype)
+        writer.write(start, tokens, np.repeat(np.arange(start, end), schedule.global_batch))
+        write_text(json.dumps({"export": info, "next_step": end, "writer": writer.state()}), plan.out / PROGRESS)
+        on_chunk(end - plan.steps.start, (end - plan.steps.start) * per_step)
+
+
+def read_steps(schedule: Schedule, reader: SequenceReader, start: int, end: int, dtype: np.dtype) -> np.ndarray:
+    """The sequences of steps [start, end), a row each, in schedule order."""
+    return reader.gather(*schedule.batches(start, end), dtype)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def listing(out: Path, writer: FormatWriter) -> list[tuple[str, int]]:
+    return [(name, (out / name).stat().st_size) for name in [*writer.files(), SIDECAR]]

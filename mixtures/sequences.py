@@ -1,0 +1,156 @@
+"""The tokens of a compiled mixture's sequences, read from the curated Parquet a row group at a time and kept in
+a small cache, never the whole dataset: what the trainer's batches and `loom mix export` are made of.
+
+On an object store a row group miss is one ranged read of that row group's `input_ids` column chunk (after the
+part's footer, once per part per process): a reader fetches only the tokens it reads, never a part's text."""
+
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from loom.io import as_path, parquet_row_groups
+from loom.workspace import Generation
+from mixtures.manifest import shard_sources
+from mixtures.schedule import Schedule, SequenceIndex
+
+
+class RowGroupCache:
+    """`input_ids` of curated rows, by (shard, row): one Parquet row group read per miss, the last
+    `capacity` row groups kept."""
+
+    def __init__(self, root: Path, capacity: int = 16):
+        self.root, self.capacity = as_path(root), capacity
+        self._files: dict[str, tuple[pq.ParquetFile, np.ndarray]] = {}
+        self._groups: OrderedDict = OrderedDict()
+
+    def _file(self, shard: str):
+        if shard not in self._files:
+            file = parquet_row_groups(self.root / shard)
+            starts = np.cumsum([0] + [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)])
+            self._files[shard] = (file, starts)
+        return self._files[shard]
+
+    def tokens(self, shard: str, row: int, start: int, length: int) -> np.ndarray:
+        groups, rows = self.row_groups(shard, np.array([row]))
+        offsets, values = self.group(shard, int(groups[0]))
+        begin = offsets[rows[0]] + start
+        return values[begin : begin + length]
+
+    def row_groups(self, shard: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The row group of each of a shard's `rows`, and each row's index within its group."""
+        _, starts = self._file(shard)
+        groups = np.searchsorted(starts, rows, side="right") - 1
+        return groups, rows - starts[groups]
+
+    def group(self, shard: str, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """One row group's `input_ids`: the list offsets of its rows, and all their tokens."""
+        key = (shard, group)
+        if key in self._groups:
+            self._groups.move_to_end(key)
+        else:
+            file, _ = self._file(shard)
+            column = file.read_row_group(group, columns=["input_ids"]).column("input_ids").combine_chunks()
+            self._groups[key] = (column.offsets.to_numpy(), column.values.to_numpy())
+            if len(self._groups) > self.capacity:
+                self._groups.popitem(last=False)
+        return self._groups[key]
+
+
+class SequenceReader:
+    """The tokens of any sequence of any component, with the source of each token (its index in `sources`)."""
+
+    def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str]):
+        meta = schedule.meta
+        self.width = meta["seq_len"] + 1
+        self.folder = as_path(folder)
+        self.indexes = [SequenceIndex(self.folder / c["file"], meta["seq_len"]) for c in meta["components"]]
+        self.source_id = {name: i for i, name in enumerate(sources)}
+        self.shard_source = shard_sources(data)
+        self.cache = RowGroupCache(data.root)
+
+    def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.read_from(self.indexes[component], sequence, f"component {component}")
+
+    def gather(self, components: np.ndarray, sequences: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """The tokens `read` gives of many (component, sequence) pairs at once, a row each, as `dtype`: each row
+        group the sequences touch is read once (through the cache) and all its pieces of them copied by `copy_runs`,
+        with no Python per sequence. Memory: the output, a few int64 per token of it (the copy's indices), and the
+        cache's row groups, whatever the size of the data. Reads are another matter: a schedule's sequences are
+        spread over their whole component, so many sequences from a large one read a row group for a few each."""
+        out = np.empty((len(sequences), self.width), dtype=dtype)
+        for component in np.unique(components).tolist():
+            chosen = np.flatnonzero(components == component)
+            self._gather_component(component, sequences[chosen], chosen, out.reshape(-1))
+        return out
+
+    def _gather_component(self, component: int, sequences: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> None:
+        """One component's sequences copied into rows `rows` of the flattened output `flat`, a row group at a time."""
+        index = self.indexes[component]
+        owner, doc, start_in_doc, length, start_in_sequence = self._pieces(component, sequences)
+        target = rows[owner] * self.width + start_in_sequence
+        shard = index.shard_codes[doc]
+        for code in np.unique(shard).tolist():
+            name, in_shard = index.shard_names[code], np.flatnonzero(shard == code)
+            groups, row_in_group = self.cache.row_groups(name, index.rows[doc[in_shard]])
+            for group in np.unique(groups).tolist():
+                here = groups == group
+                pieces, row = in_shard[here], row_in_group[here]
+                offsets, values = self.cache.group(name, group)
+                source = offsets[row] + start_in_doc[pieces]
+                beyond = np.flatnonzero(source + length[pieces] > offsets[row + 1])
+                if len(beyond):
+                    raise self._changed(component, int(sequences[owner[pieces[beyond[0]]]]))
+                copy_runs(values, source, flat, target[pieces], length[pieces])
+
+    def _pieces(self, component: int, sequences: np.ndarray) -> tuple[np.ndarray, ...]:
+        """`SequenceIndex.locate` of many sequences at once: for each document piece of them, the sequence it is
+        of (its position in `sequences`), its document, where it starts in the document, its length, and where it
+        starts in the sequence."""
+        index, width = self.indexes[component], self.width
+        starts = sequences * width
+        first = np.searchsorted(index.offsets, starts, side="right") - 1
+        count = np.searchsorted(index.offsets, starts + width, side="left") - first
+        owner = np.repeat(np.arange(len(sequences)), count)
+        doc = first[owner] + within_runs(count)
+        lo = np.maximum(starts[owner], index.offsets[doc])
+        length = np.maximum(np.minimum(starts[owner] + width, index.offsets[doc] + index.n_tokens[doc]) - lo, 0)
+        short = np.flatnonzero(np.bincount(owner, weights=length, minlength=len(sequences)) != width)
+        if len(short):
+            raise self._changed(component, int(sequences[short[0]]))
+        return owner, doc, lo - index.offsets[doc], length, lo - starts[owner]
+
+    def _changed(self, component: int, sequence: int) -> RuntimeError:
+        return RuntimeError(f"sequence {sequence} of component {component} does not lie in the curated data as the "
+                            "schedule says: the curated data changed under the schedule; rebuild the mixture")
+
+    def read_from(self, index: SequenceIndex, sequence: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+        tokens, sources = [], []
+        for shard, row, start, length in index.locate(sequence):
+            tokens.append(self.cache.tokens(shard, row, start, length))
+            sources.append(np.full(length, self.source_id[self.shard_source[shard]], dtype=np.int64))
+        tokens, sources = np.concatenate(tokens).astype(np.int64), np.concatenate(sources)
+        if len(tokens) != self.width:
+            raise RuntimeError(f"sequence {sequence} of {what} has {len(tokens)} tokens, not "
+                               f"{self.width}: the curated data changed under the schedule; rebuild the mixture")
+        return tokens, sources
+
+
+def copy_runs(source: np.ndarray, starts: np.ndarray, target: np.ndarray, target_starts: np.ndarray,
+              lengths: np.ndarray) -> None:
+    """target[target_starts[i]:][:lengths[i]] = source[starts[i]:][:lengths[i]] for every i: a slice a run when
+    runs are long, else one fancy index for them all (a slice costs ~0.5 us, a fancy-indexed token ~7 ns: they
+    break even near 64 tokens a run)."""
+    if lengths.sum() >= 64 * len(lengths) > 0:
+        for begin, to, length in zip(starts.tolist(), target_starts.tolist(), lengths.tolist()):
+            target[to : to + length] = source[begin : begin + length]
+        return
+    along = within_runs(lengths)
+    target[np.repeat(target_starts, lengths) + along] = source[np.repeat(starts, lengths) + along]
+
+
+def within_runs(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., n-1 for each run length n, one after another: [2, 3] -> [0, 1, 0, 1, 2]."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - lengths, lengths)
