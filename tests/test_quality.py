@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLES, published, run_loom
+from conftest import EXAMPLES, FORTUNES_FILTERS, published, run_loom
 from curation.config import SourceConfig, load_config
 from curation.job import plan_job
 from curation.quality import QualityModel, roc_auc
@@ -81,8 +81,7 @@ def scored_run(tmp_path_factory, slice_sources, slice_tokenizer, quality_model):
     model, _ = quality_model
     root = tmp_path_factory.mktemp("scored")
     sources = root / "sources.toml"
-    text = slice_sources.read_text().replace('paths = ["fortunes/*.jsonl.zst"]',
-                                             'paths = ["fortunes/*.jsonl.zst"]\nfilters = []\nkeep_fraction = 0.5')
+    text = slice_sources.read_text().replace(FORTUNES_FILTERS, 'filters = []\nkeep_fraction = 0.5')
     sources.write_text(f'root = "{slice_sources.parent}"\n{text}\n[quality]\nbuckets = 4\n')
     ws = root / "ws"
     result = run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
