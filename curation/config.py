@@ -355,8 +355,8 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     source = SourceConfig(**values, base_dir=str(base_dir))
     if unused := [name for name in options if name not in source.filters]:
-        why = "`filters` does not name it" if "filters" in values else "a source that is not web text (format html-dir " \
-              "or warc, or tagged \"web\") gets no filter unless `filters` names it"
+        why = ("`filters` does not name it" if "filters" in values else "a source that is not web text (format "
+               "html-dir or warc, or tagged \"web\") gets no filter unless `filters` names it")
         raise UserError(f"{where}: filter_options.{unused[0]} is set but {unused[0]} does not run: {why}; add "
                         f"\"{unused[0]}\" to `filters`")
     return source

@@ -75,7 +75,8 @@ def check_text_field(name: str, source: SourceConfig) -> None:
 
 
 def quality_examples(config: CurationConfig, positive: list[str] | None, negative: list[str] | None,
-                     max_per_class: int, text_field: str = "text") -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
+                     max_per_class: int, text_field: str = "text"
+                     ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """The texts of each class for the quality classifier ({"positive": [...], "negative": [...]}), from the
     named sources or files (default: the [quality] table; a file's text in `text_field`), and how many came from
     each name."""

@@ -105,7 +105,8 @@ SOURCE_ERRORS = [
      '"web") gets no filter unless `filters` names it; add "c4" to `filters`'),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["en", "english"]',
      "source 'web': in `languages`, 'english' is not a lid.176 language code; did you mean \"en\" (English)?"),
-    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_languages = ["German"]', 'did you mean "de" (German)?'),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_languages = ["German"]',
+     'did you mean "de" (German)?'),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["xx"]',
      "in `languages`, 'xx' is not a lid.176 language code; use codes such as \"en\""),
 ]

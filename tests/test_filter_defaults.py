@@ -42,8 +42,8 @@ def test_a_source_losing_most_to_one_filter_is_warned_with_the_setting_and_one_l
     assert source_warnings(source, counts(("filtered", "c4", "too_few_sentences", 4),
                                           ("filtered", "fineweb", "line_punct_ratio", 4), ("kept", "", None, 2))) == []
     # but one filter's reasons add up: short pages fail Gopher's repetition filter on one top n-gram or another
-    several = counts(("filtered", "gopher_repetition", "top_2_gram", 4), ("filtered", "gopher_repetition", "top_3_gram", 3),
-                     ("filtered", "gopher_repetition", "top_4_gram", 2), ("filtered", "gopher_repetition", "dup_para_frac", 1),
+    several = counts(*(("filtered", "gopher_repetition", reason, n) for reason, n in
+                       (("top_2_gram", 4), ("top_3_gram", 3), ("top_4_gram", 2), ("dup_para_frac", 1))),
                      ("kept", "", None, 2))
     assert source_warnings(source, several) == [
         "source 'gitdoc' lost 10 of 12 documents (83%) to gopher_repetition (top_2_gram 4, top_3_gram 3, top_4_gram 2, "

@@ -19,7 +19,8 @@ def quality():
 @click.option("--positive", metavar="SRC[,SRC...]", help="High-quality sources or files [default: [quality] positive]")
 @click.option("--negative", metavar="SRC[,SRC...]", help="Low-quality sources or files [default: [quality] negative]")
 @click.option("--text-field", metavar="FIELD", default="text", show_default=True,
-              help="The field that holds the text in files named by --positive/--negative (a source has its text_field)")
+              help="The field that holds the text in files named by --positive/--negative (a source's is its "
+                   "text_field)")
 @sources_option
 @click.option("--max-per-class", type=click.IntRange(min=20), default=5000, show_default=True)
 @click.option("--valid-fraction", type=click.FloatRange(0.05, 0.5), default=0.2, show_default=True)
