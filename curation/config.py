@@ -3,12 +3,17 @@
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from curation.languages import is_language, unknown_language
 from curation.readers import FORMATS, reader_for
 from loom.errors import UserError, reject_unknown_keys
 from loom.io import RECORD_SUFFIXES, expand_glob, is_url, read_toml, register_storage_options
 from loom.names import NAME, check_name, is_name
 
 HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
+# A source that does not set `filters` gets the heuristic filters only if it is web text: they are tuned on web
+# pages and remove most of other kinds (documentation, code, glossaries, man pages are short or full of markup).
+WEB_FORMATS = ("html-dir", "warc")
+WEB_TAG = "web"
 SOURCE_NAME = NAME  # a source's name, also the first part of a mixture's slice key
 DEFAULT_MAX_DOC_BYTES = 8 * 1024 * 1024
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024  # a minute or two of one worker's time; a 40 GB file is ~320 shards
@@ -18,7 +23,8 @@ MIN_SHARD_BYTES = 1024
 @dataclass(frozen=True)
 class SourceConfig:
     """One raw corpus. Paths are globs; each matching file (or folder or glob of files, for *-dir formats) is cut
-    into shards of about `shard_bytes` (curation.readers.spans)."""
+    into shards of about `shard_bytes` (curation.readers.spans). A source that does not set `filters` gets all
+    of HEURISTIC_FILTERS when it is web text (format html-dir or warc, or tagged "web") and none otherwise."""
 
     name: str
     format: str
@@ -28,7 +34,7 @@ class SourceConfig:
     tags: tuple[str, ...] = ()
     languages: tuple[str, ...] = ()  # allowed languages (lid.176 codes); empty allows all
     min_lang_score: float = 0.0
-    filters: tuple[str, ...] = HEURISTIC_FILTERS
+    filters: tuple[str, ...] | None = None  # None (not set): HEURISTIC_FILTERS for a web source, none for others
     filter_languages: tuple[str, ...] = ("en",)  # the heuristic filters are tuned for these; "*" is all
     filter_options: dict = field(default_factory=dict)  # filter name -> datatrove constructor arguments
     quality_threshold: float | None = None  # remove documents whose quality score is lower
@@ -38,6 +44,15 @@ class SourceConfig:
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
     # fsspec options for URL paths (key, secret, endpoint_url, ...); never printed, fingerprinted or written out
     storage_options: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if self.filters is None:  # not set: every heuristic filter for web text, none for any other
+            object.__setattr__(self, "filters", HEURISTIC_FILTERS if self.is_web else ())
+
+    @property
+    def is_web(self) -> bool:
+        """Web text: a crawl (`warc`), saved pages (`html-dir`) or a source tagged "web"."""
+        return self.format in WEB_FORMATS or WEB_TAG in self.tags
 
     def inputs(self) -> list[tuple[str, list[str] | None]]:
         """What `paths` match, in a stable order: (file, None) for each file; for a *-dir format, (folder, None)
@@ -308,6 +323,10 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     for key in ("text_field", "id_field"):
         if key in values and not (isinstance(values[key], str) and values[key]):
             raise UserError(f"{where}: `{key}` must be a non-empty string")
+    for key in ("languages", "filter_languages"):
+        wildcard = ("*",) if key == "filter_languages" else ()
+        if bad := [code for code in values.get(key, ()) if not is_language(code) and code not in wildcard]:
+            raise UserError(f"{where}: in `{key}`, {unknown_language(bad[0])}")
     bad_filters = [f for f in values.get("filters", ()) if f not in HEURISTIC_FILTERS]
     if bad_filters:
         raise UserError(f"{where}: unknown filter '{bad_filters[0]}' in `filters`; use any of {', '.join(HEURISTIC_FILTERS)}")
@@ -334,7 +353,13 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         raise UserError(f"{where}: `storage_options` must be a table of fsspec options (key, secret, endpoint_url, ...)")
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
-    return SourceConfig(**values, base_dir=str(base_dir))
+    source = SourceConfig(**values, base_dir=str(base_dir))
+    if unused := [name for name in options if name not in source.filters]:
+        why = ("`filters` does not name it" if "filters" in values else "a source that is not web text (format "
+               "html-dir or warc, or tagged \"web\") gets no filter unless `filters` names it")
+        raise UserError(f"{where}: filter_options.{unused[0]} is set but {unused[0]} does not run: {why}; add "
+                        f"\"{unused[0]}\" to `filters`")
+    return source
 
 
 def _string_list(value, what: str) -> tuple[str, ...]:

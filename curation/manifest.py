@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curation.document import SUMMARY_FATES
+from curation.funnel_warnings import curation_warnings
 from curation.schema import CONTAMINATION
 from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
@@ -43,14 +44,16 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     """The manifest's small tables, of a generation being built in `gen.root` whose curated parts and per-document
     tables (curation.manifest_parts) are in place: run as one task on a worker. `counts` are the shards' counts."""
     ws = ctx.workspace
-    sources = {s.source.name: {"tags": list(s.source.tags), "format": s.source.format} for s in shards}
+    configs = {s.source.name: s.source for s in shards}
+    sources = {name: {"tags": list(s.tags), "format": s.format} for name, s in configs.items()}
     decontaminated = ctx.config.decontaminate is not None
+    con = duckdb_connect(ws.root)
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources,
-                "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None}
+                "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None,
+                "warnings": curation_warnings(con, gen.manifest_files("funnel"), list(configs.values()))}
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
-    con = duckdb_connect(ws.root)
     if decontaminated:
         _copy(con, f"SELECT * FROM read_parquet({literal(DECONTAMINATE.evidence_path(ws))}) ORDER BY ALL",
               gen.manifest_table("contamination"))
@@ -128,7 +131,8 @@ def _copy(con, query: str, path: Path) -> None:
 
 
 def source_summary(gen: Generation) -> list[dict]:
-    """Per source: records in, each fate's count, tokens kept and the top removal reasons."""
+    """Per source: records in, each fate's count, tokens kept, the top removal reasons and the warnings of
+    curation.json (curation.funnel_warnings)."""
     funnel = literal(gen.manifest_files("funnel"))
     shards = literal(gen.manifest_table("shards"))
     counts = ", ".join(f"count(*) FILTER (fate = {literal(fate)}) AS {fate}" for fate in SUMMARY_FATES)
@@ -151,4 +155,5 @@ def source_summary(gen: Generation) -> list[dict]:
         ORDER BY first_row
     """).fetchall()
     columns = ["source", "docs_in", *SUMMARY_FATES, "tokens", "top_reasons"]
-    return [dict(zip(columns, row)) for row in rows]
+    warnings = json.loads(read_text(gen.curation_info)).get("warnings") or {}
+    return [{**dict(zip(columns, row)), "warnings": warnings.get(row[0], [])} for row in rows]

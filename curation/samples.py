@@ -34,26 +34,52 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
     return islice(texts(), limit)
 
 
-def file_source(path: Path) -> SourceConfig:
-    """A file given on the command line instead of a source name: JSON lines or Parquet with a `text` field, or
-    a WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
+def file_source(path: Path, text_field: str = "text") -> SourceConfig:
+    """A file given on the command line instead of a source name: JSON lines or Parquet whose records hold their
+    text in `text_field`, or a WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
     fmt = "warc" if ".warc" in path.suffixes else FILE_SUFFIXES.get(path.suffix)
     if fmt is None or not path.is_file():
         raise UserError(f"'{path}' is neither a source in sources.toml nor a .jsonl, .jsonl.gz, .jsonl.zst or "
-                        ".parquet file with a `text` field, nor a .warc or .warc.gz file")
-    return SourceConfig(name="file", format=fmt, paths=(str(path.resolve()),))
+                        f".parquet file with a `{text_field}` field, nor a .warc or .warc.gz file")
+    return SourceConfig(name="file", format=fmt, paths=(str(path.resolve()),), text_field=text_field)
 
 
-def named_sources(names: list[str], sources: list[SourceConfig]) -> list[SourceConfig]:
-    """Each name as a declared source, or else as a file path."""
+def named_sources(names: list[str], sources: list[SourceConfig], text_field: str = "text") -> list[SourceConfig]:
+    """Each name as a declared source, or else as a file path (whose records hold their text in `text_field`)."""
     declared = {s.name: s for s in sources}
-    return [declared[name] if name in declared else file_source(Path(name)) for name in names]
+    return [declared[name] if name in declared else file_source(Path(name), text_field) for name in names]
+
+
+def first_without_text_field(source: SourceConfig):
+    """The first record of a source that lacks its text field (its `meta["fields"]` names those it has), or None."""
+    for shard, span in source_shards(source):
+        for record in read_shard(source, as_path(shard), span):
+            if record.problem == "missing_text_field":
+                return record
+    return None
+
+
+def check_text_field(name: str, source: SourceConfig) -> None:
+    """For a source or file that gave no text: a UserError when its records lack the text field, naming the field,
+    the fields the first such record has, and the setting that picks the field."""
+    record = first_without_text_field(source)
+    if record is None:
+        return
+    fields = ", ".join(record.meta.get("fields", [])) or "none"
+    if source.name == name:
+        what, fix = f"source '{name}'", f"set text_field for source '{name}' in sources.toml"
+    else:
+        what, fix = name, "name the field that holds the text with --text-field FIELD"
+    raise UserError(f"{what}: no record has text in field '{source.text_field}' (the first record's fields: "
+                    f"{fields}); {fix}")
 
 
 def quality_examples(config: CurationConfig, positive: list[str] | None, negative: list[str] | None,
-                     max_per_class: int) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
+                     max_per_class: int, text_field: str = "text"
+                     ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """The texts of each class for the quality classifier ({"positive": [...], "negative": [...]}), from the
-    named sources or files (default: the [quality] table), and how many came from each name."""
+    named sources or files (default: the [quality] table; a file's text in `text_field`), and how many came from
+    each name."""
     positive = positive or list(config.quality.positive)
     negative = negative or list(config.quality.negative)
     if not positive or not negative:
@@ -66,8 +92,10 @@ def quality_examples(config: CurationConfig, positive: list[str] | None, negativ
     counts: dict[str, dict[str, int]] = {}
     for side, names in (("positive", positive), ("negative", negative)):
         texts[side], counts[side] = [], {}
-        for name, source in zip(names, named_sources(names, config.sources)):
+        for name, source in zip(names, named_sources(names, config.sources, text_field)):
             sample = list(source_texts(source, max_per_class))
+            if not sample:
+                check_text_field(name, source)
             counts[side][name] = len(sample)
             texts[side] += sample
     return texts, counts

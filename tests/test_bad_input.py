@@ -98,8 +98,17 @@ SOURCE_ERRORS = [
      'packed.jsonl.gz is gzip-compressed, not a Parquet file; set format = "jsonl.gz" for source \'web\''),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nmax_doc_bytes = 0', "`max_doc_bytes` must be a whole number"),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilters = ["c5"]', "unknown filter 'c5'"),
-    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_options.c4 = {min_num_sentences = 2, colour = 1}',
-     "filter_options.c4 has unknown option 'colour'"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilters = ["c4"]\n'
+     'filter_options.c4 = {min_num_sentences = 2, colour = 1}', "filter_options.c4 has unknown option 'colour'"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_options.c4 = {min_num_sentences = 2}',
+     'filter_options.c4 is set but c4 does not run: a source that is not web text (format html-dir or warc, or tagged '
+     '"web") gets no filter unless `filters` names it; add "c4" to `filters`'),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["en", "english"]',
+     "source 'web': in `languages`, 'english' is not a lid.176 language code; did you mean \"en\" (English)?"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_languages = ["German"]',
+     'did you mean "de" (German)?'),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["xx"]',
+     "in `languages`, 'xx' is not a lid.176 language code; use codes such as \"en\""),
 ]
 
 

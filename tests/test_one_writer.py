@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom, write_spec
+from conftest import FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom, write_spec
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
@@ -41,7 +41,7 @@ def ws(tmp_path, curated_slice, slice_tokenizer, slice_sources) -> Path:
 def change_sources(ws: Path, drop: str | None = None) -> None:
     """Another config: fortunes filtered differently (its shards are redone), and `drop` left out."""
     text = (ws / "sources.toml").read_text(encoding="utf-8")
-    text = text.replace('paths = ["fortunes/*.jsonl.zst"]', 'paths = ["fortunes/*.jsonl.zst"]\nfilters = ["c4"]')
+    text = text.replace(FORTUNES_FILTERS, 'filters = ["c4"]')
     if drop:
         blocks = text.split("[[source]]")
         text = "[[source]]".join(b for b in blocks if f'name = "{drop}"' not in b)

@@ -1,5 +1,6 @@
 """The fastText quality classifier: training and its card, scoring inside the Dask job, selection by score."""
 
+import gzip
 import json
 from collections import Counter
 
@@ -7,11 +8,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLES, published, run_loom
+from conftest import EXAMPLES, FORTUNES_FILTERS, published, run_loom
 from curation.config import SourceConfig, load_config
 from curation.job import plan_job
 from curation.quality import QualityModel, roc_auc
-from curation.samples import source_texts
+from curation.samples import quality_examples, source_texts
 from loom.errors import UserError
 from loom.workspace import Workspace
 
@@ -81,8 +82,7 @@ def scored_run(tmp_path_factory, slice_sources, slice_tokenizer, quality_model):
     model, _ = quality_model
     root = tmp_path_factory.mktemp("scored")
     sources = root / "sources.toml"
-    text = slice_sources.read_text().replace('paths = ["fortunes/*.jsonl.zst"]',
-                                             'paths = ["fortunes/*.jsonl.zst"]\nfilters = []\nkeep_fraction = 0.5')
+    text = slice_sources.read_text().replace(FORTUNES_FILTERS, 'filters = []\nkeep_fraction = 0.5')
     sources.write_text(f'root = "{slice_sources.parent}"\n{text}\n[quality]\nbuckets = 4\n')
     ws = root / "ws"
     result = run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
@@ -144,9 +144,20 @@ def test_keep_fraction_keeps_half_of_a_source_and_the_funnel_accounts_for_the_re
     assert all(d["quality"] is not None for d in docs)
 
 
+def write_bodies(tmp_path):
+    """A jsonl.gz whose records hold their text in `body`, and a sources.toml declaring it as source 'gitdoc'."""
+    bodies = tmp_path / "bodies.jsonl.gz"
+    bodies.write_bytes(gzip.compress("".join(json.dumps({"body": f"Git documentation page {i}.", "id": i}) + "\n"
+                                             for i in range(30)).encode()))
+    gitdoc = tmp_path / "gitdoc.toml"
+    gitdoc.write_text(f'[[source]]\nname = "gitdoc"\nformat = "jsonl.gz"\npaths = ["{bodies}"]\n')
+    return bodies, gitdoc
+
+
 def test_bad_quality_input_stops_with_one_line(tmp_path, slice_sources, slice_tokenizer):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
+    bodies, gitdoc = write_bodies(tmp_path)
     cases = [
         (["curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer, "--quality-model", tmp_path / "no.bin"],
          "no quality model at"),
@@ -159,8 +170,22 @@ def test_bad_quality_input_stops_with_one_line(tmp_path, slice_sources, slice_to
         (["quality", "train", "--sources", slice_sources, "--positive", "docs"], "name the training sources"),
         (["quality", "train", "--sources", slice_sources, "--positive", "docs", "--negative", "nothing-here"],
          "'nothing-here' is neither a source in sources.toml nor"),
+        (["quality", "train", "--sources", slice_sources, "--positive", bodies, "--negative", "fortunes"],
+         f"{bodies}: no record has text in field 'text' (the first record's fields: body, id); name the field that "
+         "holds the text with --text-field FIELD"),
+        (["quality", "train", "--sources", slice_sources, "--positive", "docs", "--negative", bodies, "--text-field",
+          "content"], f"{bodies}: no record has text in field 'content' (the first record's fields: body, id)"),
+        (["quality", "train", "--sources", gitdoc, "--positive", "gitdoc", "--negative", NEGATIVE_SHARD],
+         "source 'gitdoc': no record has text in field 'text' (the first record's fields: body, id); set text_field "
+         "for source 'gitdoc' in sources.toml"),
     ]
     for args, message in cases:
         result = run_loom("-w", tmp_path / "ws", *args, check=False, timeout=120)
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 2 and len(lines) == 1 and message in lines[0], (args, result.stderr)
+
+
+def test_files_given_for_training_are_read_from_the_text_field_named(tmp_path, slice_sources):
+    bodies, _ = write_bodies(tmp_path)
+    texts, counts = quality_examples(load_config(slice_sources), [str(bodies)], ["fortunes"], 20, text_field="body")
+    assert counts["positive"] == {str(bodies): 20} and texts["positive"][0] == "Git documentation page 0."

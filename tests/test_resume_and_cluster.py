@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client
 
-from conftest import LOOM, published, run_loom
+from conftest import FORTUNES_FILTERS, LOOM, published, run_loom
 
 from loom.workspace import Workspace
 
@@ -70,8 +70,7 @@ def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes
     first = done_markers(ws, "prepare")
     run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     assert done_markers(ws, "prepare") == first
-    sources.write_text(sources.read_text().replace('paths = ["fortunes/*.jsonl.zst"]',
-                                                   'paths = ["fortunes/*.jsonl.zst"]\nfilters = ["c4"]'))
+    sources.write_text(sources.read_text().replace(FORTUNES_FILTERS, 'filters = ["c4"]'))
     run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     third = done_markers(ws, "prepare")
     redone = {marker for marker in first if third[marker] != first[marker]}

@@ -47,7 +47,7 @@ def test_the_filters_judge_every_document_as_datatrove_does_with_its_own_word_to
     sources = {s.name: s for s in load_sources(EXAMPLES / "sources.toml")}
     texts = [t for name, n in (("web", 60), ("docs", 120), ("reference", 40), ("fortunes", 300))
              for t in source_texts(sources[name], n)]
-    source = SourceConfig(name="all", format="jsonl", paths=("x",), filter_languages=("*",))
+    source = SourceConfig(name="all", format="jsonl", paths=("x",), filters=HEURISTIC_FILTERS, filter_languages=("*",))
     removed = Reasons()
     kept = {doc.record: doc.text for doc in HeuristicFilters(source).run(
         (Doc(record=i, text=t, id=str(i)) for i, t in enumerate(texts)), removed)}

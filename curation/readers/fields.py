@@ -5,11 +5,14 @@ from curation.document import Record
 from loom.errors import UserError
 
 RAW_PREVIEW_CHARS = 2000  # of a malformed record, kept in quarantine (in bytes, for one too large to read)
+FIELDS_NAMED = 20  # of a record without the text field, the fields its detail names
 
 
 def record_from_fields(source, obj: dict, index: int, raw: str = "") -> Record:
     if source.text_field not in obj:
-        return Record(index=index, problem="missing_text_field", detail=f"no field '{source.text_field}'", raw=raw)
+        fields = list(obj)[:FIELDS_NAMED]  # in meta too, for a message that names them (curation.samples)
+        return Record(index=index, problem="missing_text_field", meta={"fields": fields}, raw=raw,
+                      detail=f"no field '{source.text_field}' (its fields: {', '.join(fields) or 'none'})")
     text = obj.pop(source.text_field)
     if not isinstance(text, str):
         return Record(index=index, problem="missing_text_field", detail=f"'{source.text_field}' is not a string", raw=raw)

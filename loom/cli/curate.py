@@ -100,6 +100,9 @@ def print_summary(summary: list[dict]) -> None:
     for row in summary:
         table.add_row(row["source"], *(f"{row[k]:,}" for k in counts), row["top_reasons"])
     console.print(table)
+    for row in summary:
+        for line in row["warnings"]:
+            console.print(f"warning: {line}", soft_wrap=True, markup=False)
 
 
 def print_outputs(ws: Workspace) -> None:

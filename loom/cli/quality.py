@@ -18,6 +18,9 @@ def quality():
 @quality.command("train")
 @click.option("--positive", metavar="SRC[,SRC...]", help="High-quality sources or files [default: [quality] positive]")
 @click.option("--negative", metavar="SRC[,SRC...]", help="Low-quality sources or files [default: [quality] negative]")
+@click.option("--text-field", metavar="FIELD", default="text", show_default=True,
+              help="The field that holds the text in files named by --positive/--negative (a source's is its "
+                   "text_field)")
 @sources_option
 @click.option("--max-per-class", type=click.IntRange(min=20), default=5000, show_default=True)
 @click.option("--valid-fraction", type=click.FloatRange(0.05, 0.5), default=0.2, show_default=True)
@@ -33,27 +36,28 @@ def quality():
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/quality.bin]")
 @click.pass_obj
-def quality_train(ws: Workspace, positive, negative, sources, output, **hyperparameters):
+def quality_train(ws: Workspace, positive, negative, text_field, sources, output, **hyperparameters):
     """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
     from curation.quality import TrainingConfig
 
     output = as_path(output) if output else ws.quality_model
     with writes_models(ws, output):
         train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
-                      output)
+                      output, text_field)
 
 
 def names(value: str | None) -> list[str] | None:
     return [name.strip() for name in value.split(",") if name.strip()] if value else None
 
 
-def train_quality(sources_file: Path, positive, negative, config, output: Path) -> None:
+def train_quality(sources_file: Path, positive, negative, config, output: Path, text_field: str = "text") -> None:
     from curation.config import load_config
     from curation.quality import train_quality_model
     from curation.samples import quality_examples
 
     with console.status("Reading training examples"):
-        texts, data = quality_examples(load_config(sources_file), positive, negative, config.max_per_class)
+        texts, data = quality_examples(load_config(sources_file), positive, negative, config.max_per_class,
+                                       text_field)
     with console.status("Training the fastText quality classifier"):
         card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
     metrics = card["validation"]
