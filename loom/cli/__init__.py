@@ -1,0 +1,16 @@
+"""The `loom` command's entry point. The commands (loom.cli.commands) are imported inside its Ctrl-C handling:
+a Ctrl-C while Python is still importing them is the same one line and exit status 130 as one later."""
+
+import sys
+
+from loom.errors import EXIT_INTERRUPTED, INTERRUPTED
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        from loom.cli.commands import cli
+
+        cli.main(args=argv, prog_name="loom")
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
