@@ -75,7 +75,7 @@ class SourceConfig:
             if not matches:
                 kind = f"folder or {'/'.join(reader.suffixes)} file" if want_dirs else "file"
                 raise UserError(
-                    f"source '{self.name}': path '{pattern}' matches no {kind}{'' if is_url(pattern) else f' (looked in {self.base_dir})'}; "
+                    f"source '{self.name}': path '{pattern}' matches no {kind}{'' if is_url(pattern) or Path(pattern).is_absolute() else f' (looked in {self.base_dir})'}; "
                     "fix `paths` in sources.toml"
                 )
             found.extend(m for m in matches if m not in found)

@@ -5,6 +5,7 @@ manifest's shards table, schedule.json, run.json and the last line of metrics.js
 it stays quick with hundreds of runs."""
 
 import json
+import shlex
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -47,9 +48,27 @@ def named_page(root, name: str) -> Path:
              ws.search_dir(name) / REPORT_FILE, ws.root.joinpath(*COMPARE_DIR) / f"{name}.html"]
     found = next((p for p in pages if p.exists()), None)
     if found is None:
-        raise UserError(f"no page named '{name}' in {ws.root} (no mixture, run, ladder, search or comparison by that "
-                        "name has one); `loom report open` with no name opens the index of every page")
+        raise UserError(no_page(ws, name))
     return found
+
+
+def no_page(ws: Workspace, name: str) -> str:
+    """Why `name` has no page, with the commands that write it and open it (naming the workspace, so that they
+    work from any folder)."""
+    loom = f"loom -w {shlex.quote(str(ws.root))}"
+    writers = [(ws.mixture_dir(name) / SCHEDULE_FILE, "mixture", f"report mixture {name}"),
+               (ws.run_dir(name) / RUN_FILE, "run", f"report run {name}")]
+    for kind, (_, results_file, command, folder_of) in SWEEPS.items():
+        results = getattr(ws, folder_of)(name) / results_file
+        mixture = sweep_summary(kind, json.loads(results.read_text()))[0] if results.exists() else ""
+        writers.append((results.parent, kind[:-2] if kind == "searches" else kind[:-1],
+                        command.format(name=name, mixture=mixture or "MIX").removeprefix("loom ")))
+    for path, kind, command in writers:
+        if path.exists():
+            return (f"{kind} '{name}' has no page yet: write it with `{loom} {command}`, then "
+                    f"`{loom} report open {name}`")
+    return (f"no page named '{name}' in {ws.root} (no mixture, run, ladder, search or comparison by that name has "
+            f"one); `{loom} report open` with no name opens the index of every page")
 
 
 def link(ws: Workspace, path: Path, text: str, fix: str) -> Html:
@@ -120,21 +139,35 @@ def last_metrics(run_dir: Path) -> tuple[dict, dict]:
     return (records[-1] if records else {}), (validated[-1] if validated else {})
 
 
-def runs_section(ws: Workspace) -> str:
+def run_summaries(ws: Workspace) -> list[dict]:
+    """Each run of the workspace, by name: its mixture, status, steps done of its steps, tokens seen, last loss,
+    last validation loss and when it started (seconds since the epoch), from run.json and metrics' last lines."""
     runs = sorted(p.parent for p in ws.runs.glob(f"*/{RUN_FILE}")) if ws.runs.exists() else []
-    if not runs:
-        return "<h2>Runs</h2><p>None yet: <code>loom train --mixture NAME</code>.</p>"
-    rows = []
+    summaries = []
     for run_dir in runs:
         info = json.loads((run_dir / RUN_FILE).read_text())
         last, validated = last_metrics(run_dir)
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info[STARTED_AT])) if info.get(STARTED_AT) else ""
-        rows.append([link(ws, run_dir / REPORT_FILE, run_dir.name, f"loom report run {run_dir.name}"),
-                     info.get(MIXTURE, ""), info.get(STATUS, "?"), last.get(STEP, -1) + 1, info.get(STEPS),
-                     last.get(TOKENS_SEEN), last.get(LOSS), validated.get(VAL_LOSS), started])
+        summaries.append({"run": run_dir.name, "dir": run_dir, "mixture": info.get(MIXTURE, ""),
+                          "status": info.get(STATUS, "?"), "steps_done": last.get(STEP, -1) + 1,
+                          "steps": info.get(STEPS), "tokens_seen": last.get(TOKENS_SEEN), "loss": last.get(LOSS),
+                          "val_loss": validated.get(VAL_LOSS), "started": info.get(STARTED_AT)})
+    return summaries
+
+
+def runs_section(ws: Workspace) -> str:
+    runs = run_summaries(ws)
+    if not runs:
+        return "<h2>Runs</h2><p>None yet: <code>loom train --mixture NAME</code>.</p>"
+    rows = [[link(ws, r["dir"] / REPORT_FILE, r["run"], f"loom report run {r['run']}"), r["mixture"], r["status"],
+             r["steps_done"], r["steps"], r["tokens_seen"], r["loss"], r["val_loss"], started_text(r["started"])]
+            for r in runs]
     return (f"<h2>Runs</h2><p>{len(rows)} runs. Overlay several with <code>loom report compare RUN RUN...</code>.</p>"
             + table(["run", "mixture", "status", "steps done", "steps", "tokens seen", "last loss", "last val loss",
                      "started"], rows, "index-runs", numeric={3, 4, 5, 6, 7}, sortable=True))
+
+
+def started_text(started: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else ""
 
 
 SWEEPS = {
@@ -143,19 +176,28 @@ SWEEPS = {
 }  # the command that starts a sweep is the one that resumes it and rewrites its page
 
 
-def sweeps_section(ws: Workspace, kind: str) -> str:
-    title, results_file, command, folder_of = SWEEPS[kind]
+def sweep_states(ws: Workspace, kind: str) -> list[tuple[str, str, str]]:
+    """(name, mixture, a line of where it stands) of each ladder (`kind` "ladders") or search ("searches")."""
     folder = ws.root / kind
     names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
-    if not names:
+    results_file, folder_of = SWEEPS[kind][1], SWEEPS[kind][3]
+    states = []
+    for name in names:
+        results = getattr(ws, folder_of)(name) / results_file
+        states.append((name, *(sweep_summary(kind, json.loads(results.read_text())) if results.exists()
+                               else ("", "not fitted yet"))))
+    return states
+
+
+def sweeps_section(ws: Workspace, kind: str) -> str:
+    title, _, command, folder_of = SWEEPS[kind]
+    states = sweep_states(ws, kind)
+    if not states:
         return f"<h2>{title}</h2><p>None yet: <code>{esc(command.format(name='NAME', mixture='MIX'))}</code>.</p>"
     rows = []
-    for name in names:
-        sweep_dir = getattr(ws, folder_of)(name)
-        results = sweep_dir / results_file
-        summary = sweep_summary(kind, json.loads(results.read_text())) if results.exists() else ("", "not fitted yet")
-        fix = command.format(name=name, mixture=summary[0] or "MIX")
-        rows.append([link(ws, sweep_dir / REPORT_FILE, name, fix), *summary])
+    for name, mixture, state in states:
+        fix = command.format(name=name, mixture=mixture or "MIX")
+        rows.append([link(ws, getattr(ws, folder_of)(name) / REPORT_FILE, name, fix), mixture, state])
     return f"<h2>{title}</h2>" + table(["name", "mixture", "state"], rows, f"index-{kind}", sortable=True)
 
 

@@ -13,6 +13,8 @@ from loom.lock import exclusive
 from loom.names import check_name
 from loom.workspace import Workspace, examples_dir
 
+STALE = "stale (curated since)"
+
 
 @click.group(cls=LoomGroup)
 def mix():
@@ -22,16 +24,40 @@ def mix():
 @mix.command("list")
 @click.pass_obj
 def mix_list(ws: Workspace):
-    """Built-in and workspace mixtures, and whether each is compiled."""
-    from mixtures import SCHEDULE_FILE, spec_files
-
+    """Built-in and workspace mixtures, every compiled one too, and whether each is compiled on the published data."""
     table = Table(title="Mixtures")
     for column in ("name", "spec", "compiled"):
         table.add_column(column)
-    for name, spec in spec_files(ws.mixtures, builtin_mixtures()).items():
-        compiled = (ws.mixture_dir(name) / SCHEDULE_FILE).exists()
-        table.add_row(name, str(spec), "yes" if compiled else "no")
+    for name, spec in mixture_specs(ws).items():
+        table.add_row(name, str(spec), compiled_state(ws, name))
     console.print(table)
+
+
+def mixture_specs(ws: Workspace) -> dict[str, Path]:
+    """Every mixture by name: the named specs (the workspace's, then the built-in ones), then each compiled folder
+    that none names (one built from a path), with the spec as it was resolved there."""
+    from mixtures import SCHEDULE_FILE, spec_files
+    from mixtures.compiled import SPEC_FILE
+
+    specs = spec_files(ws.mixtures, builtin_mixtures())
+    for schedule in sorted(ws.mixtures.glob(f"*/{SCHEDULE_FILE}")):
+        specs.setdefault(schedule.parent.name, schedule.parent / SPEC_FILE)
+    return specs
+
+
+def compiled_state(ws: Workspace, name: str) -> str:
+    """Whether mixture `name` is compiled: "no", "yes", or STALE, compiled on curated data the workspace no longer
+    publishes, which the trainer refuses (the check is mixtures.load_schedule's)."""
+    from mixtures import SCHEDULE_FILE, load_schedule
+
+    folder = ws.mixture_dir(name)
+    if not (folder / SCHEDULE_FILE).exists():
+        return "no"
+    try:
+        load_schedule(folder, ws)
+    except UserError:
+        return STALE
+    return "yes"
 
 
 @mix.command("build")
