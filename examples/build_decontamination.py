@@ -17,7 +17,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import re
@@ -26,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_text import deb_field, find_deb, jsonl_bytes, run  # noqa: E402
+from corpus_text import checked_deb, deb_builder_main, jsonl_bytes, run, write_checked  # noqa: E402
 
 PACKAGE, VERSION = "jargon-text", "4.4.7-4.1"
 OUT = Path(__file__).resolve().parent / "decontamination"
@@ -50,10 +49,7 @@ def glossary_entries(text: str) -> list[tuple[str, str]]:
 
 
 def build(debs: Path) -> None:
-    deb = find_deb(debs, PACKAGE)
-    version = deb_field(deb, "Version")
-    if version != VERSION:
-        print(f"note: {PACKAGE} is {version}, not {VERSION}: the set will differ from the bundled one", file=sys.stderr)
+    deb = checked_deb(debs, PACKAGE, VERSION)
     with tempfile.TemporaryDirectory() as tmp:
         run(["dpkg-deb", "-x", str(deb), tmp])
         text = gzip.decompress((Path(tmp) / "usr/share/doc/jargon-text/jargon.txt.gz").read_bytes()).decode("utf-8")
@@ -61,26 +57,12 @@ def build(debs: Path) -> None:
     candidates = [(term, body) for term, body in entries if MIN_WORDS <= len(body.split()) <= MAX_WORDS]
     chosen = candidates[::STEP]
     data = jsonl_bytes({"id": i, "term": term, "text": body} for i, (term, body) in enumerate(chosen))
-    OUT.mkdir(exist_ok=True)
-    (OUT / "jargon.jsonl").write_bytes(data)
-    (OUT / "SHA256SUMS").write_text(f"{hashlib.sha256(data).hexdigest()}  jargon.jsonl\n", encoding="utf-8")
+    write_checked(OUT, "jargon.jsonl", data)
     print(f"{len(entries)} entries, {len(candidates)} of {MIN_WORDS}-{MAX_WORDS} words, {len(chosen)} documents, "
           f"{len(data):,} bytes -> {OUT / 'jargon.jsonl'}; {deb.name} sha256 "
           f"{hashlib.sha256(deb.read_bytes()).hexdigest()} (record it in examples/decontamination/README.md)",
           file=sys.stderr)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--debs", type=Path, help="a folder holding the downloaded .deb")
-    args = parser.parse_args()
-    if args.debs:
-        build(args.debs)
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        run(["apt-get", "download", f"{PACKAGE}={VERSION}"], cwd=tmp)
-        build(Path(tmp))
-
-
 if __name__ == "__main__":
-    main()
+    deb_builder_main(__doc__, PACKAGE, VERSION, build)

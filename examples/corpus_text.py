@@ -1,14 +1,17 @@
-"""Helpers of build_corpora.py: running tools, reading .deb files and texts, writing shards
-deterministically, and cutting reStructuredText into documents."""
+"""Helpers of the example builders (build_corpora.py, build_evals.py, build_decontamination.py): running tools,
+reading .deb files and texts, writing shards deterministically, and cutting reStructuredText into documents."""
 
 from __future__ import annotations
 
+import argparse
 import gzip
+import hashlib
 import io
 import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import zstandard
@@ -36,6 +39,36 @@ def find_deb(debdir: Path, pkg: str) -> Path:
     if len(hits) > 1:
         sys.exit(f"several .deb files for {pkg} in {debdir}: {hits}")
     return hits[0]
+
+
+def checked_deb(debdir: Path, pkg: str, version: str) -> Path:
+    """The package's .deb in `debdir`, with a note when it is not the version the bundled files were built from."""
+    deb = find_deb(debdir, pkg)
+    found = deb_field(deb, "Version")
+    if found != version:
+        print(f"note: {pkg} is {found}, not {version}: the set will differ from the bundled one", file=sys.stderr)
+    return deb
+
+
+def deb_builder_main(doc: str, pkg: str, version: str, build) -> None:
+    """The command line of a builder from one Debian package: `build(folder)` on the folder given by --debs, or
+    on a temporary one that `apt-get download PKG=VERSION` fills."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--debs", type=Path, help="a folder holding the downloaded .deb")
+    args = parser.parse_args()
+    if args.debs:
+        build(args.debs)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        run(["apt-get", "download", f"{pkg}={version}"], cwd=tmp)
+        build(Path(tmp))
+
+
+def write_checked(folder: Path, name: str, data: bytes) -> None:
+    """`folder/name`, and a SHA256SUMS beside it that `sha256sum -c` checks."""
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(data)
+    (folder / "SHA256SUMS").write_text(f"{hashlib.sha256(data).hexdigest()}  {name}\n", encoding="utf-8")
 
 
 def read_utf8(path: Path) -> str:
