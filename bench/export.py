@@ -23,7 +23,6 @@ Without --workspace it runs `loom quickstart` into a temporary one first (a few 
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,16 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
 from loom.workspace import Workspace
+from loom_job import quickstart_workspace  # noqa: E402
 from mixtures.export import FORMATS, plan_export, run_export
-
-
-def workspace(given: str | None, tmp: Path) -> Path:
-    if given:
-        return Path(given).resolve()
-    ws = tmp / "ws"
-    subprocess.run([sys.executable, "-m", "loom", "-w", str(ws), "quickstart"], check=True,
-                   stdout=subprocess.DEVNULL)  # curates the bundled corpora and builds `sample`
-    return ws
 
 
 def export_seconds(ws: Workspace, mixture: str, fmt: str) -> tuple[float, int]:
@@ -86,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Workspace(workspace(args.workspace, Path(tmp)))
+        ws = Workspace(quickstart_workspace(args.workspace, Path(tmp)))
         measures = {"raw pyarrow input_ids": lambda: raw_seconds(ws)}
         measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt)) for fmt in FORMATS}
         fastest = best_of_rounds(measures, args.repeat)

@@ -10,6 +10,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +21,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
 EXACT_FRACTION = 0.1  # of the documents are exact copies of others, for the exact-dedup stage to find
+
+
+def quickstart_workspace(given: str | Path | None, workdir: Path) -> Path:
+    """A curated workspace with the `sample` mixture built and one short run: `given`, or a fresh `loom quickstart`
+    in workdir/quickstart (a few minutes, untimed)."""
+    if given:
+        return Path(given).resolve()
+    ws = workdir / "quickstart"
+    subprocess.run([sys.executable, "-m", "loom", "-w", str(ws), "quickstart"], check=True, cwd=REPO,
+                   stdout=subprocess.DEVNULL)
+    return ws
 
 
 def web_like_corpus(n_docs: int, seed: int, real_first: bool = True) -> list[str]:

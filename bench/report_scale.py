@@ -103,12 +103,6 @@ def timed(build) -> tuple[float, int]:
     return time.perf_counter() - start, page.stat().st_size
 
 
-def quickstart(workdir: Path) -> Path:
-    ws = workdir / "quickstart"
-    subprocess.run([sys.executable, "-m", "loom", "-w", str(ws), "quickstart"], check=True, cwd=REPO)
-    return ws
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, help="a curated workspace (default: a fresh `loom quickstart`)")
@@ -118,7 +112,9 @@ def main() -> None:
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="loom-report-scale-"))
     try:
-        original = args.workspace or quickstart(workdir)
+        from loom_job import quickstart_workspace  # bench/ is on the path when run as a script
+
+        original = quickstart_workspace(args.workspace, workdir)
         start = time.perf_counter()
         names = widen(original.resolve(), workdir / "wide", args.copies)
         print(f"{len(names)} sources written in {time.perf_counter() - start:.1f} s")

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,15 +32,7 @@ from trainer.config import TrainConfig
 from trainer.loop import Run, make_optimizer, train
 from trainer.metrics import read_metrics
 from trainer.model import Transformer
-
-
-def workspace(given: str | None, tmp: Path) -> Path:
-    if given:
-        return Path(given).resolve()
-    ws = tmp / "ws"
-    subprocess.run([sys.executable, "-m", "loom", "-w", str(ws), "quickstart"], check=True,
-                   stdout=subprocess.DEVNULL)  # curates, builds `sample`, and trains its own short run
-    return ws
+from loom_job import quickstart_workspace  # noqa: E402
 
 
 def bare_loop(config: TrainConfig, run: Run, steps: int) -> list[float]:
@@ -74,7 +65,7 @@ def main() -> None:
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}; {os.cpu_count()} cores, "
           f"{torch.get_num_threads()} torch threads")
     with tempfile.TemporaryDirectory() as tmp:
-        ws = workspace(args.workspace, Path(tmp))
+        ws = quickstart_workspace(args.workspace, Path(tmp))
         config = TrainConfig(ws, "sample", run_name=f"bench-{int(time.time())}", model=args.model,
                              max_steps=args.steps, checkpoint_every=10**9, eval_every=10**9, report_every=10**9)
         run = Run(config)
