@@ -55,7 +55,8 @@ def shown_files(files: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """The files with their sizes; Parquet parts as one line, their count and total."""
     parts = [size for name, size in files if name.endswith(".parquet")]
     others = [(name, size) for name, size in files if not name.endswith(".parquet")]
-    return ([(f"data/part-*.parquet ({len(parts):,} parts)", sum(parts))] if parts else []) + others
+    count = f"{len(parts):,} part{'' if len(parts) == 1 else 's'}"
+    return ([(f"data/part-*.parquet ({count})", sum(parts))] if parts else []) + others
 
 
 @contextmanager
