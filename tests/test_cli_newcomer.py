@@ -8,7 +8,7 @@ import sys
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from conftest import EXAMPLES, REPO, run_loom
+from conftest import EXAMPLES, REPO, as_in_a_terminal, run_loom
 from curation.config import SourceConfig, load_config
 from loom.errors import EXIT_INTERRUPTED, INTERRUPTED, UserError
 
@@ -98,7 +98,8 @@ sys.meta_path.insert(0, SigintOnImport())
 from loom.cli import main
 main(["status"])
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60,
+                            preexec_fn=as_in_a_terminal)
     assert (result.returncode, result.stderr, result.stdout) == (EXIT_INTERRUPTED, INTERRUPTED + "\n", "")
 
 
