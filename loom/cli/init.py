@@ -23,8 +23,9 @@ paths = ["{docs}/*.jsonl.gz"]
 text_field = "text"                 # the field that holds each record's text
 id_field = "id"                     # optional: the source's own id, kept in meta as source_id
 tags = ["docs", "en"]               # domains, for mixtures
-filters = ["gopher_repetition"]     # datatrove's filters; the default is all four: gopher_repetition,
-                                    # gopher_quality, c4, fineweb (reStructuredText fails the last three)
+filters = ["gopher_repetition"]     # datatrove's filters; without this key a web source (html-dir, warc or
+                                    # tagged "web") gets all four: gopher_repetition, gopher_quality, c4, fineweb,
+                                    # and any other none (reStructuredText fails the last three)
 """
 
 
