@@ -41,10 +41,6 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
                 yield client
         return
     n_workers = workers or os.cpu_count() or 1
-    # One machine: shuffles as plain tasks. P2P's machinery (a barrier, transfers between workers, disk buffers)
-    # is for data beyond one machine's memory, and a curate with it hung, rarely, with no task running (in CI,
-    # --workers 1). An external scheduler keeps Dask's default. Results do not depend on the method.
-    dask.config.set({"dataframe.shuffle.method": "tasks"})
     with interrupts_ignored():  # the workers start ignoring Ctrl-C, and their preload keeps a restarted one so
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.CRITICAL,  # a task's error reaches the client anyway

@@ -12,7 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom, write_spec
+from conftest import (FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom,
+                      stacks_then_kill, write_spec)
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
@@ -51,16 +52,24 @@ def change_sources(ws: Path, drop: str | None = None) -> None:
 def start(*args) -> subprocess.Popen:
     """A `loom` command in a session of its own, so that a signal can reach it and its Dask workers at once."""
     return subprocess.Popen([*LOOM, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "COLUMNS": "200"}, preexec_fn=as_in_a_terminal)
+                            start_new_session=True, env={**os.environ, "COLUMNS": "200", "PYTHONFAULTHANDLER": "1"},
+                            preexec_fn=as_in_a_terminal)
 
 
-def wait_for(condition, timeout: float = 120, every: float = 0.02):
+def wait_for(condition, timeout: float = 120, every: float = 0.02, watched: subprocess.Popen | None = None):
+    """`condition()` once it is true; else the test fails, with the stacks of `watched`'s processes (the command
+    waited on) and what it printed, so that a hang or an early exit says where."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if found := condition():
             return found
         time.sleep(every)
-    raise AssertionError("timed out")
+    if watched is None:
+        raise AssertionError("timed out")
+    exited = watched.poll()
+    out, err = watched.communicate() if exited is not None else stacks_then_kill(watched)
+    state = "was still running" if exited is None else f"had exited with {exited}"
+    raise AssertionError(f"timed out; the command {state}:\n{out}\n{err}")
 
 
 def lock_holder(ws: Path, target: str) -> int | None:
@@ -86,7 +95,7 @@ def funnel_and_documents(ws: Path) -> tuple[int, int]:
 def test_a_second_curate_is_refused_while_the_first_runs(ws):
     change_sources(ws, drop="code")
     first = start("-w", ws, "curate", "--workers", 2)
-    wait_for(lambda: lock_holder(ws, "workspace") == first.pid)
+    wait_for(lambda: lock_holder(ws, "workspace") == first.pid, watched=first)
     (ws / "other.toml").write_text((ws / "sources.toml").read_text().replace('"c4"', '"fineweb"'))
     second = run_loom("-w", ws, "curate", "--sources", ws / "other.toml", check=False)
     assert second.returncode == 2
@@ -115,7 +124,7 @@ def test_kill_9_in_a_recuration_leaves_the_published_data_and_train_refuses_once
     rewritten = ws / "work" / "tokenize" / "fortunes" / "part-00000.parquet"
     mtime = rewritten.stat().st_mtime_ns
     wait_for(lambda: any(rewritten.parent.glob(".part-00000.parquet.tmp-*"))
-             or rewritten.stat().st_mtime_ns != mtime, every=0.005)
+             or rewritten.stat().st_mtime_ns != mtime, every=0.005, watched=curate)
     os.killpg(curate.pid, signal.SIGKILL)
     curate.communicate(timeout=60)
 
@@ -142,7 +151,7 @@ def test_ctrl_c_stops_a_curation_with_one_line_and_the_rerun_resumes(ws):
     change_sources(ws)
     started = time.time()
     curate = start("-w", ws, "curate", "--workers", 2)
-    wait_for(lambda: any(p.stat().st_mtime > started for p in (ws / "work").rglob("*")), every=0.2)  # tasks run
+    wait_for(lambda: any(p.stat().st_mtime > started for p in (ws / "work").rglob("*")), every=0.2, watched=curate)
     os.killpg(curate.pid, signal.SIGINT)
     out, err = curate.communicate(timeout=120)
     assert curate.returncode == 130
@@ -162,13 +171,13 @@ def test_two_trainings_of_one_run_at_once_one_is_refused(ws):
     write_spec(ws, "longmix", SPEC.replace("steps = 12", "steps = 400"))
     run_loom("-w", ws, "mix", "build", "longmix")  # still training when the second starts, however slow its start
     first = start("-w", ws, "train", "--mixture", "longmix", "--run-name", "dup", *SMALL)
-    wait_for(lambda: lock_holder(ws, "run-dup") == first.pid)
+    wait_for(lambda: lock_holder(ws, "run-dup") == first.pid, watched=first)
     second = run_loom("-w", ws, "train", "--mixture", "longmix", "--run-name", "dup", *SMALL, check=False)
     assert first.poll() is None, "the first training ended before the second started"
     assert second.returncode == 2 and len(second.stderr.splitlines()) == 1
     assert f"run 'dup' in {ws} is in use by pid {first.pid}" in second.stderr
     metrics = ws / "runs" / "dup" / "metrics.jsonl"
-    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1)
+    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1, watched=first)
     os.killpg(first.pid, signal.SIGINT)
     first.communicate(timeout=120)
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
@@ -189,7 +198,7 @@ def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws, nproc):
     train = ["-w", ws, "train", "--mixture", "longmix", "--run-name", f"stopped{nproc}", "--nproc", nproc, *SMALL]
     run = start(*train)
     metrics = ws / "runs" / f"stopped{nproc}" / "metrics.jsonl"
-    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1)
+    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1, watched=run)
     os.killpg(run.pid, signal.SIGINT)
     _, err = run.communicate(timeout=120)
     assert run.returncode == 130

@@ -75,14 +75,29 @@ def star_counts(edges) -> tuple:
     return edges.shape[0], edges["u"].nunique(), parents.merge(edges[["u"]], on="u").shape[0]
 
 
+def persisted(client, frame):
+    """`client.persist(frame)`, returned once its partitions are computed. On a LocalCluster the scheduler runs in
+    this process and turns a persisted expression into tasks in a thread of its own; building the next expression
+    meanwhile deadlocked, now and then, on Python 3.11's functools.cached_property, whose lock is shared by every
+    instance of a class (dask's expressions: the main thread in TaskShuffle._meta, the scheduler's thread in
+    MapPartitions._meta, each waiting for the other; Python 3.12 dropped that lock). Each step needs the last one's
+    result anyway, so waiting costs nothing."""
+    from distributed import wait
+
+    result = client.persist(frame)
+    wait(result)
+    return result
+
+
 def component_labels(client, a_b, partitions: int, n_nodes_hint: int, cap: int | None = None):
     """Every node of the edges (columns a, b) with its component's smallest key, as a persisted Dask frame
     (key, label); and the number of rounds it took."""
 
     cap = cap if cap is not None else round_cap(n_nodes_hint)
-    edges = client.persist(a_b.rename(columns={"a": "u", "b": "v"})[["u", "v"]].map_partitions(larger_first, meta=EDGES))
+    pairs = a_b.rename(columns={"a": "u", "b": "v"})[["u", "v"]]
+    edges = persisted(client, pairs.map_partitions(larger_first, meta=EDGES))
     for rounds in range(1, cap + 1):
-        edges = client.persist(one_round(edges, partitions))
+        edges = persisted(client, one_round(edges, partitions))
         n_edges, n_children, children_as_parents = client.compute(list(star_counts(edges)), sync=True)
         if n_edges == n_children and children_as_parents == 0:
             break
@@ -92,7 +107,7 @@ def component_labels(client, a_b, partitions: int, n_nodes_hint: int, cap: int |
     children = edges.rename(columns={"u": "key", "v": "label"})
     roots = edges[["v"]].drop_duplicates(split_out=partitions).rename(columns={"v": "key"})
     roots = roots.assign(label=roots["key"])
-    return client.persist(dd_concat([children, roots])), rounds
+    return persisted(client, dd_concat([children, roots])), rounds
 
 
 def dd_concat(frames):

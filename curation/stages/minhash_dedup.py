@@ -9,7 +9,7 @@ from pathlib import Path
 from curation.schema import NEAR_DUPLICATE_CLUSTERS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.dedup_clusters import REMOVED, cluster_members, removals
-from curation.stages.dedup_components import component_labels
+from curation.stages.dedup_components import component_labels, persisted
 from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.minhash import MINHASH
 from curation.stages.parts import all_parts, write_by_shard
@@ -41,13 +41,13 @@ class MinHashDedup(GlobalStage):
         config, ws = ctx.config.dedup, ctx.workspace
         partitions = self.partitions or len(shards)
         shingle_files = [str(MINHASH.shingles_path(ws, s)) for s in shards]
-        candidates = client.persist(candidate_pairs([str(MINHASH.bands_path(ws, s)) for s in shards], partitions))
-        edges = client.persist(verified_pairs(candidates, shingle_files, config.threshold))
+        candidates = persisted(client, candidate_pairs([str(MINHASH.bands_path(ws, s)) for s in shards], partitions))
+        edges = persisted(client, verified_pairs(candidates, shingle_files, config.threshold))
         n_candidates, n_verified = client.compute([candidates.shape[0], edges.shape[0]], sync=True)
         labels, rounds = component_labels(client, edges, partitions, n_nodes_hint=2 * int(n_verified))
         del candidates
-        clusters = client.persist(cluster_members(labels, [str(MINHASH.part_path(ws, s)) for s in shards],
-                                                  shingle_files, config, partitions))
+        clusters = persisted(client, cluster_members(labels, [str(MINHASH.part_path(ws, s)) for s in shards],
+                                                     shingle_files, config, partitions))
         n_members = write_by_shard(client, clusters, self.clusters_folder(ws), shards, NEAR_DUPLICATE_CLUSTERS,
                                    ["record"], self.name, partitions)
         n_removed = write_by_shard(client, clusters.map_partitions(removals, meta=REMOVED), self.removed_path(ws),
