@@ -8,6 +8,7 @@ import json
 import shlex
 import time
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 from loom.errors import UserError
@@ -58,11 +59,10 @@ def no_page(ws: Workspace, name: str) -> str:
     loom = f"loom -w {shlex.quote(str(ws.root))}"
     writers = [(ws.mixture_dir(name) / SCHEDULE_FILE, "mixture", f"report mixture {name}"),
                (ws.run_dir(name) / RUN_FILE, "run", f"report run {name}")]
-    for kind, (_, results_file, command, folder_of) in SWEEPS.items():
-        results = getattr(ws, folder_of)(name) / results_file
-        mixture = sweep_summary(kind, json.loads(results.read_text()))[0] if results.exists() else ""
-        writers.append((results.parent, kind[:-2] if kind == "searches" else kind[:-1],
-                        command.format(name=name, mixture=mixture or "MIX").removeprefix("loom ")))
+    for kind, sweep in SWEEPS.items():
+        mixture = sweep_state(ws, kind, name)[0]
+        writers.append((sweep_folder(ws, kind, name), sweep.one,
+                        sweep.command.format(name=name, mixture=mixture or "MIX").removeprefix("loom ")))
     for path, kind, command in writers:
         if path.exists():
             return (f"{kind} '{name}' has no page yet: write it with `{loom} {command}`, then "
@@ -170,35 +170,49 @@ def started_text(started: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else ""
 
 
+class Sweep(NamedTuple):
+    title: str
+    one: str  # what one of them is called
+    results_file: str
+    command: str  # the command that starts one is the one that resumes it and rewrites its page
+    folder_of: str  # the Workspace method that gives one's folder
+
+
 SWEEPS = {
-    "ladders": ("Scaling ladders", "fit.json", "loom ladder {name} --mixture {mixture}", "ladder_dir"),
-    "searches": ("Mixture searches", "search.json", "loom mix search {name} --from {mixture}", "search_dir"),
-}  # the command that starts a sweep is the one that resumes it and rewrites its page
+    "ladders": Sweep("Scaling ladders", "ladder", "fit.json", "loom ladder {name} --mixture {mixture}", "ladder_dir"),
+    "searches": Sweep("Mixture searches", "search", "search.json", "loom mix search {name} --from {mixture}",
+                      "search_dir"),
+}
+
+
+def sweep_folder(ws: Workspace, kind: str, name: str) -> Path:
+    return getattr(ws, SWEEPS[kind].folder_of)(name)
+
+
+def sweep_state(ws: Workspace, kind: str, name: str) -> tuple[str, str]:
+    """(mixture, a line of where it stands) of one ladder (`kind` "ladders") or search ("searches")."""
+    results = sweep_folder(ws, kind, name) / SWEEPS[kind].results_file
+    return sweep_summary(kind, json.loads(results.read_text())) if results.exists() else ("", "not fitted yet")
 
 
 def sweep_states(ws: Workspace, kind: str) -> list[tuple[str, str, str]]:
     """(name, mixture, a line of where it stands) of each ladder (`kind` "ladders") or search ("searches")."""
     folder = ws.root / kind
     names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
-    results_file, folder_of = SWEEPS[kind][1], SWEEPS[kind][3]
-    states = []
-    for name in names:
-        results = getattr(ws, folder_of)(name) / results_file
-        states.append((name, *(sweep_summary(kind, json.loads(results.read_text())) if results.exists()
-                               else ("", "not fitted yet"))))
-    return states
+    return [(name, *sweep_state(ws, kind, name)) for name in names]
 
 
 def sweeps_section(ws: Workspace, kind: str) -> str:
-    title, _, command, folder_of = SWEEPS[kind]
+    sweep = SWEEPS[kind]
     states = sweep_states(ws, kind)
     if not states:
-        return f"<h2>{title}</h2><p>None yet: <code>{esc(command.format(name='NAME', mixture='MIX'))}</code>.</p>"
+        start = sweep.command.format(name="NAME", mixture="MIX")
+        return f"<h2>{sweep.title}</h2><p>None yet: <code>{esc(start)}</code>.</p>"
     rows = []
     for name, mixture, state in states:
-        fix = command.format(name=name, mixture=mixture or "MIX")
-        rows.append([link(ws, getattr(ws, folder_of)(name) / REPORT_FILE, name, fix), mixture, state])
-    return f"<h2>{title}</h2>" + table(["name", "mixture", "state"], rows, f"index-{kind}", sortable=True)
+        fix = sweep.command.format(name=name, mixture=mixture or "MIX")
+        rows.append([link(ws, sweep_folder(ws, kind, name) / REPORT_FILE, name, fix), mixture, state])
+    return f"<h2>{sweep.title}</h2>" + table(["name", "mixture", "state"], rows, f"index-{kind}", sortable=True)
 
 
 def sweep_summary(kind: str, results: dict) -> tuple[str, str]:

@@ -128,10 +128,9 @@ def print_runs(ws: Workspace) -> None:
 
 
 def print_sweeps(ws: Workspace) -> None:
-    from reports.index import sweep_states
+    from reports.index import SWEEPS, sweep_states
 
-    rows = [(kind[:-1] if kind == "ladders" else "search", *state)
-            for kind in ("ladders", "searches") for state in sweep_states(ws, kind)]
+    rows = [(sweep.one, *state) for kind, sweep in SWEEPS.items() for state in sweep_states(ws, kind)]
     if not rows:
         say("Ladders and searches: none yet (`loom ladder NAME --mixture MIX`, `loom mix search NAME --from MIX`)")
         return
