@@ -64,7 +64,7 @@ class SourceConfig:
         self.register_storage_options()
         globbed: set[str] = set()  # files of the globs before: a file two globs match is read once
         for pattern in self.paths:
-            full = pattern if is_url(pattern) or Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
+            full = full_pattern(pattern, self.base_dir)
             matches = [(str(p), None) for p in expand_glob(full, folders=want_dirs)]
             if want_dirs and (files := reader.documents(expand_glob(full))):
                 if new_files := [f for f in files if f not in globbed]:
@@ -75,7 +75,7 @@ class SourceConfig:
             if not matches:
                 kind = f"folder or {'/'.join(reader.suffixes)} file" if want_dirs else "file"
                 raise UserError(
-                    f"source '{self.name}': path '{pattern}' matches no {kind}{'' if is_url(pattern) or Path(pattern).is_absolute() else f' (looked in {self.base_dir})'}; "
+                    f"source '{self.name}': path '{pattern}' matches no {kind}{looked_in(pattern, self.base_dir)}; "
                     "fix `paths` in sources.toml"
                 )
             found.extend(m for m in matches if m not in found)
@@ -89,6 +89,21 @@ class SourceConfig:
 
     def filters_apply_to(self, lang: str) -> bool:
         return "*" in self.filter_languages or lang in self.filter_languages
+
+
+def is_relative(pattern: str) -> bool:
+    return not (is_url(pattern) or Path(pattern).is_absolute())
+
+
+def full_pattern(pattern: str, base_dir: str) -> str:
+    """A path or glob of sources.toml as it is looked up: a relative one from `base_dir` (`root`, or the file's
+    folder)."""
+    return str(Path(base_dir) / pattern) if is_relative(pattern) else pattern
+
+
+def looked_in(pattern: str, base_dir: str) -> str:
+    """The clause a 'matches no file' line ends with: where a relative pattern was looked up; nothing for another."""
+    return f" (looked in {base_dir})" if is_relative(pattern) else ""
 
 
 def url_prefix(pattern: str) -> str:
@@ -146,11 +161,11 @@ class EvalSetConfig:
         of another kind."""
         found = []
         for pattern in self.paths:
-            full = pattern if is_url(pattern) or Path(pattern).is_absolute() else str(Path(self.base_dir) / pattern)
-            matches = [str(f) for f in expand_glob(full)]
+            matches = [str(f) for f in expand_glob(full_pattern(pattern, self.base_dir))]
             if not matches:
-                raise UserError(f"eval set '{self.name}': path '{pattern}' matches no file (looked in "
-                                f"{self.base_dir}); fix `paths` in [[decontaminate.eval]] of sources.toml")
+                raise UserError(f"eval set '{self.name}': path '{pattern}' matches no file"
+                                f"{looked_in(pattern, self.base_dir)}; fix `paths` in [[decontaminate.eval]] of "
+                                "sources.toml")
             for file in matches:
                 if not file.endswith(RECORD_SUFFIXES):
                     raise UserError(f"eval set '{self.name}': {file} is not {', '.join(RECORD_SUFFIXES)}; convert it "

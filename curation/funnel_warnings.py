@@ -51,7 +51,8 @@ def source_warnings(source: SourceConfig, counts: list[Removals]) -> list[str]:
     if kept == 0 and removals and lost < docs_in:
         top = removals[0]
         detail = f": {top.detail}" if top.detail else ""
-        fix = f"; {setting(source, top)}" if setting(source, top) else ""
+        change = setting(source, top)
+        fix = f"; {change}" if change else ""
         warnings.append(f"source '{source.name}' kept 0 of {docs_in:,} documents; {top.n:,} were {top.fate} at "
                         f"{top.stage} ({top.reason}{detail}){fix}")
     return warnings
