@@ -203,6 +203,8 @@ class CurationConfig:
     quality: QualityConfig = QualityConfig()
     dedup: DedupConfig = DedupConfig()
     decontaminate: DecontaminationConfig | None = None  # no [decontaminate] table: nothing is checked
+    # the top-level `tokenizer` (relative paths resolved against the file's folder, as `root` is); None: not set
+    tokenizer: str | None = None
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -218,10 +220,10 @@ def load_config(path: Path) -> CurationConfig:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root", "quality", "dedup", "decontaminate"}
+    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate"}
     if unknown_top:
-        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, [quality], [dedup], "
-                        "[decontaminate] and [[source]]")
+        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, `tokenizer`, "
+                        "[quality], [dedup], [decontaminate] and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -233,7 +235,20 @@ def load_config(path: Path) -> CurationConfig:
             raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
     decontaminate = _parse_decontaminate(raw["decontaminate"], path, base_dir) if "decontaminate" in raw else None
     return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path),
-                          dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate)
+                          dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate,
+                          tokenizer=_tokenizer(raw, path))
+
+
+def _tokenizer(raw: dict, path: Path) -> str | None:
+    """The top-level `tokenizer`, relative to the file's folder (as `root` is: the workspace's own sources.toml
+    then names WORKSPACE/models/... as models/...). Whether the file exists is checked where it is used (`loom
+    curate`): `loom tokenizer train` reads this file before the tokenizer exists."""
+    if "tokenizer" not in raw:
+        return None
+    value = raw["tokenizer"]
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{path}: `tokenizer` must be the path of a tokenizer.json (relative to {path.parent})")
+    return value if is_url(value) or Path(value).is_absolute() else str(path.parent.resolve() / value)
 
 
 def _parse_decontaminate(table, path: Path, base_dir: Path) -> DecontaminationConfig:

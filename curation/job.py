@@ -10,7 +10,7 @@ from curation.readers import source_shards
 from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
 from loom.errors import UserError
-from loom.io import path_text
+from loom.io import as_path, path_text
 from loom.workspace import Workspace, part_name
 
 
@@ -45,6 +45,20 @@ def plan_shards(sources: list[SourceConfig]) -> list[Shard]:
         for index, (path, span) in enumerate(source_shards(source)):
             shards.append(Shard(source=source, index=index, input=path, rank=rank, span=span))
     return shards
+
+
+def curation_tokenizer(option: Path | None, config: CurationConfig, sources_file: Path, ws: Workspace) -> Path:
+    """The tokenizer a curation uses: --tokenizer, else sources.toml's `tokenizer`, else WORKSPACE/models/
+    tokenizer.json. A `tokenizer` key naming no file is refused here, naming the key (plan_job checks the file)."""
+    if option is not None:
+        return option
+    if config.tokenizer is None:
+        return ws.tokenizer
+    path = as_path(config.tokenizer)
+    if not path.is_file():
+        raise UserError(f"{sources_file}: `tokenizer` names no file ({path}); fix it, train one there with "
+                        "`loom tokenizer train`, or remove the key to use WORKSPACE/models/tokenizer.json")
+    return path
 
 
 def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,

@@ -4,7 +4,7 @@ packages use of a mixture is imported from here."""
 from pathlib import Path
 
 from loom.workspace import Generation, Workspace
-from mixtures.compile import check_current, compile_mixture
+from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, read_plan
 from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex, schedule_fingerprint, target_shares
@@ -12,7 +12,8 @@ from mixtures.sequences import RowGroupCache, SequenceReader
 from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
 __all__ = ["PLAN_FILE", "SCHEDULE_FILE", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex", "SequenceReader",
-           "compile_mixture", "find_spec", "load_schedule", "load_spec", "read_plan", "schedule_fingerprint", "shard_sources",
+           "compile_mixture", "find_spec", "load_schedule", "load_spec", "mixture_tokenizer", "read_plan",
+           "schedule_fingerprint", "shard_sources",
            "spec_files", "target_shares"]
 
 

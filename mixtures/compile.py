@@ -1,6 +1,7 @@
 """Compile a mixture spec against a workspace's manifest: count what each key selects (DuckDB), plan it
 (mixtures.plan), and write the schedule a trainer reads, with its plan and sequence indexes."""
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from tokenizers import Tokenizer
 
 from curation.tokenizer import tokenizer_fingerprint
 from loom.errors import UserError
-from loom.io import local_file, write_parquet, write_text
+from loom.io import as_path, local_file, path_text, write_parquet, write_text
 from loom.workspace import Generation, Workspace
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, VALIDATION_FILE, sequences_file
 from mixtures.evalsets import compile_evals
@@ -71,13 +72,17 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     }
     write_parquet(m.held_out, out / VALIDATION_FILE)
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
-    write_text(to_toml(spec, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
+    resolved = dataclasses.replace(spec, tokenizer=inside_workspace(m.tokenizer, ws))
+    write_text(to_toml(resolved, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
     write_text(json.dumps(meta, indent=2), out / SCHEDULE_FILE)
     return meta
 
 
 def curated_tokenizer(spec: MixtureSpec, ws: Workspace, curation: dict) -> Path:
-    """The spec's tokenizer, refused unless it is the one the data was curated with."""
+    """The spec's tokenizer, refused unless it is the one the data was curated with; a spec that names none gets
+    that one (data_tokenizer)."""
+    if spec.tokenizer is None:
+        return data_tokenizer(spec.name, ws, curation)
     tokenizer = ws.root / spec.tokenizer
     if not tokenizer.is_file():
         raise UserError(f"mixture '{spec.name}': no tokenizer at {tokenizer}; fix `tokenizer` in the spec")
@@ -85,6 +90,29 @@ def curated_tokenizer(spec: MixtureSpec, ws: Workspace, curation: dict) -> Path:
         raise UserError(f"mixture '{spec.name}': tokenizer {tokenizer} differs from the one the data was curated "
                         f"with ({curation['tokenizer']}); use that one or re-run `loom curate`")
     return tokenizer
+
+
+def data_tokenizer(mixture: str, ws: Workspace, curation: dict) -> Path:
+    """The tokenizer the data was curated with: the workspace's models/tokenizer.json when it has the recorded
+    fingerprint (so a copied or moved workspace, whose recorded path is elsewhere, builds as before), else the
+    path curation.json records, checked by fingerprint."""
+    for candidate in (ws.tokenizer, as_path(curation["tokenizer"])):
+        if candidate.is_file() and tokenizer_fingerprint(candidate) == curation["tokenizer_fingerprint"]:
+            return candidate
+    raise UserError(f"mixture '{mixture}': the tokenizer the data was curated with ({curation['tokenizer']}) is "
+                    f"gone or changed, and {ws.tokenizer} is another; put it back, or re-run `loom curate`")
+
+
+def inside_workspace(tokenizer: Path, ws: Workspace) -> str | None:
+    """A tokenizer's path as a spec names it, relative to the workspace; None (the data's) for one outside it."""
+    root = path_text(ws.root).rstrip("/") + "/"
+    path = path_text(tokenizer)
+    return path[len(root):] if path.startswith(root) else None
+
+
+def mixture_tokenizer(spec: MixtureSpec, ws: Workspace) -> Path:
+    """The tokenizer a mixture reads the published data with (curated_tokenizer)."""
+    return curated_tokenizer(spec, ws, read_curation(ws.published()))
 
 
 def check_eval_sources(spec: MixtureSpec, sources: list[str]) -> None:

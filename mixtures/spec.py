@@ -38,7 +38,8 @@ class EvalSet:
 class MixtureSpec:
     name: str
     phases: tuple[Phase, ...]
-    tokenizer: str = "models/tokenizer.json"  # relative to the workspace; must be the one the data was curated with
+    # relative to the workspace; must be the one the data was curated with. None: that one, wherever it is
+    tokenizer: str | None = None
     seq_len: int = 512
     total_tokens: int | None = None
     steps: int | None = None
@@ -92,8 +93,8 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     if not is_finite_number(max_epochs) or max_epochs <= 0:
         raise UserError(f"{where}: `max_epochs` = {max_epochs!r} must be a positive, finite number")
     _check_validation_budget(ints, where)
-    tokenizer = _workspace_path("tokenizer", raw.get("tokenizer", "models/tokenizer.json"), where,
-                                "a tokenizer.json", "models/tokenizer.json")
+    tokenizer = _workspace_path("tokenizer", raw["tokenizer"], where, "a tokenizer.json",
+                                "models/tokenizer.json") if "tokenizer" in raw else None
     return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs),
                        evals=_evals(raw.get("eval", {}), where), **ints)
 

@@ -46,6 +46,7 @@ def _current(ws: Workspace, out: Path, wanted: MixtureSpec) -> bool:
 
 
 def _compiled_as(spec: MixtureSpec) -> tuple:
-    """What a mixture is compiled from, however its budget was given (total_tokens or steps)."""
+    """What a mixture is compiled from, however its budget was given (total_tokens or steps). Not its tokenizer:
+    check_current has matched the schedule's to the data's, and a spec may only name the data's."""
     return (spec.phases, spec.seq_len, spec.global_batch, spec.seed, spec.max_epochs, spec.target_tokens,
-            spec.evals, spec.tokenizer, spec.resolved_steps(), spec.validation_budget())
+            spec.evals, spec.resolved_steps(), spec.validation_budget())

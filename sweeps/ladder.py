@@ -14,7 +14,7 @@ from loom.errors import UserError
 from loom.io import local_file, read_text, write_text
 from loom.lock import exclusive
 from loom.workspace import Workspace
-from mixtures import MixtureSpec
+from mixtures import MixtureSpec, mixture_tokenizer
 from sweeps.compiling import compile_all
 from sweeps.plan import LadderPlan, plan_ladder
 from sweeps.results import ladder_results, write_results
@@ -42,9 +42,7 @@ def plan(ws: Workspace, name: str, spec: LadderSpec, mixture: MixtureSpec) -> La
 
 def vocabulary(ws: Workspace, mixture: MixtureSpec) -> int:
     """The size of the vocabulary of the mixture's tokenizer: the models' embedding and output head."""
-    tokenizer = ws.root / mixture.tokenizer
-    if not tokenizer.is_file():
-        raise UserError(f"no tokenizer at {tokenizer} (mixture '{mixture.name}'); run `loom curate` first")
+    tokenizer = mixture_tokenizer(mixture, ws)
     return Tokenizer.from_file(str(local_file(tokenizer))).get_vocab_size()
 
 

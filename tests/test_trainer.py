@@ -165,7 +165,9 @@ def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
     ws, _ = runs
     again = train(ws, "one", check=False)
     assert again.returncode == 2 and "already exists" in again.stderr and "--resume" in again.stderr
-    run_loom("-w", ws, "mix", "build", "tinymix", "--steps", 14)
+    rebuilt = run_loom("-w", ws, "mix", "build", "tinymix", "--steps", 14)
+    orphaned = next(line for line in rebuilt.stdout.splitlines() if line.startswith("note: runs "))
+    assert "one" in orphaned and "cannot be resumed" in orphaned and "under another name" in orphaned
     changed = train(ws, "one", "--resume", check=False)
     assert changed.returncode == 2 and "schedule fingerprint" in changed.stderr
     assert "Traceback" not in changed.stderr

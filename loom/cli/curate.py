@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from loom.cli.console import console, note, workspace_lock
-from loom.cli.options import sources_option, sources_path, tokenizer_path, workers_option
+from loom.cli.options import sources_option, sources_path, workers_option
 from loom.io import as_path, remove_temporary_files
 from loom.workspace import Workspace
 
@@ -18,14 +18,15 @@ from loom.workspace import Workspace
 @sources_option
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on an existing Dask cluster instead of a local one")
 @workers_option
-@click.option("--tokenizer", metavar="FILE", help="A tokenizer.json [default: WORKSPACE/models/tokenizer.json]")
+@click.option("--tokenizer", metavar="FILE",
+              help="A tokenizer.json [default: sources.toml's `tokenizer`, else WORKSPACE/models/tokenizer.json]")
 @click.option("--quality-model", metavar="FILE",
               help="A `loom quality train` model [default: WORKSPACE/models/quality.bin when it exists]")
 @click.pass_obj
 def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model):
     """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
-    run_curation(ws, sources_path(ws, sources), tokenizer_path(ws, tokenizer), quality_model_path(ws, quality_model),
-                 scheduler, workers)
+    run_curation(ws, sources_path(ws, sources), as_path(tokenizer) if tokenizer else None,
+                 quality_model_path(ws, quality_model), scheduler, workers)
     print_outputs(ws)
 
 
@@ -35,16 +36,18 @@ def quality_model_path(ws: Workspace, value: str | None) -> Path | None:
     return ws.quality_model if ws.quality_model.exists() else None
 
 
-def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path, quality_model: Path | None,
+def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path | None, quality_model: Path | None,
                  scheduler: str | None, workers: int | None):
+    """Curates the sources; `tokenizer` None: sources.toml's `tokenizer`, else the workspace's."""
     from curation.config import load_config
-    from curation.job import plan_job
+    from curation.job import curation_tokenizer, plan_job
     from curation.run import curate as curate_shards
     from curation.run import dask_client
 
     started = time.monotonic()
     with workspace_lock(ws):
-        shards, ctx = plan_job(load_config(sources_file), ws, tokenizer, quality_model)
+        config = load_config(sources_file)
+        shards, ctx = plan_job(config, ws, curation_tokenizer(tokenizer, config, sources_file, ws), quality_model)
         if removed := remove_temporary_files(ws.work, ws.generations, ws.models):
             note(f"removed {len(removed)} temporary files that killed runs left in {ws.root}")
         note_ignored_folders(ws, {s.source.name for s in shards})

@@ -1,6 +1,7 @@
 """`loom mix list|build|show`: named mixtures, compiled into schedules, and their plans."""
 
 import dataclasses
+import json
 from pathlib import Path
 
 import click
@@ -8,7 +9,7 @@ from rich.table import Table
 
 from loom.cli.console import LoomGroup, console, note
 from loom.errors import UserError
-from loom.io import remove_temporary_files
+from loom.io import read_text, remove_temporary_files
 from loom.lock import exclusive
 from loom.names import check_name
 from loom.workspace import Workspace, examples_dir
@@ -91,7 +92,7 @@ def builtin_mixtures() -> Path:
 
 
 def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> None:
-    from mixtures import compile_mixture, find_spec, load_spec
+    from mixtures import compile_mixture, find_spec, load_spec, schedule_fingerprint
     from reports.build import mixture_report
 
     spec = load_spec(find_spec(name, ws.mixtures, builtin_mixtures()))
@@ -102,8 +103,10 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     out = ws.mixture_dir(spec.name)
     with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
         remove_temporary_files(out)
+        former = build_fingerprint(out)
         meta = compile_mixture(spec, ws, out)
     print_plan(out)
+    note_orphaned_runs(ws, spec.name, former, schedule_fingerprint(meta))
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
                   f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
@@ -117,6 +120,28 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
                       f"{e['scored_bytes']:,} bytes scored")
     console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/, validation.parquet")
     console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
+
+
+def build_fingerprint(out: Path) -> str | None:
+    """The schedule fingerprint of the build in `out` (the one runs record), or None where none is compiled."""
+    from mixtures import SCHEDULE_FILE, schedule_fingerprint
+
+    schedule = out / SCHEDULE_FILE
+    return schedule_fingerprint(json.loads(read_text(schedule))) if schedule.exists() else None
+
+
+def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -> None:
+    """Says which runs trained on the build just replaced: `loom train --resume` refuses them on this one."""
+    from trainer.metrics import MIXTURE, RUN_FILE, SCHEDULE_FINGERPRINT, read_run
+
+    if former is None or former == now:
+        return
+    runs = [r.parent.name for r in sorted(ws.runs.glob(f"*/{RUN_FILE}"))
+            if (info := read_run(r.parent)).get(MIXTURE) == name and info.get(SCHEDULE_FINGERPRINT) == former]
+    if runs:
+        note(f"runs {', '.join(runs)} trained on the build of mixture '{name}' this one replaces and cannot be "
+             "resumed on it (`loom train --resume` refuses them); to keep a build for such runs, build a changed "
+             "spec under another name")
 
 
 def print_plan(out: Path) -> None:

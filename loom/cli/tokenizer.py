@@ -7,6 +7,7 @@ import click
 
 from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import sources_option, sources_path, tokenizer_path
+from loom.io import as_path
 from loom.workspace import Workspace
 
 
@@ -19,13 +20,18 @@ def tokenizer():
 @sources_option
 @click.option("--vocab-size", type=int, default=8192, show_default=True)
 @click.option("--max-docs", type=click.IntRange(min=1), default=2000, show_default=True, help="Documents read per source")
-@click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/tokenizer.json]")
+@click.option("--output", metavar="FILE",
+              help="Where to save it [default: sources.toml's `tokenizer`, else WORKSPACE/models/tokenizer.json]")
 @click.pass_obj
 def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output):
     """Train a byte-level BPE on the sources' text."""
-    output = tokenizer_path(ws, output)
+    from curation.config import load_config
+
+    sources_file = sources_path(ws, sources)
+    named = load_config(sources_file).tokenizer
+    output = tokenizer_path(ws, output) if output or not named else as_path(named)
     with writes_models(ws, output):
-        train_tokenizer(sources_path(ws, sources), vocab_size, max_docs, output)
+        train_tokenizer(sources_file, vocab_size, max_docs, output)
 
 
 def train_tokenizer(sources_file: Path, vocab_size: int, max_docs: int, output: Path) -> None:

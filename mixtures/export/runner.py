@@ -17,10 +17,11 @@ import numpy as np
 
 from curation.tokenizer import load_tokenizer
 from loom.errors import UserError
-from loom.io import TEMPORARY_GLOB, remove_temporary_files, write_text
+from loom.io import TEMPORARY_GLOB, path_text, remove_temporary_files, write_text
 from loom.names import check_name
 from loom.workspace import Generation, Workspace
-from mixtures import SCHEDULE_FILE, Schedule, SequenceReader, load_schedule, load_spec, schedule_fingerprint
+from mixtures import (SCHEDULE_FILE, Schedule, SequenceReader, load_schedule, load_spec, mixture_tokenizer,
+                      schedule_fingerprint)
 from mixtures.compiled import SPEC_FILE
 from mixtures.export.megatron import MegatronWriter, megatron_dtype
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
@@ -126,7 +127,7 @@ def check_holds_only_an_export(folder: Path, writer: FormatWriter) -> None:
 
 def eos_id(ws: Workspace, folder: Path) -> int:
     """The end-of-sequence id of the tokenizer the mixture was built with (the spec's, as resolved)."""
-    return load_tokenizer(str(ws.root / load_spec(folder / SPEC_FILE).tokenizer))[1]
+    return load_tokenizer(path_text(mixture_tokenizer(load_spec(folder / SPEC_FILE), ws)))[1]
 
 
 def sidecar(schedule: Schedule, fmt: str, start: int, end: int, chunk_steps: int, eos: int) -> dict:
