@@ -1,4 +1,4 @@
-"""Arrow schemas of what curation writes (see DESIGN.md, "Data flow and formats")."""
+"""Arrow schemas of what curation writes (see docs/design.md)."""
 
 import pyarrow as pa
 
