@@ -74,6 +74,16 @@ def test_status_of_a_touched_sources_toml_says_it_was_modified_after(ws):
     assert "sources.toml was modified after this curation" in run_loom("status", "-w", ws).stdout
 
 
+
+def test_a_rebuild_that_changes_the_schedule_names_the_runs_it_orphans_and_status_says_so(ws):
+    write_spec(ws, "tinymix", training_spec(6))
+    rebuilt = run_loom("-w", ws, "mix", "build", "tinymix", env={"COLUMNS": "300"}).stdout
+    assert "runs first trained on the build of mixture 'tinymix' this one replaces" in rebuilt
+    assert re.search(r"│ first +│ tinymix +│ finished \(the mixture was rebuilt since: not resumable\) +│",
+                     run_loom("status", "-w", ws, env={"COLUMNS": "300"}).stdout)
+    again = run_loom("-w", ws, "mix", "build", "tinymix").stdout
+    assert "runs first" not in again  # the same schedule again: nothing is orphaned by it
+
 def test_status_of_a_missing_or_empty_workspace_says_what_to_run_first(tmp_path):
     missing = run_loom("status", "-w", tmp_path / "none")
     assert missing.stdout == (f"No workspace at {tmp_path / 'none'} yet: `loom init` starts one (or `loom quickstart` "

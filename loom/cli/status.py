@@ -122,9 +122,20 @@ def print_runs(ws: Workspace) -> None:
     for column in ("run", "mixture", "status", "step", "last loss", "last val loss", "started"):
         table.add_column(column, justify="right" if column in ("step", "last loss", "last val loss") else "left")
     for run in runs:
-        table.add_row(run["run"], run["mixture"], run["status"], f"{run['steps_done']:,} of {run['steps'] or 0:,}",
+        status = run["status"] + (" (the mixture was rebuilt since: not resumable)" if on_a_replaced_build(ws, run) else "")
+        table.add_row(run["run"], run["mixture"], status, f"{run['steps_done']:,} of {run['steps'] or 0:,}",
                       decimal(run["loss"]), decimal(run["val_loss"]), when(run["started"]))
     console.print(table)
+
+
+
+def on_a_replaced_build(ws: Workspace, run: dict) -> bool:
+    """Whether the run trained on a build of its mixture that a rebuild replaced (`loom train --resume` refuses it)."""
+    from loom.cli.mix import build_fingerprint
+    from trainer.metrics import SCHEDULE_FINGERPRINT, read_run
+
+    now = build_fingerprint(ws.mixture_dir(run["mixture"])) if run["mixture"] else None
+    return now is not None and read_run(run["dir"]).get(SCHEDULE_FINGERPRINT) not in (None, now)
 
 
 def print_sweeps(ws: Workspace) -> None:
