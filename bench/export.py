@@ -38,10 +38,10 @@ from loom_job import quickstart_workspace  # noqa: E402
 from mixtures.export import FORMATS, plan_export, run_export
 
 
-def export_seconds(ws: Workspace, mixture: str, fmt: str) -> tuple[float, int]:
+def export_seconds(ws: Workspace, mixture: str, fmt: str, chunk_steps: int | None) -> tuple[float, int]:
     out = ws.root / "exports" / "bench" / fmt
     shutil.rmtree(out, ignore_errors=True)
-    plan = plan_export(ws, mixture, fmt, out=str(out))
+    plan = plan_export(ws, mixture, fmt, out=str(out), chunk_steps=chunk_steps)
     began = time.perf_counter()
     run_export(plan)
     seconds = time.perf_counter() - began
@@ -74,12 +74,13 @@ def main() -> None:
     parser.add_argument("--workspace")
     parser.add_argument("--mixture", default="sample")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--chunk-steps", type=int, help="steps a chunk (default: the export's own, ~8M tokens)")
     args = parser.parse_args()
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(quickstart_workspace(args.workspace, Path(tmp)))
         measures = {"raw pyarrow input_ids": lambda: raw_seconds(ws)}
-        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt)) for fmt in FORMATS}
+        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt, args.chunk_steps)) for fmt in FORMATS}
         fastest = best_of_rounds(measures, args.repeat)
     raw_s, raw_tokens = fastest.pop("raw pyarrow input_ids")
     raw_rate = raw_tokens / raw_s
