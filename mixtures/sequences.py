@@ -5,6 +5,8 @@ On an object store a row group miss is one ranged read of that row group's `inpu
 part's footer, once per part per process): a reader fetches only the tokens it reads, never a part's text."""
 
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -49,13 +51,39 @@ class RowGroupCache:
         key = (shard, group)
         if key in self._groups:
             self._groups.move_to_end(key)
-        else:
-            file, _ = self._file(shard)
-            column = file.read_row_group(group, columns=["input_ids"]).column("input_ids").combine_chunks()
-            self._groups[key] = (column.offsets.to_numpy(), column.values.to_numpy())
-            if len(self._groups) > self.capacity:
-                self._groups.popitem(last=False)
-        return self._groups[key]
+            return self._groups[key]
+        return self.keep(key, self.read(shard, group))
+
+    def read(self, shard: str, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """A row group's `input_ids` read from its part, past the cache (what `group` keeps of a miss)."""
+        file, _ = self._file(shard)
+        # one column chunk: pyarrow's threads have nothing to share out, and cost a hand-over each read
+        column = file.read_row_group(group, columns=["input_ids"], use_threads=False).column("input_ids")
+        column = column.combine_chunks()
+        return column.offsets.to_numpy(), column.values.to_numpy()
+
+    def keep(self, key: tuple[str, int], found: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        self._groups[key] = found
+        if len(self._groups) > self.capacity:
+            self._groups.popitem(last=False)
+        return found
+
+    def read_ahead(self, keys: list[tuple[str, int]], ahead: int = 2):
+        """Each of `keys` (shard, row group) in order, as `group` gives it, the next `ahead` misses read on a
+        thread meanwhile: pyarrow decodes without the GIL, so reading one row group overlaps copying from the
+        last. Every read of the parts is made on that one thread (a ParquetFile is not shared between threads);
+        at most `ahead` row groups are held beyond the cache."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="row-group-reader") as reading:
+            pending: dict[tuple[str, int], Future] = {}
+            for i, key in enumerate(keys):
+                for later in keys[i : i + ahead + 1]:
+                    if later not in self._groups and later not in pending:
+                        self._file(later[0])  # opened here: its footer read on this thread
+                        pending[later] = reading.submit(self.read, *later)
+                if key in pending:
+                    yield self.keep(key, pending.pop(key).result())
+                else:
+                    yield self.group(*key)
 
 
 class SequenceReader:
@@ -75,34 +103,43 @@ class SequenceReader:
 
     def gather(self, components: np.ndarray, sequences: np.ndarray, dtype: np.dtype) -> np.ndarray:
         """The tokens `read` gives of many (component, sequence) pairs at once, a row each, as `dtype`: each row
-        group the sequences touch is read once (through the cache) and all its pieces of them copied by `copy_runs`,
-        with no Python per sequence. Memory: the output, a few int64 per token of it (the copy's indices), and the
-        cache's row groups, whatever the size of the data. Reads are another matter: a schedule's sequences are
-        spread over their whole component, so many sequences from a large one read a row group for a few each."""
+        group the sequences touch is read once (through the cache, the next ones read ahead on a thread) and all
+        its pieces of them copied by `copy_runs`, with no Python per sequence. Memory: the output, a few int64 per
+        token of it (the copy's indices), and the cache's row groups, whatever the size of the data. Reads are
+        another matter: a schedule's sequences are spread over their whole component, so many sequences from a
+        large one read a row group for a few each."""
         out = np.empty((len(sequences), self.width), dtype=dtype)
-        for component in np.unique(components).tolist():
-            chosen = np.flatnonzero(components == component)
-            self._gather_component(component, sequences[chosen], chosen, out.reshape(-1))
+        flat = out.reshape(-1)
+        work = [piece for component in np.unique(components).tolist()
+                for piece in self._row_group_pieces(component, sequences, np.flatnonzero(components == component))]
+        with closing(self.cache.read_ahead([(shard, group) for shard, group, *_ in work])) as groups:
+            for (_, _, component, sequence, row, start_in_doc, length, target), (offsets, values) in zip(work, groups):
+                source = offsets[row] + start_in_doc
+                beyond = np.flatnonzero(source + length > offsets[row + 1])
+                if len(beyond):
+                    raise self._changed(component, int(sequence[beyond[0]]))
+                copy_runs(values, source, flat, target, length)
         return out
 
-    def _gather_component(self, component: int, sequences: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> None:
-        """One component's sequences copied into rows `rows` of the flattened output `flat`, a row group at a time."""
+    def _row_group_pieces(self, component: int, sequences: np.ndarray, rows: np.ndarray) -> list[tuple]:
+        """The pieces of one component's `sequences[rows]` (bound for rows `rows` of the output), row group by row
+        group: (shard, row group, component, each piece's sequence, its row in the group, its start in the
+        document, its length, and where it goes in the flattened output)."""
         index = self.indexes[component]
-        owner, doc, start_in_doc, length, start_in_sequence = self._pieces(component, sequences)
+        chosen = sequences[rows]
+        owner, doc, start_in_doc, length, start_in_sequence = self._pieces(component, chosen)
         target = rows[owner] * self.width + start_in_sequence
         shard = index.shard_codes[doc]
+        work = []
         for code in np.unique(shard).tolist():
             name, in_shard = index.shard_names[code], np.flatnonzero(shard == code)
             groups, row_in_group = self.cache.row_groups(name, index.rows[doc[in_shard]])
             for group in np.unique(groups).tolist():
                 here = groups == group
-                pieces, row = in_shard[here], row_in_group[here]
-                offsets, values = self.cache.group(name, group)
-                source = offsets[row] + start_in_doc[pieces]
-                beyond = np.flatnonzero(source + length[pieces] > offsets[row + 1])
-                if len(beyond):
-                    raise self._changed(component, int(sequences[owner[pieces[beyond[0]]]]))
-                copy_runs(values, source, flat, target[pieces], length[pieces])
+                pieces = in_shard[here]
+                work.append((name, group, component, chosen[owner[pieces]], row_in_group[here], start_in_doc[pieces],
+                             length[pieces], target[pieces]))
+        return work
 
     def _pieces(self, component: int, sequences: np.ndarray) -> tuple[np.ndarray, ...]:
         """`SequenceIndex.locate` of many sequences at once: for each document piece of them, the sequence it is
