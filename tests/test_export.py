@@ -16,6 +16,8 @@ import pytest
 from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import RowGroupCache, SequenceReader, load_schedule
+from mixtures.export import FORMATS, plan_export, run_export
+from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
 from mixtures.sequences import copy_runs
 
 with warnings.catch_warnings():
@@ -162,6 +164,34 @@ def test_a_killed_export_resumes_to_the_same_bytes_and_a_finished_one_is_left_al
 
 def contents(folder) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class FailsAtStep14(NumpyWriter):
+    """The numpy format, but its disk fills up at the chunk of step 14; `written` keeps the first step of every
+    write."""
+
+    written: list[int] = []
+
+    def write(self, first_step, tokens, steps):
+        self.written.append(first_step)
+        if first_step == 14:
+            raise OSError(28, "No space left on device (planted)")
+        super().write(first_step, tokens, steps)
+
+
+@pytest.mark.timeout(120)  # the writer thread's error must end the export, not leave it waiting
+def test_a_write_that_fails_on_the_writer_thread_fails_the_export_with_its_error(export_ws, monkeypatch):
+    monkeypatch.setitem(FORMATS, "numpy", (FailsAtStep14, numpy_dtype))
+    monkeypatch.setattr(FailsAtStep14, "written", [])
+    plan = plan_export(Workspace(export_ws), "exportmix", "numpy", out=str(export_ws / "exports" / "failing"),
+                       chunk_steps=7)
+    with pytest.raises(OSError, match="planted"):
+        run_export(plan)
+    assert FailsAtStep14.written == [0, 7, 14]  # nothing written after the failed chunk
+    progress = json.loads((plan.out / "progress.json").read_text())
+    per_step = plan.info["global_batch"] * plan.info["tokens_per_sequence"] * 2
+    assert progress["next_step"] == 14 and (plan.out / "tokens.bin").stat().st_size == 14 * per_step
+    assert not (plan.out / "export.json").exists()
 
 
 def test_a_rebuilt_mixture_starts_the_export_again(curated_slice, slice_tokenizer, tmp_path):
