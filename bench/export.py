@@ -80,7 +80,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(quickstart_workspace(args.workspace, Path(tmp)))
         measures = {"raw pyarrow input_ids": lambda: raw_seconds(ws)}
-        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt, args.chunk_steps)) for fmt in FORMATS}
+        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt, args.chunk_steps))
+                     for fmt in FORMATS}
         fastest = best_of_rounds(measures, args.repeat)
     raw_s, raw_tokens = fastest.pop("raw pyarrow input_ids")
     raw_rate = raw_tokens / raw_s

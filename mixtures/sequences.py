@@ -20,12 +20,13 @@ from mixtures.schedule import Schedule, SequenceIndex
 
 class RowGroupCache:
     """`input_ids` of curated rows, by (shard, row): one Parquet row group read per miss, the last
-    `capacity` row groups kept."""
+    `capacity` row groups kept (and no more than `max_bytes` of them, when given)."""
 
-    def __init__(self, root: Path, capacity: int = 16):
-        self.root, self.capacity = as_path(root), capacity
+    def __init__(self, root: Path, capacity: int = 16, max_bytes: int | None = None):
+        self.root, self.capacity, self.max_bytes = as_path(root), capacity, max_bytes
         self._files: dict[str, tuple[pq.ParquetFile, np.ndarray]] = {}
         self._groups: OrderedDict = OrderedDict()
+        self._bytes = 0
 
     def _file(self, shard: str):
         if shard not in self._files:
@@ -64,8 +65,11 @@ class RowGroupCache:
 
     def keep(self, key: tuple[str, int], found: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         self._groups[key] = found
-        if len(self._groups) > self.capacity:
-            self._groups.popitem(last=False)
+        self._bytes += sum(array.nbytes for array in found)
+        while len(self._groups) > 1 and (len(self._groups) > self.capacity
+                                         or self.max_bytes is not None and self._bytes > self.max_bytes):
+            _, dropped = self._groups.popitem(last=False)
+            self._bytes -= sum(array.nbytes for array in dropped)
         return found
 
     def read_ahead(self, keys: list[tuple[str, int]], ahead: int = 2):
@@ -97,6 +101,7 @@ class SequenceReader:
         self.source_id = {name: i for i, name in enumerate(sources)}
         self.shard_source = shard_sources(data)
         self.cache = RowGroupCache(data.root)
+        self._backwards = False  # the direction of the next gather's row groups
 
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
         return self.read_from(self.indexes[component], sequence, f"component {component}")
@@ -106,12 +111,15 @@ class SequenceReader:
         group the sequences touch is read once (through the cache, the next ones read ahead on a thread) and all
         its pieces of them copied by `copy_runs`, with no Python per sequence. Memory: the output, a few int64 per
         token of it (the copy's indices), and the cache's row groups, whatever the size of the data. Reads are
-        another matter: a schedule's sequences are spread over their whole component, so many sequences from a
-        large one read a row group for a few each."""
+        another matter: a schedule's sequences are spread over their whole component, so every call reads most
+        of the row groups of a large one for a few sequences each. Row groups go in (shard, row group) order, every
+        other call backwards: the last ones a call read, those still in the cache, are the first the next reads."""
         out = np.empty((len(sequences), self.width), dtype=dtype)
         flat = out.reshape(-1)
         work = [piece for component in np.unique(components).tolist()
                 for piece in self._row_group_pieces(component, sequences, np.flatnonzero(components == component))]
+        work.sort(key=lambda piece: piece[:2], reverse=self._backwards)  # components that share a shard read it once
+        self._backwards = not self._backwards
         with closing(self.cache.read_ahead([(shard, group) for shard, group, *_ in work])) as groups:
             for (_, _, component, sequence, row, start_in_doc, length, target), (offsets, values) in zip(work, groups):
                 source = offsets[row] + start_in_doc

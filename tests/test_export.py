@@ -6,6 +6,7 @@ one line each."""
 import json
 import signal
 import subprocess
+import sys
 import time
 import warnings
 
@@ -17,6 +18,7 @@ from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import RowGroupCache, SequenceReader, load_schedule
 from mixtures.export import FORMATS, plan_export, run_export
+from mixtures.export.runner import CACHE_BYTES
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
 from mixtures.sequences import copy_runs
 
@@ -116,6 +118,25 @@ def test_gather_reads_what_read_reads_one_sequence_at_a_time(export_ws, tmp_path
     beyond = schedule.available[0] + 1  # past the end of component 0's tokens
     with pytest.raises(RuntimeError, match="changed under the schedule"):
         reader.gather(np.array([1, 0]), np.array([0, beyond]), np.int64)
+
+
+def test_an_exports_reads_take_each_row_group_once_whatever_its_chunks(export_ws, tmp_path, monkeypatch):
+    """Chunks of a step over curated parts rewritten in row groups of 3 rows: through the export's cache every row
+    group is read once in all (through the trainer's cache of 16 row groups, many again), and the tokens are
+    `read`'s."""
+    schedule, reader = reader_of(export_ws)
+    root = rewritten_in_row_groups(reader.cache.root, tmp_path, 3)
+    reads = []
+    real_read = RowGroupCache.read
+    monkeypatch.setattr(RowGroupCache, "read", lambda cache, *key: reads.append(key) or real_read(cache, *key))
+    want, _ = expected(export_ws)
+    for cache, read_once in ((RowGroupCache(root), False),
+                             (RowGroupCache(root, capacity=sys.maxsize, max_bytes=CACHE_BYTES), True)):
+        reader.cache = cache
+        reads.clear()
+        chunks = [reader.gather(*schedule.batches(step, step + 1), np.int64) for step in range(60)]
+        assert np.array_equal(np.concatenate(chunks), want[: 60 * schedule.global_batch])
+        assert len(set(reads)) > 16 and (len(reads) == len(set(reads))) == read_once
 
 
 @pytest.mark.parametrize("longest", [8, 400])  # one fancy index for short runs, a slice each for long ones

@@ -7,11 +7,11 @@ the last one recorded.
 
 `input_ids` is written plain: no dictionary, no compression, no statistics, 4 bytes a token, what HF datasets keeps
 in its own Arrow cache of the parts anyway. Encoding is what makes this format slower than the others (about what
-reading the curated tokens costs), so it is the cheapest pyarrow has. Encoding a part of the bundled corpora's tokens (2.0M,
-ids below 8,192) took, in CPU time: dictionary + snappy (pyarrow's default) 33 ms for 3.3 MB, DELTA_BINARY_PACKED
-27 ms for 3.7 MB, BYTE_STREAM_SPLIT + lz4 26 ms for 3.5 MB (and readers before pyarrow 16 cannot read it), plain
-lz4 37 ms for 4.3 MB, plain uncompressed 17 ms for 8.1 MB. A smaller copy is one `pyarrow.parquet.write_table`
-(or DuckDB `COPY`) away."""
+reading the curated tokens costs), so it is the cheapest pyarrow has. Encoding a part of the bundled corpora's
+tokens (2.0M, ids below 8,192) took, in CPU time: dictionary + snappy (pyarrow's default) 33 ms for 3.3 MB,
+DELTA_BINARY_PACKED 27 ms for 3.7 MB, BYTE_STREAM_SPLIT + lz4 26 ms for 3.5 MB (readers before pyarrow 16 cannot
+read it), plain lz4 37 ms for 4.3 MB, plain uncompressed 17 ms for 8.1 MB. A smaller copy is one
+`pyarrow.parquet.write_table` (or DuckDB `COPY`) away."""
 
 import re
 from pathlib import Path

@@ -9,6 +9,7 @@ what the export is (the same fields for every format) and that it is finished: a
 fingerprint does nothing; a mixture rebuilt since starts the export again."""
 
 import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,8 @@ from loom.errors import UserError
 from loom.io import TEMPORARY_GLOB, remove_temporary_files, write_text
 from loom.names import check_name
 from loom.workspace import Generation, Workspace
-from mixtures import SCHEDULE_FILE, Schedule, SequenceReader, load_schedule, load_spec, schedule_fingerprint
+from mixtures import (SCHEDULE_FILE, RowGroupCache, Schedule, SequenceReader, load_schedule, load_spec,
+                      schedule_fingerprint)
 from mixtures.compiled import SPEC_FILE
 from mixtures.export.megatron import MegatronWriter, megatron_dtype
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
@@ -36,6 +38,7 @@ FORMATS = {  # name -> (writer, the token dtype for a vocabulary size)
 SIDECAR = "export.json"
 PROGRESS = "progress.json"
 CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
+CACHE_BYTES = 1 << 28  # curated row groups kept between chunks (decoded): an export of less data reads it once
 BATCH_WINDOW = 1 << 20  # sequences whose places in the data are found at once (two int64 each: 16 MB)
 
 
@@ -207,6 +210,7 @@ def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: C
     info, schedule = plan.info, plan.schedule
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
     reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources)
+    reader.cache = RowGroupCache(plan.data.root, capacity=sys.maxsize, max_bytes=CACHE_BYTES)
     per_step = schedule.global_batch * info["tokens_per_sequence"]
 
     def write_and_record(start: int, end: int, tokens: np.ndarray) -> None:
