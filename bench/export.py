@@ -6,16 +6,27 @@ mixture's (every step's global batch of seq_len + 1 tokens, epochs repeated as t
 Raw: every curated part of the published generation read with pyarrow (`input_ids` only) and flattened to one
 numpy array of token ids: the fastest a reader of those Parquet files gets the tokens, with no order to follow.
 Each is run `--repeat` times, in rounds of raw and every format one after another (a change of load on a shared
-machine then hits them all), and its best kept. Prints tokens/s of each, and last the worst format's ratio to
-raw (the target is >= 0.5x).
+machine then hits them all), and its best kept. Prints tokens/s of each and its ratio to raw's, the same of
+CPU seconds (all threads; what the work costs whatever the neighbours take of the cores), and last the worst
+format's wall ratio to raw (the target is >= 0.5x).
 
-An export reads what raw reads (the row groups its chunk touches, each once a chunk) and writes it again: Megatron
-and numpy append the tokens to a file, Parquet encodes and compresses them, which costs about as much as raw's
-decoding, so the Parquet export is the slowest and stays under 0.5x of raw on one core.
-Latest (bundled corpora, `sample`: 2.0M tokens in one chunk; 2 cores shared, load average 3.4; best of 7 rounds):
-raw 61M tokens/s, megatron 35M (0.57x), numpy 37M (0.60x), parquet 23M (0.37x).
+An export reads what raw reads (the row groups its chunks touch, each once: they are kept between chunks up to
+256 MB) and writes it again: Megatron and numpy append the tokens to a file, Parquet encodes them (plain, the
+cheapest: 15-18 ms of CPU for these 2.0M tokens, against ~34 ms for raw's whole read), each chunk on a writer
+thread while the next is read, the row groups read ahead on a thread of their own. So the Parquet export costs
+about raw's read and half again in CPU, and only a core left free to its threads takes it past 0.5x.
+Latest (bundled corpora, `sample`: 2.0M tokens; 2 cores shared with two or three busy neighbours, load average
+4-6; best of 15 rounds; wall ratio / CPU ratio to raw, the code before issue 21's speed work in brackets):
+  one chunk:  raw 49-59M tokens/s; megatron 0.67x / 0.66x (0.60x / 0.61x), numpy 0.86x / 0.66x (0.59x / 0.63x),
+              parquet 0.41x / 0.49x (0.38x / 0.39x); an earlier round at load 5-7: parquet 0.46-0.48x wall.
+  8 chunks (--chunk-steps 31): megatron 0.46x / 0.53x (0.39x / 0.54x), numpy 0.38x / 0.55x (0.35x / 0.50x),
+              parquet 0.27x / 0.42x (0.24x / 0.32x): each chunk costs ~2 ms of CPU and a wait for its fsync.
+  the curated parts rewritten in row groups of 8 rows (152 row groups read, more than the trainer's cache of 16;
+  `pq.write_table(pq.read_table(part), part, row_group_size=8)` on a copy of the workspace): one chunk megatron
+              0.61x, numpy 0.64x, parquet 0.51x (0.41x, 0.48x, 0.36x); 8 chunks 0.46x, 0.37x, 0.32x (0.09x
+              each: 1,196 row group reads, now 152).
 
-    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5]
+    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5] [--chunk-steps N]
 
 Without --workspace it runs `loom quickstart` into a temporary one first (a few minutes, untimed).
 """
