@@ -8,15 +8,28 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 import pyarrow.parquet as pq
+from numpy.lib.stride_tricks import sliding_window_view
 
 from loom.io import as_path, parquet_row_groups
 from loom.workspace import Generation
 from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex
+
+
+class RowGroupPieces(NamedTuple):
+    """The pieces of a gather's sequences that lie in one row group, of one component."""
+    shard: str
+    group: int
+    component: int
+    sequence: np.ndarray  # the sequence each piece is of
+    row: np.ndarray  # its document's row in the row group
+    start_in_doc: np.ndarray
+    length: np.ndarray
+    target: np.ndarray  # where it goes in the flattened output
 
 
 class RowGroupCache:
@@ -76,8 +89,8 @@ class RowGroupCache:
     def read_ahead(self, keys: list[tuple[str, int]], ahead: int = 2):
         """Each of `keys` (shard, row group) in order, as `group` gives it, the next `ahead` misses read on a
         thread meanwhile: pyarrow decodes without the GIL, so reading one row group overlaps copying from the
-        last. Every read of the parts is made on that one thread (a ParquetFile is not shared between threads);
-        at most `ahead` row groups are held beyond the cache."""
+        last. Every miss is read on that one thread (a ParquetFile is not shared between threads): a key not
+        read ahead is submitted at its turn. At most `ahead` row groups are held beyond the cache."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="row-group-reader") as reading:
             pending: dict[tuple[str, int], Future] = {}
             for i, key in enumerate(keys):
@@ -116,28 +129,30 @@ class SequenceReader:
         of the row groups of a large one for a few sequences each. Row groups go in (shard, row group) order, every
         other call backwards: the last ones a call read, those still in the cache, are the first the next reads."""
         out = np.empty((len(sequences), self.width), dtype=dtype)
-        flat = out.reshape(-1)
         work = [piece for component in np.unique(components).tolist()
                 for piece in self._row_group_pieces(component, sequences, np.flatnonzero(components == component))]
-        work.sort(key=lambda piece: piece[:2], reverse=self._backwards)  # components that share a shard read it once
+        work.sort(key=lambda piece: (piece.shard, piece.group), reverse=self._backwards)  # a shard shared: read once
         self._backwards = not self._backwards
-        with closing(self.cache.read_ahead([(shard, group) for shard, group, *_ in work])) as groups:
-            for (_, _, component, sequence, row, start_in_doc, length, target), (offsets, values) in zip(work, groups):
-                source = offsets[row] + start_in_doc
-                beyond = np.flatnonzero(source + length > offsets[row + 1])
-                if len(beyond):
-                    raise self._changed(component, int(sequence[beyond[0]]))
-                whole = length == self.width  # most sequences lie in one document: a row each, in one copy
-                if whole.any():
-                    out[target[whole] // self.width] = sliding_window_view(values, self.width)[source[whole]]
-                    source, target, length = source[~whole], target[~whole], length[~whole]
-                copy_runs(values, source, flat, target, length)
+        with closing(self.cache.read_ahead([(piece.shard, piece.group) for piece in work])) as groups:
+            for piece, (offsets, values) in zip(work, groups):
+                self._copy(piece, offsets, values, out)
         return out
 
-    def _row_group_pieces(self, component: int, sequences: np.ndarray, rows: np.ndarray) -> list[tuple]:
-        """The pieces of one component's `sequences[rows]` (bound for rows `rows` of the output), row group by row
-        group: (shard, row group, component, each piece's sequence, its row in the group, its start in the
-        document, its length, and where it goes in the flattened output)."""
+    def _copy(self, piece: RowGroupPieces, offsets: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+        """The pieces copied from their row group's tokens (`offsets`, `values`) to their places in `out`."""
+        source, target, length = offsets[piece.row] + piece.start_in_doc, piece.target, piece.length
+        beyond = np.flatnonzero(source + length > offsets[piece.row + 1])
+        if len(beyond):
+            raise self._changed(piece.component, int(piece.sequence[beyond[0]]))
+        whole = length == self.width  # most sequences lie in one document: a row each, in one copy
+        if whole.any():
+            out[target[whole] // self.width] = sliding_window_view(values, self.width)[source[whole]]
+            source, target, length = source[~whole], target[~whole], length[~whole]
+        copy_runs(values, source, out.reshape(-1), target, length)
+
+    def _row_group_pieces(self, component: int, sequences: np.ndarray, rows: np.ndarray) -> list[RowGroupPieces]:
+        """The pieces of one component's `sequences[rows]` (bound for rows `rows` of the output), a row group
+        at a time."""
         index = self.indexes[component]
         chosen = sequences[rows]
         owner, doc, start_in_doc, length, start_in_sequence = self._pieces(component, chosen)
@@ -150,8 +165,8 @@ class SequenceReader:
             for group in np.unique(groups).tolist():
                 here = groups == group
                 pieces = in_shard[here]
-                work.append((name, group, component, chosen[owner[pieces]], row_in_group[here], start_in_doc[pieces],
-                             length[pieces], target[pieces]))
+                work.append(RowGroupPieces(name, group, component, chosen[owner[pieces]], row_in_group[here],
+                                           start_in_doc[pieces], length[pieces], target[pieces]))
         return work
 
     def _pieces(self, component: int, sequences: np.ndarray) -> tuple[np.ndarray, ...]:
