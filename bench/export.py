@@ -15,16 +15,19 @@ An export reads what raw reads (the row groups its chunks touch, each once: they
 cheapest: 15-18 ms of CPU for these 2.0M tokens, against ~34 ms for raw's whole read), each chunk on a writer
 thread while the next is read, the row groups read ahead on a thread of their own. So the Parquet export costs
 about raw's read and half again in CPU, and only a core left free to its threads takes it past 0.5x.
-Latest (bundled corpora, `sample`: 2.0M tokens; 2 cores shared with two or three busy neighbours, load average
-4-6; best of 15 rounds; wall ratio / CPU ratio to raw, the code before issue 21's speed work in brackets):
-  one chunk:  raw 49-59M tokens/s; megatron 0.67x / 0.66x (0.60x / 0.61x), numpy 0.86x / 0.66x (0.59x / 0.63x),
-              parquet 0.41x / 0.49x (0.38x / 0.39x); an earlier round at load 5-7: parquet 0.46-0.48x wall.
-  8 chunks (--chunk-steps 31): megatron 0.46x / 0.53x (0.39x / 0.54x), numpy 0.38x / 0.55x (0.35x / 0.50x),
-              parquet 0.27x / 0.42x (0.24x / 0.32x): each chunk costs ~2 ms of CPU and a wait for its fsync.
-  the curated parts rewritten in row groups of 8 rows (152 row groups read, more than the trainer's cache of 16;
-  `pq.write_table(pq.read_table(part), part, row_group_size=8)` on a copy of the workspace): one chunk megatron
-              0.61x, numpy 0.64x, parquet 0.51x (0.41x, 0.48x, 0.36x); 8 chunks 0.46x, 0.37x, 0.32x (0.09x
-              each: 1,196 row group reads, now 152).
+Latest (bundled corpora, `sample`: 2.0M tokens; 2 cores shared with busy neighbours; best of 15 rounds; wall ratio /
+CPU ratio to raw; in brackets the code before issue 21's speed work, run just after on the same load):
+  load average 1.7 (a core mostly free), raw 60M tokens/s:
+    one chunk:  megatron 0.69x / 0.65x (0.56x / 0.61x), numpy 0.73x / 0.68x (0.61x / 0.65x),
+                parquet 0.52x / 0.49x (0.38x / 0.40x)
+    8 chunks (--chunk-steps 31): megatron 0.56x / 0.54x (0.48x / 0.52x), numpy 0.55x / 0.55x (0.47x / 0.51x),
+                parquet 0.46x / 0.43x (0.30x / 0.32x)
+    the curated parts rewritten in row groups of 8 rows (152 row groups read, more than the trainer's cache of 16;
+    `pq.write_table(pq.read_table(part), part, row_group_size=8)` on a copy of the workspace): one chunk
+                megatron 0.70x, numpy 0.62x, parquet 0.47x (0.51x, 0.51x, 0.39x); 8 chunks 0.40x, 0.40x, 0.33x
+                (0.13x, 0.13x, 0.12x: 1,196 row group reads, now 152)
+  load average 2.6-6 (no core free): one chunk megatron 0.52-0.67x, numpy 0.52-0.86x, parquet 0.32-0.48x wall,
+    0.47-0.49x CPU: the Parquet export reaches 0.5x of raw only with a core free for its threads.
 
     python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5] [--chunk-steps N]
 
