@@ -13,8 +13,9 @@ format's wall ratio to raw (the target is >= 0.5x).
 An export reads what raw reads (the row groups its chunks touch, each once: they are kept between chunks up to
 256 MB) and writes it again: Megatron and numpy append the tokens to a file, Parquet encodes them (plain, the
 cheapest: 15-18 ms of CPU for these 2.0M tokens, against ~34 ms for raw's whole read), each chunk on a writer
-thread while the next is read, the row groups read ahead on a thread of their own. So the Parquet export costs
-about raw's read and half again in CPU, and only a core left free to its threads takes it past 0.5x.
+thread while the next is read, the row groups read ahead on a thread of their own. In CPU the Parquet export
+costs about twice raw's read (the schedule and the sequence indexes, ~15 ms, are the rest), so only a core left
+free to its threads takes it past 0.5x.
 Latest (bundled corpora, `sample`: 2.0M tokens; 2 cores shared with busy neighbours; best of 15 rounds; wall ratio /
 CPU ratio to raw; in brackets the code before issue 21's speed work, run just after on the same load):
   load average 1.7 (a core mostly free), raw 60M tokens/s:
