@@ -6,16 +6,31 @@ mixture's (every step's global batch of seq_len + 1 tokens, epochs repeated as t
 Raw: every curated part of the published generation read with pyarrow (`input_ids` only) and flattened to one
 numpy array of token ids: the fastest a reader of those Parquet files gets the tokens, with no order to follow.
 Each is run `--repeat` times, in rounds of raw and every format one after another (a change of load on a shared
-machine then hits them all), and its best kept. Prints tokens/s of each, and last the worst format's ratio to
-raw (the target is >= 0.5x).
+machine then hits them all), and its best kept. Prints tokens/s of each and its ratio to raw's, the same of
+CPU seconds (all threads; what the work costs whatever the neighbours take of the cores), and last the worst
+format's wall ratio to raw (the target is >= 0.5x).
 
-An export reads what raw reads (the row groups its chunk touches, each once a chunk) and writes it again: Megatron
-and numpy append the tokens to a file, Parquet encodes and compresses them, which costs about as much as raw's
-decoding, so the Parquet export is the slowest and stays under 0.5x of raw on one core.
-Latest (bundled corpora, `sample`: 2.0M tokens in one chunk; 2 cores shared, load average 3.4; best of 7 rounds):
-raw 61M tokens/s, megatron 35M (0.57x), numpy 37M (0.60x), parquet 23M (0.37x).
+An export reads what raw reads (the row groups its chunks touch, each once: they are kept between chunks up to
+256 MB) and writes it again: Megatron and numpy append the tokens to a file, Parquet encodes them (plain, the
+cheapest: 15-18 ms of CPU for these 2.0M tokens, against ~34 ms for raw's whole read), each chunk on a writer
+thread while the next is read, the row groups read ahead on a thread of their own. In CPU the Parquet export
+costs about twice raw's read (the schedule and the sequence indexes, ~15 ms, are the rest), so only a core left
+free to its threads takes it past 0.5x.
+Latest (bundled corpora, `sample`: 2.0M tokens; 2 cores shared with busy neighbours; best of 15 rounds; wall ratio /
+CPU ratio to raw; in brackets the code before issue 21's speed work, run just after on the same load):
+  load average 1.7 (a core mostly free), raw 60M tokens/s:
+    one chunk:  megatron 0.69x / 0.65x (0.56x / 0.61x), numpy 0.73x / 0.68x (0.61x / 0.65x),
+                parquet 0.52x / 0.49x (0.38x / 0.40x)
+    8 chunks (--chunk-steps 31): megatron 0.56x / 0.54x (0.48x / 0.52x), numpy 0.55x / 0.55x (0.47x / 0.51x),
+                parquet 0.46x / 0.43x (0.30x / 0.32x)
+    the curated parts rewritten in row groups of 8 rows (152 row groups read, more than the trainer's cache of 16;
+    `pq.write_table(pq.read_table(part), part, row_group_size=8)` on a copy of the workspace): one chunk
+                megatron 0.70x, numpy 0.62x, parquet 0.47x (0.51x, 0.51x, 0.39x); 8 chunks 0.40x, 0.40x, 0.33x
+                (0.13x, 0.13x, 0.12x: 1,196 row group reads, now 152)
+  load average 2.6-6 (no core free): one chunk megatron 0.52-0.67x, numpy 0.52-0.86x, parquet 0.32-0.48x wall,
+    0.47-0.49x CPU: the Parquet export reaches 0.5x of raw only with a core free for its threads.
 
-    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5]
+    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5] [--chunk-steps N]
 
 Without --workspace it runs `loom quickstart` into a temporary one first (a few minutes, untimed).
 """
@@ -26,6 +41,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -38,35 +54,46 @@ from loom_job import quickstart_workspace  # noqa: E402
 from mixtures.export import FORMATS, plan_export, run_export
 
 
-def export_seconds(ws: Workspace, mixture: str, fmt: str) -> tuple[float, int]:
+def export_seconds(ws: Workspace, mixture: str, fmt: str, chunk_steps: int | None) -> tuple[float, float, int]:
     out = ws.root / "exports" / "bench" / fmt
     shutil.rmtree(out, ignore_errors=True)
-    plan = plan_export(ws, mixture, fmt, out=str(out))
-    began = time.perf_counter()
-    run_export(plan)
-    seconds = time.perf_counter() - began
+    plan = plan_export(ws, mixture, fmt, out=str(out), chunk_steps=chunk_steps)
+    with timed() as seconds:
+        run_export(plan)
     shutil.rmtree(out)
-    return seconds, plan.info["tokens"]
+    return *seconds, plan.info["tokens"]
 
 
-def raw_seconds(ws: Workspace) -> tuple[float, int]:
+def raw_seconds(ws: Workspace) -> tuple[float, float, int]:
     parts = sorted(ws.published().curated.glob("*/part-*.parquet"))
-    began = time.perf_counter()
     tokens = 0
-    for part in parts:
-        ids = pq.read_table(part, columns=["input_ids"])["input_ids"].combine_chunks()
-        tokens += len(ids.flatten().to_numpy(zero_copy_only=False))
-    return time.perf_counter() - began, tokens
+    with timed() as seconds:
+        for part in parts:
+            ids = pq.read_table(part, columns=["input_ids"])["input_ids"].combine_chunks()
+            tokens += len(ids.flatten().to_numpy(zero_copy_only=False))
+    return *seconds, tokens
 
 
-def best_of_rounds(measures: dict, repeat: int) -> dict[str, tuple[float, int]]:
-    """Each measure's fastest run, over `repeat` rounds of every measure one after another: on a busy machine a
-    change of load hits all of them, not one."""
+@contextmanager
+def timed():
+    """Yields a list that holds, once the block is done, its wall seconds and the CPU seconds of all this process's
+    threads: on a machine shared with busy neighbours the CPU time says what the work costs, the wall time what
+    this process got of the cores."""
+    seconds = []
+    wall, cpu = time.perf_counter(), time.process_time()
+    yield seconds
+    seconds += [time.perf_counter() - wall, time.process_time() - cpu]
+
+
+def best_of_rounds(measures: dict, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """Each measure's fastest run (wall seconds) and its least CPU seconds, over `repeat` rounds of every measure one
+    after another: on a busy machine a change of load hits all of them, not one."""
     runs = {name: [] for name in measures}
     for _ in range(repeat):
         for name, measure in measures.items():
             runs[name].append(measure())
-    return {name: min(found) for name, found in runs.items()}
+    return {name: (min(w for w, _, _ in found), min(c for _, c, _ in found), found[0][2])
+            for name, found in runs.items()}
 
 
 def main() -> None:
@@ -74,21 +101,26 @@ def main() -> None:
     parser.add_argument("--workspace")
     parser.add_argument("--mixture", default="sample")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--chunk-steps", type=int,
+                        help="steps a chunk (default: the export's own, ~8M tokens); 31 cuts `sample` into 8 chunks")
     args = parser.parse_args()
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(quickstart_workspace(args.workspace, Path(tmp)))
         measures = {"raw pyarrow input_ids": lambda: raw_seconds(ws)}
-        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt)) for fmt in FORMATS}
+        measures |= {f"export {fmt}": (lambda fmt=fmt: export_seconds(ws, args.mixture, fmt, args.chunk_steps))
+                     for fmt in FORMATS}
         fastest = best_of_rounds(measures, args.repeat)
-    raw_s, raw_tokens = fastest.pop("raw pyarrow input_ids")
-    raw_rate = raw_tokens / raw_s
-    print(f"{'reader':<22}{'tokens':>14}{'seconds':>10}{'tokens/s':>16}{'vs raw':>9}")
-    print(f"{'raw pyarrow input_ids':<22}{raw_tokens:>14,}{raw_s:>10.3f}{raw_rate:>16,.0f}{1:>8.2f}x")
+    raw_s, raw_cpu, raw_tokens = fastest.pop("raw pyarrow input_ids")
+    raw_rate, raw_cpu_rate = raw_tokens / raw_s, raw_tokens / raw_cpu
+    print(f"{'reader':<22}{'tokens':>11}{'seconds':>9}{'tokens/s':>13}{'vs raw':>8}{'CPU s':>8}{'CPU vs raw':>12}")
+    print(f"{'raw pyarrow input_ids':<22}{raw_tokens:>11,}{raw_s:>9.3f}{raw_rate:>13,.0f}{1:>7.2f}x{raw_cpu:>8.3f}"
+          f"{1:>11.2f}x")
     ratios = {}
-    for name, (seconds, tokens) in fastest.items():
+    for name, (seconds, cpu, tokens) in fastest.items():
         ratios[name] = tokens / seconds / raw_rate
-        print(f"{name:<22}{tokens:>14,}{seconds:>10.3f}{tokens / seconds:>16,.0f}{ratios[name]:>8.2f}x")
+        print(f"{name:<22}{tokens:>11,}{seconds:>9.3f}{tokens / seconds:>13,.0f}{ratios[name]:>7.2f}x{cpu:>8.3f}"
+              f"{tokens / cpu / raw_cpu_rate:>11.2f}x")
     print(f"load average at end: {open('/proc/loadavg').read().split()[:3]}")
     worst = min(ratios, key=ratios.get)
     print(f"worst export / raw Parquet read: {ratios[worst]:.2f}x ({worst}; target >= 0.5x)")

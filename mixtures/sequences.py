@@ -5,10 +5,14 @@ On an object store a row group miss is one ranged read of that row group's `inpu
 part's footer, once per part per process): a reader fetches only the tokens it reads, never a part's text."""
 
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow.parquet as pq
+from numpy.lib.stride_tricks import sliding_window_view
 
 from loom.io import as_path, parquet_row_groups
 from loom.workspace import Generation
@@ -16,14 +20,27 @@ from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex
 
 
+class RowGroupPieces(NamedTuple):
+    """The pieces of a gather's sequences that lie in one row group, of one component."""
+    shard: str
+    group: int
+    component: int
+    sequence: np.ndarray  # the sequence each piece is of
+    row: np.ndarray  # its document's row in the row group
+    start_in_doc: np.ndarray
+    length: np.ndarray
+    target: np.ndarray  # where it goes in the flattened output
+
+
 class RowGroupCache:
     """`input_ids` of curated rows, by (shard, row): one Parquet row group read per miss, the last
-    `capacity` row groups kept."""
+    `capacity` row groups kept (and no more than `max_bytes` of them, when given)."""
 
-    def __init__(self, root: Path, capacity: int = 16):
-        self.root, self.capacity = as_path(root), capacity
+    def __init__(self, root: Path, capacity: int = 16, max_bytes: int | None = None):
+        self.root, self.capacity, self.max_bytes = as_path(root), capacity, max_bytes
         self._files: dict[str, tuple[pq.ParquetFile, np.ndarray]] = {}
         self._groups: OrderedDict = OrderedDict()
+        self._bytes = 0
 
     def _file(self, shard: str):
         if shard not in self._files:
@@ -49,13 +66,42 @@ class RowGroupCache:
         key = (shard, group)
         if key in self._groups:
             self._groups.move_to_end(key)
-        else:
-            file, _ = self._file(shard)
-            column = file.read_row_group(group, columns=["input_ids"]).column("input_ids").combine_chunks()
-            self._groups[key] = (column.offsets.to_numpy(), column.values.to_numpy())
-            if len(self._groups) > self.capacity:
-                self._groups.popitem(last=False)
-        return self._groups[key]
+            return self._groups[key]
+        return self.keep(key, self.read(shard, group))
+
+    def read(self, shard: str, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """A row group's `input_ids` read from its part, past the cache (what `group` keeps of a miss)."""
+        file, _ = self._file(shard)
+        # one column chunk: pyarrow's threads have nothing to share out, and cost a hand-over each read
+        column = file.read_row_group(group, columns=["input_ids"], use_threads=False).column("input_ids")
+        column = column.combine_chunks()
+        return column.offsets.to_numpy(), column.values.to_numpy()
+
+    def keep(self, key: tuple[str, int], found: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        self._groups[key] = found
+        self._bytes += sum(array.nbytes for array in found)
+        while len(self._groups) > 1 and (len(self._groups) > self.capacity
+                                         or self.max_bytes is not None and self._bytes > self.max_bytes):
+            _, dropped = self._groups.popitem(last=False)
+            self._bytes -= sum(array.nbytes for array in dropped)
+        return found
+
+    def read_ahead(self, keys: list[tuple[str, int]], ahead: int = 2):
+        """Each of `keys` (shard, row group) in order, as `group` gives it, the next `ahead` misses read on a
+        thread meanwhile: pyarrow decodes without the GIL, so reading one row group overlaps copying from the
+        last. Every miss is read on that one thread (a ParquetFile is not shared between threads): a key not
+        read ahead is submitted at its turn. At most `ahead` row groups are held beyond the cache."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="row-group-reader") as reading:
+            pending: dict[tuple[str, int], Future] = {}
+            for i, key in enumerate(keys):
+                for later in keys[i : i + ahead + 1]:
+                    if later not in self._groups and later not in pending:
+                        self._file(later[0])  # opened here: its footer read on this thread
+                        pending[later] = reading.submit(self.read, *later)
+                if key in pending:
+                    yield self.keep(key, pending.pop(key).result())
+                else:
+                    yield self.group(*key)
 
 
 class SequenceReader:
@@ -69,40 +115,59 @@ class SequenceReader:
         self.source_id = {name: i for i, name in enumerate(sources)}
         self.shard_source = shard_sources(data)
         self.cache = RowGroupCache(data.root)
+        self._backwards = False  # the direction of the next gather's row groups
 
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:
         return self.read_from(self.indexes[component], sequence, f"component {component}")
 
     def gather(self, components: np.ndarray, sequences: np.ndarray, dtype: np.dtype) -> np.ndarray:
         """The tokens `read` gives of many (component, sequence) pairs at once, a row each, as `dtype`: each row
-        group the sequences touch is read once (through the cache) and all its pieces of them copied by `copy_runs`,
-        with no Python per sequence. Memory: the output, a few int64 per token of it (the copy's indices), and the
-        cache's row groups, whatever the size of the data. Reads are another matter: a schedule's sequences are
-        spread over their whole component, so many sequences from a large one read a row group for a few each."""
+        group the sequences touch is read once (through the cache, the next ones read ahead on a thread) and all
+        its pieces of them copied by `copy_runs`, with no Python per sequence. Memory: the output, a few int64 per
+        token of it (the copy's indices), and the cache's row groups, whatever the size of the data. Reads are
+        another matter: a schedule's sequences are spread over their whole component, so every call reads most
+        of the row groups of a large one for a few sequences each. Row groups go in (shard, row group) order, every
+        other call backwards: the last ones a call read, those still in the cache, are the first the next reads."""
         out = np.empty((len(sequences), self.width), dtype=dtype)
-        for component in np.unique(components).tolist():
-            chosen = np.flatnonzero(components == component)
-            self._gather_component(component, sequences[chosen], chosen, out.reshape(-1))
+        work = [piece for component in np.unique(components).tolist()
+                for piece in self._row_group_pieces(component, sequences, np.flatnonzero(components == component))]
+        work.sort(key=lambda piece: (piece.shard, piece.group), reverse=self._backwards)  # a shard shared: read once
+        self._backwards = not self._backwards
+        with closing(self.cache.read_ahead([(piece.shard, piece.group) for piece in work])) as groups:
+            for piece, (offsets, values) in zip(work, groups):
+                self._copy(piece, offsets, values, out)
         return out
 
-    def _gather_component(self, component: int, sequences: np.ndarray, rows: np.ndarray, flat: np.ndarray) -> None:
-        """One component's sequences copied into rows `rows` of the flattened output `flat`, a row group at a time."""
+    def _copy(self, piece: RowGroupPieces, offsets: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+        """The pieces copied from their row group's tokens (`offsets`, `values`) to their places in `out`."""
+        source, target, length = offsets[piece.row] + piece.start_in_doc, piece.target, piece.length
+        beyond = np.flatnonzero(source + length > offsets[piece.row + 1])
+        if len(beyond):
+            raise self._changed(piece.component, int(piece.sequence[beyond[0]]))
+        whole = length == self.width  # most sequences lie in one document: a row each, in one copy
+        if whole.any():
+            out[target[whole] // self.width] = sliding_window_view(values, self.width)[source[whole]]
+            source, target, length = source[~whole], target[~whole], length[~whole]
+        copy_runs(values, source, out.reshape(-1), target, length)
+
+    def _row_group_pieces(self, component: int, sequences: np.ndarray, rows: np.ndarray) -> list[RowGroupPieces]:
+        """The pieces of one component's `sequences[rows]` (bound for rows `rows` of the output), a row group
+        at a time."""
         index = self.indexes[component]
-        owner, doc, start_in_doc, length, start_in_sequence = self._pieces(component, sequences)
+        chosen = sequences[rows]
+        owner, doc, start_in_doc, length, start_in_sequence = self._pieces(component, chosen)
         target = rows[owner] * self.width + start_in_sequence
         shard = index.shard_codes[doc]
+        work = []
         for code in np.unique(shard).tolist():
             name, in_shard = index.shard_names[code], np.flatnonzero(shard == code)
             groups, row_in_group = self.cache.row_groups(name, index.rows[doc[in_shard]])
             for group in np.unique(groups).tolist():
                 here = groups == group
-                pieces, row = in_shard[here], row_in_group[here]
-                offsets, values = self.cache.group(name, group)
-                source = offsets[row] + start_in_doc[pieces]
-                beyond = np.flatnonzero(source + length[pieces] > offsets[row + 1])
-                if len(beyond):
-                    raise self._changed(component, int(sequences[owner[pieces[beyond[0]]]]))
-                copy_runs(values, source, flat, target[pieces], length[pieces])
+                pieces = in_shard[here]
+                work.append(RowGroupPieces(name, group, component, chosen[owner[pieces]], row_in_group[here],
+                                           start_in_doc[pieces], length[pieces], target[pieces]))
+        return work
 
     def _pieces(self, component: int, sequences: np.ndarray) -> tuple[np.ndarray, ...]:
         """`SequenceIndex.locate` of many sequences at once: for each document piece of them, the sequence it is

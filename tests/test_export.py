@@ -6,6 +6,7 @@ one line each."""
 import json
 import signal
 import subprocess
+import sys
 import time
 import warnings
 
@@ -16,6 +17,9 @@ import pytest
 from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import RowGroupCache, SequenceReader, load_schedule
+from mixtures.export import FORMATS, plan_export, run_export
+from mixtures.export.runner import CACHE_BYTES
+from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
 from mixtures.sequences import copy_runs
 
 with warnings.catch_warnings():
@@ -116,6 +120,25 @@ def test_gather_reads_what_read_reads_one_sequence_at_a_time(export_ws, tmp_path
         reader.gather(np.array([1, 0]), np.array([0, beyond]), np.int64)
 
 
+def test_an_exports_reads_take_each_row_group_once_whatever_its_chunks(export_ws, tmp_path, monkeypatch):
+    """Chunks of a step over curated parts rewritten in row groups of 3 rows: through the export's cache every row
+    group is read once in all (through the trainer's cache of 16 row groups, many again), and the tokens are
+    `read`'s."""
+    schedule, reader = reader_of(export_ws)
+    root = rewritten_in_row_groups(reader.cache.root, tmp_path, 3)
+    reads = []
+    real_read = RowGroupCache.read
+    monkeypatch.setattr(RowGroupCache, "read", lambda cache, *key: reads.append(key) or real_read(cache, *key))
+    want, _ = expected(export_ws)
+    for cache, read_once in ((RowGroupCache(root), False),
+                             (RowGroupCache(root, capacity=sys.maxsize, max_bytes=CACHE_BYTES), True)):
+        reader.cache = cache
+        reads.clear()
+        chunks = [reader.gather(*schedule.batches(step, step + 1), np.int64) for step in range(60)]
+        assert np.array_equal(np.concatenate(chunks), want[: 60 * schedule.global_batch])
+        assert len(set(reads)) > 16 and (len(reads) == len(set(reads))) == read_once
+
+
 @pytest.mark.parametrize("longest", [8, 400])  # one fancy index for short runs, a slice each for long ones
 def test_copy_runs_copies_every_run_to_its_place(longest):
     rng = np.random.default_rng(longest)
@@ -162,6 +185,34 @@ def test_a_killed_export_resumes_to_the_same_bytes_and_a_finished_one_is_left_al
 
 def contents(folder) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class FailsAtStep14(NumpyWriter):
+    """The numpy format, but its disk fills up at the chunk of step 14; `written` keeps the first step of every
+    write."""
+
+    written: list[int] = []
+
+    def write(self, first_step, tokens, steps):
+        self.written.append(first_step)
+        if first_step == 14:
+            raise OSError(28, "No space left on device (planted)")
+        super().write(first_step, tokens, steps)
+
+
+@pytest.mark.timeout(120)  # the writer thread's error must end the export, not leave it waiting
+def test_a_write_that_fails_on_the_writer_thread_fails_the_export_with_its_error(export_ws, monkeypatch):
+    monkeypatch.setitem(FORMATS, "numpy", (FailsAtStep14, numpy_dtype))
+    monkeypatch.setattr(FailsAtStep14, "written", [])
+    plan = plan_export(Workspace(export_ws), "exportmix", "numpy", out=str(export_ws / "exports" / "failing"),
+                       chunk_steps=7)
+    with pytest.raises(OSError, match="planted"):
+        run_export(plan)
+    assert FailsAtStep14.written == [0, 7, 14]  # nothing written after the failed chunk
+    progress = json.loads((plan.out / "progress.json").read_text())
+    per_step = plan.info["global_batch"] * plan.info["tokens_per_sequence"] * 2
+    assert progress["next_step"] == 14 and (plan.out / "tokens.bin").stat().st_size == 14 * per_step
+    assert not (plan.out / "export.json").exists()
 
 
 def test_a_rebuilt_mixture_starts_the_export_again(curated_slice, slice_tokenizer, tmp_path):

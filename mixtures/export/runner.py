@@ -2,16 +2,20 @@
 trainer reads. Step by step, each step's global batch in `Schedule.batch` order, each sequence the seq_len + 1
 tokens `SequenceReader.read` gives: a trainer reading the export front to back sees what `loom train` would.
 
-The export streams a chunk of steps at a time (about CHUNK_TOKENS tokens; never the whole mixture in memory).
-After each chunk is on disk, progress.json records how far the files go; a killed export rerun cuts its files
-back to that record and goes on, ending byte for byte as an uninterrupted one. export.json, written last, says
+The export streams a chunk of steps at a time (about CHUNK_TOKENS tokens; never the whole mixture in memory),
+each chunk read while the one before it is written on a writer thread. After each chunk is on disk, progress.json
+records how far the files go; a killed export rerun cuts its files back to that record and goes on, ending byte
+for byte as an uninterrupted one. Memory: two chunks (32 MB each at most, as int32), the curated row groups kept
+between chunks (CACHE_BYTES, 256 MB, decoded, and the two read ahead), and the format's encoder's buffers. export.json, written last, says
 what the export is (the same fields for every format) and that it is finished: a rerun with the same schedule
 fingerprint does nothing; a mixture rebuilt since starts the export again."""
 
 import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -20,8 +24,8 @@ from loom.errors import UserError
 from loom.io import TEMPORARY_GLOB, path_text, remove_temporary_files, write_text
 from loom.names import check_name
 from loom.workspace import Generation, Workspace
-from mixtures import (SCHEDULE_FILE, Schedule, SequenceReader, load_schedule, load_spec, mixture_tokenizer,
-                      schedule_fingerprint)
+from mixtures import (SCHEDULE_FILE, RowGroupCache, Schedule, SequenceReader, load_schedule, load_spec,
+                      mixture_tokenizer, schedule_fingerprint)
 from mixtures.compiled import SPEC_FILE
 from mixtures.export.megatron import MegatronWriter, megatron_dtype
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
@@ -36,6 +40,8 @@ FORMATS = {  # name -> (writer, the token dtype for a vocabulary size)
 SIDECAR = "export.json"
 PROGRESS = "progress.json"
 CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
+CACHE_BYTES = 1 << 28  # curated row groups kept between chunks (decoded): an export of less data reads it once
+BATCH_WINDOW = 1 << 20  # sequences whose places in the data are found at once (two int64 each: 16 MB)
 
 
 @dataclass(frozen=True)
@@ -199,22 +205,46 @@ def start_afresh(out: Path, writer: FormatWriter, former: dict | None, info: dic
 
 
 def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: Callable[[int, int], None]) -> None:
+    """Chunk after chunk from step `first`: each chunk is read on this thread while the one before it is written
+    (and its progress recorded) on a writer thread, which the format's encoding and fsync leave the GIL to. At most
+    two chunks are held: the one being written and the one being read. A failed write fails the export when the
+    next chunk is read, and nothing after it is written."""
     info, schedule = plan.info, plan.schedule
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
     reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources)
+    reader.cache = RowGroupCache(plan.data.root, capacity=sys.maxsize, max_bytes=CACHE_BYTES)
     per_step = schedule.global_batch * info["tokens_per_sequence"]
-    on_chunk(first - plan.steps.start, (first - plan.steps.start) * per_step)
-    for start in range(first, plan.steps.stop, info["chunk_steps"]):
-        end = min(start + info["chunk_steps"], plan.steps.stop)
-        tokens = read_steps(schedule, reader, start, end, writer.dtype)
+
+    def write_and_record(start: int, end: int, tokens: np.ndarray) -> None:
         writer.write(start, tokens, np.repeat(np.arange(start, end), schedule.global_batch))
         write_text(json.dumps({"export": info, "next_step": end, "writer": writer.state()}), plan.out / PROGRESS)
         on_chunk(end - plan.steps.start, (end - plan.steps.start) * per_step)
 
+    on_chunk(first - plan.steps.start, (first - plan.steps.start) * per_step)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="export-writer") as writing:
+        written = None
+        for start, end, components, sequences in chunk_batches(schedule, first, plan.steps.stop, info["chunk_steps"]):
+            tokens = reader.gather(components, sequences, writer.dtype)
+            if written is not None:
+                written.result()  # the chunk before is on disk and recorded (or its error is raised here)
+            written = writing.submit(write_and_record, start, end, tokens)
+        if written is not None:
+            written.result()
 
-def read_steps(schedule: Schedule, reader: SequenceReader, start: int, end: int, dtype: np.dtype) -> np.ndarray:
-    """The sequences of steps [start, end), a row each, in schedule order."""
-    return reader.gather(*schedule.batches(start, end), dtype)
+
+def chunk_batches(schedule: Schedule, first: int, stop: int, chunk_steps: int) -> Iterator[tuple]:
+    """(start, end, components, sequences) of each chunk of steps from `first` to `stop`: its steps, and the
+    component and sequence of each of their sequences in schedule order. The schedule is asked for a window of
+    chunks at once (BATCH_WINDOW sequences at most), as a call of `Schedule.batches` costs a lot more than its
+    length."""
+    chunks_a_window = max(1, BATCH_WINDOW // (chunk_steps * schedule.global_batch))
+    for window in range(first, stop, chunk_steps * chunks_a_window):
+        window_end = min(window + chunk_steps * chunks_a_window, stop)
+        components, sequences = schedule.batches(window, window_end)
+        for start in range(window, window_end, chunk_steps):
+            end = min(start + chunk_steps, window_end)
+            rows = slice((start - window) * schedule.global_batch, (end - window) * schedule.global_batch)
+            yield start, end, components[rows], sequences[rows]
 
 
 def read_json(path: Path) -> dict | None:
