@@ -40,6 +40,7 @@ class SharedWordTokenizer(SpaCyTokenizer):
         self._in_batch = False
         # Built now, outside any memory zone: the lexemes of its special cases must outlive every zone.
         self.chunks = ChunkWords(self.tokenizer.tokenizer)
+        self._aside = None
 
     @contextmanager
     def batch(self):
@@ -71,9 +72,19 @@ class SharedWordTokenizer(SpaCyTokenizer):
         return words
 
     def spacy_words(self, text: str) -> list[str]:
-        """The words as spaCy gives them for the whole text, as datatrove's SpaCyTokenizer computes them."""
-        with self._zone():
-            return strip_strings([token.text for token in _spacy_call(self.tokenizer.tokenizer, text)])
+        """The words of a text that holds "IS_ALPHA", as datatrove's tokenizer gives them once it has met that
+        token: spaCy's vocabulary keeps a stale lexeme for it after a memory zone, so from then on a text with
+        that token raises, and datatrove tokenizes the text without the string (a process's first such text
+        keeps it; this one tokenizer cannot tell which text was first). A tokenizer of its own, used outside
+        memory zones, gives the tokens."""
+        if self._aside is None:
+            import spacy
+
+            self._aside = spacy.blank("en").tokenizer
+        tokens = [token.text for token in self._aside(text)]
+        if "IS_ALPHA" in tokens:
+            return self.word_tokenize(text.replace("IS_ALPHA", ""))
+        return strip_strings(tokens)
 
     def _sentences(self, text: str):
         self.tokenizer.max_length = len(text) + 10
@@ -100,7 +111,7 @@ class ChunkWords:
         self.first_token: dict[str, str] = {}  # chunks whose first token can continue one
 
     def words(self, text: str) -> list[str] | None:
-        if "IS_ALPHA" in text:  # the string that breaks spaCy; datatrove's retry on the whole text decides
+        if "IS_ALPHA" in text:  # the string that breaks spaCy (SharedWordTokenizer.spacy_words)
             return None
         chunks = text.split()
         try:
