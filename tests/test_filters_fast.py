@@ -218,7 +218,7 @@ def perturbed(bases: list[str], seed: int = 0) -> list[str]:
         *(lambda c=c: "\n".join(["The of and to with a the of and to with a."] + [compound_line() for _ in range(c)])
           for c in (60, 80)),
     ]
-    texts = [make() for make in makers for _ in range(2)]
+    texts = [make() for make in makers for _ in range(3)]
     return [text for text in texts if text.strip()] + [" ".join(rng.choice(vocabulary) + "." for _ in range(100_500))]
 
 
