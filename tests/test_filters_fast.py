@@ -56,7 +56,7 @@ def assert_same_words(texts: list[str]) -> None:
     from curation.steps.words import SharedWordTokenizer
 
     theirs, ours = SpaCyTokenizer("en"), SharedWordTokenizer()
-    theirs.word_tokenize("IS_ALPHA")  # from its second text with this token on, datatrove drops it: see spacy_words
+    theirs.word_tokenize("IS_ALPHA")  # from its second text with this token on, datatrove drops it: see SharedWordTokenizer._is_alpha_words
     with ours.batch():
         for text in texts:
             assert ours.word_tokenize(text) == theirs.word_tokenize(text), text[:200]
@@ -70,11 +70,28 @@ def test_the_memo_stays_bounded_and_gives_the_same_words_after_it_starts_again()
     from curation.steps.words import ChunkWords, SharedWordTokenizer
 
     words = SharedWordTokenizer()
-    words.chunks = ChunkWords(words.tokenizer.tokenizer, memo_chunks=50)
+    words.chunks = ChunkWords(memo_chunks=50)
     texts = ADVERSARIAL + random_texts(seed=2, count=200)
     first = [words.word_tokenize(text) for text in texts]
     assert len(words.chunks.memo) <= 60
     assert [words.word_tokenize(text) for text in texts] == first
+
+
+def test_c4s_sentence_count_is_spacys_sentencizers():
+    from datatrove.utils.text import split_into_sentences
+    from datatrove.utils.word_tokenizers import SpaCyTokenizer
+
+    from curation.samples import source_texts
+    from curation.steps.words import SharedWordTokenizer
+
+    sources = {s.name: s for s in load_sources(EXAMPLES / "sources.toml")}
+    lines = [line.strip() for text in source_texts(sources["fortunes"], 400) for line in text.splitlines()]
+    lines += ["a.  b", "a. b", "Hi!\tThere.", "x .. y", "e.g. this. That", 'Dr. Who? Yes! "Quote." Next', " x. y",
+              "Wait... what?! (Really.) Yes.", "One. 2. Three", "goin 's. yes", "a.\u3000b", "IS_ALPHA. IS_ALPHA b"]
+    theirs, ours = SpaCyTokenizer("en"), SharedWordTokenizer()
+    with ours.batch():
+        for line in filter(None, lines):
+            assert ours.sentence_count(line) == len(split_into_sentences(line, theirs)), line
 
 
 @pytest.mark.slow  # spaCy over every bundled document (~40 s)
@@ -107,7 +124,7 @@ def datatrove_verdicts(texts: list[str]) -> tuple[dict, dict]:
     from curation.steps.normalize import normalize_text
 
     filters = [(name, _datatrove_filters()[name]()) for name in HEURISTIC_FILTERS]
-    load_word_tokenizer("en").word_tokenize("IS_ALPHA")  # see SharedWordTokenizer.spacy_words
+    load_word_tokenizer("en").word_tokenize("IS_ALPHA")  # see SharedWordTokenizer._is_alpha_words
     removed, kept = {}, {}
     for i, text in enumerate(texts):
         doc = Document(text=text, id=str(i))

@@ -47,18 +47,23 @@ def build_filter(name: str, options: dict, source_name: str):
     words = _english_word_tokenizer()
     reference = cls(**{"language": words, **options})
     fast = _fast_rules().get(name)
-    # Loom's own Gopher rules take every threshold from datatrove's instance; datatrove's class itself judges
-    # where they cannot (another word tokenizer named by `language`, an n-gram size below 1).
+    # Loom's own Gopher and C4 rules take every option from datatrove's instance; datatrove's class itself
+    # judges where they cannot (another word tokenizer named by `language`, an n-gram size below 1, C4 on
+    # sentences instead of lines). FineWeb's only use of words is their number: its own class, given the
+    # shared words, is as quick.
     if fast is None or "language" in options or not fast.covers(reference):
         return reference
+    if name == "c4":
+        return fast(reference, words)
     return SharedWordsFilter(fast(reference), words)
 
 
 @functools.cache
 def _fast_rules() -> dict:
+    from curation.steps.c4 import C4Quality
     from curation.steps.gopher import GopherQuality, GopherRepetition
 
-    return {"gopher_repetition": GopherRepetition, "gopher_quality": GopherQuality}
+    return {"gopher_repetition": GopherRepetition, "gopher_quality": GopherQuality, "c4": C4Quality}
 
 
 class SharedWordsFilter:

@@ -11,36 +11,42 @@ Why the words of a text can be put together from the words of its chunks (its ru
   sequence. No special case of spaCy's English holds whitespace next to other characters, so no match can span a
   whitespace token; but a match can span two chunks that one space separates (the space is no token), e.g.
   "nothin 's" matches "nothin'" + "s": that match changes nothing itself (no rule has the space), yet it can
-  beat a real match it overlaps ("'s") and so change the chunk's tokens. Such a document is told by its chunk
-  edges (`_EdgePairs`) and tokenized by spaCy whole, as datatrove does.
+  beat a real match it overlaps ("'s") and so change the chunk's tokens. Where a chunk's last token and the next
+  one's first are neighbours in some special case (`_EdgePairs`, on the tokens before that matching) and one space
+  parts them, spaCy tokenizes the run of such chunks as one.
 A chunk's words are memoized per process (natural text is Zipfian: most chunks have been seen), and unseen chunks
-are tokenized by one spaCy call per document, joined by newlines: a newline is a token no special case holds."""
+are tokenized by one spaCy call per document, joined by newlines: a newline is a token no special case holds.
+Checked token for token against datatrove's SpaCyTokenizer("en") on the bundled corpora, the Debian handbook in
+its 26 languages and random strings of special cases (tests/test_filters_fast.py)."""
 
 import re
 from contextlib import contextmanager
 from itertools import chain, compress, count
 
 from datatrove.utils.word_tokenizers import SpaCyTokenizer, strip_strings
+from spacy.attrs import IS_PUNCT
 from spacy.tokenizer import Tokenizer
 
+_OTHER, _PUNCTUATION, _ENDS_SENTENCE = 0, 1, 2  # what spaCy's sentencizer tells of a token
 _WHITESPACE = re.compile(r"\s+")  # \s is str.isspace, as str.split and spaCy's tokenizer cut
 MEMO_CHUNKS = 200_000  # chunks remembered per process before the memo starts again: ~60 MB at most
 
 
 class SharedWordTokenizer(SpaCyTokenizer):
     """datatrove's SpaCyTokenizer("en"), with the same words for far less work:
-    - a text's words are put together from its chunks' memoized words (module docstring);
+    - a text's words are put together from its chunks' memoized words (module docstring, ChunkWords);
     - the words of a text are computed once for every filter that asks, within a batch;
-    - spaCy's memory zone spans a batch of documents (`with words.batch():`) instead of a single call.
-    Outside a batch every spaCy call opens its own memory zone, as datatrove's does."""
+    - for sentences (C4's), spaCy's memory zone spans a batch of documents (`with words.batch():`) instead of a
+      single call; outside a batch every such call opens its own memory zone, as datatrove's does."""
 
     def __init__(self):
         super().__init__("en")
         self._words: dict[str, list[str]] = {}
         self._in_batch = False
-        # Built now, outside any memory zone: the lexemes of its special cases must outlive every zone.
-        self.chunks = ChunkWords(self.tokenizer.tokenizer)
+        self.chunks = ChunkWords()
         self._aside = None
+        self._token_kinds: dict[str, int] = {}
+        self._is_punct = self.tokenizer.vocab.lex_attr_getters[IS_PUNCT]
 
     @contextmanager
     def batch(self):
@@ -63,15 +69,14 @@ class SharedWordTokenizer(SpaCyTokenizer):
     def word_tokenize(self, text: str) -> list[str]:
         words = self._words.get(text)
         if words is None:
-            with self._zone():
-                words = self.chunks.words(text)
-                if words is None:
-                    words = self.spacy_words(text)
+            words = self.chunks.words(text)
+            if words is None:
+                words = self._is_alpha_words(text)
             if self._in_batch:
                 self._words[text] = words
         return words
 
-    def spacy_words(self, text: str) -> list[str]:
+    def _is_alpha_words(self, text: str) -> list[str]:
         """The words of a text that holds "IS_ALPHA", as datatrove's tokenizer gives them once it has met that
         token: spaCy's vocabulary keeps a stale lexeme for it after a memory zone, so from then on a text with
         that token raises, and datatrove tokenizes the text without the string (a process's first such text
@@ -85,6 +90,39 @@ class SharedWordTokenizer(SpaCyTokenizer):
         if "IS_ALPHA" in tokens:
             return self.word_tokenize(text.replace("IS_ALPHA", ""))
         return strip_strings(tokens)
+
+    def sentence_count(self, line: str) -> int:
+        """How many sentences datatrove's split_into_sentences finds in a line (C4 counts them), as spaCy's
+        sentencizer marks them on the line's tokens: one more each time a token that is neither punctuation nor
+        a sentence-ending character follows such a character. A run of whitespace other than one space is a
+        token of its own; where that is not enough to know the tokens, spaCy's pipeline counts."""
+        chunks = line.split()
+        if "IS_ALPHA" in line or not chunks or line != line.strip() or self.chunks.crossings_of(line, chunks):
+            return len(self.span_tokenize(line)) or 1
+        kinds = self._token_kinds
+        separators = _WHITESPACE.findall(line)
+        sentences, seen_end = 1, False
+        for i, tokens in enumerate(self.chunks.parts_of(line, chunks)):
+            if i and seen_end and separators[i - 1] != " ":  # a whitespace token
+                sentences, seen_end = sentences + 1, False
+            for token in tokens:
+                kind = kinds.get(token)
+                if kind is None:
+                    kind = self._learn_kind(token)
+                if kind == _ENDS_SENTENCE:
+                    seen_end = True
+                elif seen_end and kind == _OTHER:
+                    sentences, seen_end = sentences + 1, False
+        return sentences
+
+    def _learn_kind(self, token: str) -> int:
+        if len(self._token_kinds) > MEMO_CHUNKS:
+            self._token_kinds.clear()
+        sentencizer = self.tokenizer.get_pipe("sentencizer")
+        kind = (_ENDS_SENTENCE if token in sentencizer.punct_chars
+                else _PUNCTUATION if self._is_punct(token) else _OTHER)
+        self._token_kinds[token] = kind
+        return kind
 
     def _sentences(self, text: str):
         self.tokenizer.max_length = len(text) + 10
@@ -100,29 +138,53 @@ class SharedWordTokenizer(SpaCyTokenizer):
 
 
 class ChunkWords:
-    """A text's words from its chunks' memoized words; None where only spaCy over the whole text can say."""
+    """A text's words from its chunks' memoized words; None where only spaCy over the whole text can say.
 
-    def __init__(self, tokenizer, memo_chunks: int = MEMO_CHUNKS):
-        self.tokenizer = tokenizer
-        self.edges = _EdgePairs(tokenizer)
+    It has a spaCy tokenizer of its own, whose vocabulary's memory zone lasts as long as the memo: the lexemes
+    of the chunks' tokens are made once per memo, not once per batch, and freed with it."""
+
+    def __init__(self, memo_chunks: int = MEMO_CHUNKS):
+        import spacy
+
+        self.tokenizer = spacy.blank("en").tokenizer
+        self.edges = _EdgePairs(self.tokenizer)  # outside any zone: its special cases' lexemes outlive them all
         self.memo_chunks = memo_chunks
         self.memo: dict[str, tuple[str, ...]] = {}
         self.last_token: dict[str, str] = {}  # chunks whose last token can begin a cross-chunk match
         self.first_token: dict[str, str] = {}  # chunks whose first token can continue one
+        self._zone = None
+        self._start_memo()
+
+    def _start_memo(self) -> None:
+        self.memo.clear()
+        self.last_token.clear()
+        self.first_token.clear()
+        if self._zone is not None:
+            self._zone.__exit__(None, None, None)
+        self._zone = self.tokenizer.vocab.memory_zone()
+        self._zone.__enter__()
 
     def words(self, text: str) -> list[str] | None:
-        if "IS_ALPHA" in text:  # the string that breaks spaCy (SharedWordTokenizer.spacy_words)
+        if "IS_ALPHA" in text:  # the string that breaks spaCy (SharedWordTokenizer._is_alpha_words)
             return None
         chunks = text.split()
-        try:
-            parts = list(map(self.memo.__getitem__, chunks))
-        except KeyError:
-            known = self._learn(list(dict.fromkeys(chunks)))
-            parts = list(map(known.__getitem__, chunks))
+        parts = self.parts_of(text, chunks)
         crossings = self._crossings(chunks)
         if crossings:
             parts = self._with_runs(text, chunks, parts, crossings)
         return list(chain.from_iterable(parts))
+
+    def parts_of(self, text: str, chunks: list[str]) -> list[tuple[str, ...]]:
+        """The tokens of each chunk, as spaCy tokenizes it alone."""
+        try:
+            return list(map(self.memo.__getitem__, chunks))
+        except KeyError:
+            return list(map(self._learn(list(dict.fromkeys(chunks))).__getitem__, chunks))
+
+    def crossings_of(self, text: str, chunks: list[str]) -> bool:
+        """Whether a special case may match across two of the chunks, one space parting them."""
+        self.parts_of(text, chunks)
+        return bool(self._crossings(chunks))
 
     def _crossings(self, chunks: list[str]) -> list[int]:
         """Each i where a special case may match across chunks[i] and chunks[i + 1], if one space parts them."""
@@ -156,9 +218,7 @@ class ChunkWords:
         """The memo, holding the needed chunks (or runs of chunks): those not in it tokenized by spaCy."""
         unseen = [chunk for chunk in needed if chunk not in self.memo]
         if len(self.memo) + len(unseen) > self.memo_chunks:
-            self.memo.clear()
-            self.last_token.clear()
-            self.first_token.clear()
+            self._start_memo()
             unseen = needed
         edges, matched = self.edges, []
         for chunk, tokens in zip(unseen, self._tokenize(unseen, edges.unmatched)):
