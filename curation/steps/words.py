@@ -97,12 +97,12 @@ class SharedWordTokenizer(SpaCyTokenizer):
         a sentence-ending character follows such a character. A run of whitespace other than one space is a
         token of its own; where that is not enough to know the tokens, spaCy's pipeline counts."""
         chunks = line.split()
-        if "IS_ALPHA" in line or not chunks or line != line.strip() or self.chunks.crossings_of(line, chunks):
+        if "IS_ALPHA" in line or not chunks or line != line.strip() or self.chunks.crossings_of(chunks):
             return len(self.span_tokenize(line)) or 1
         kinds = self._token_kinds
         separators = _WHITESPACE.findall(line)
         sentences, seen_end = 1, False
-        for i, tokens in enumerate(self.chunks.parts_of(line, chunks)):
+        for i, tokens in enumerate(self.chunks.parts_of(chunks)):
             if i and seen_end and separators[i - 1] != " ":  # a whitespace token
                 sentences, seen_end = sentences + 1, False
             for token in tokens:
@@ -168,22 +168,22 @@ class ChunkWords:
         if "IS_ALPHA" in text:  # the string that breaks spaCy (SharedWordTokenizer._is_alpha_words)
             return None
         chunks = text.split()
-        parts = self.parts_of(text, chunks)
+        parts = self.parts_of(chunks)
         crossings = self._crossings(chunks)
         if crossings:
             parts = self._with_runs(text, chunks, parts, crossings)
         return list(chain.from_iterable(parts))
 
-    def parts_of(self, text: str, chunks: list[str]) -> list[tuple[str, ...]]:
+    def parts_of(self, chunks: list[str]) -> list[tuple[str, ...]]:
         """The tokens of each chunk, as spaCy tokenizes it alone."""
         try:
             return list(map(self.memo.__getitem__, chunks))
         except KeyError:
             return list(map(self._learn(list(dict.fromkeys(chunks))).__getitem__, chunks))
 
-    def crossings_of(self, text: str, chunks: list[str]) -> bool:
+    def crossings_of(self, chunks: list[str]) -> bool:
         """Whether a special case may match across two of the chunks, one space parting them."""
-        self.parts_of(text, chunks)
+        self.parts_of(chunks)
         return bool(self._crossings(chunks))
 
     def _crossings(self, chunks: list[str]) -> list[int]:
