@@ -33,6 +33,7 @@ def _english_word_tokenizer():
 
 
 def build_filter(name: str, options: dict, source_name: str):
+    """The filter `name` with the source's options: an object with datatrove's `filter(doc)`."""
     cls = _datatrove_filters()[name]
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "exclusion_writer"}
     unknown = set(options) - accepted
@@ -43,7 +44,37 @@ def build_filter(name: str, options: dict, source_name: str):
         )
     # One word tokenizer shared by every filter: given a language name, datatrove builds a spaCy pipeline
     # per call, which cost a quarter of the filtering time; this one also shares each text's words.
-    return cls(**{"language": _english_word_tokenizer(), **options})
+    words = _english_word_tokenizer()
+    reference = cls(**{"language": words, **options})
+    fast = _fast_rules().get(name)
+    # Loom's own Gopher and C4 rules take every option from datatrove's instance; datatrove's class itself
+    # judges where they cannot (another word tokenizer named by `language`, an n-gram size below 1, C4 on
+    # sentences instead of lines). FineWeb's only use of words is their number: its own class, given the
+    # shared words, is as quick.
+    if fast is None or "language" in options or not fast.covers(reference):
+        return reference
+    if name == "c4":
+        return fast(reference, words)
+    return SharedWordsFilter(fast(reference), words)
+
+
+@functools.cache
+def _fast_rules() -> dict:
+    from curation.steps.c4 import C4Quality
+    from curation.steps.gopher import GopherQuality, GopherRepetition
+
+    return {"gopher_repetition": GopherRepetition, "gopher_quality": GopherQuality, "c4": C4Quality}
+
+
+class SharedWordsFilter:
+    """One of Loom's Gopher rules with datatrove's `filter(doc)`, judging the words the filters share."""
+
+    def __init__(self, rules, words):
+        self.rules = rules
+        self.words = words
+
+    def filter(self, doc) -> bool | tuple[bool, str]:
+        return self.rules.judge(doc.text, self.words.word_tokenize(doc.text))
 
 
 class HeuristicFilters:
