@@ -266,17 +266,18 @@ def short_page(groups: dict[str, list], rng: random.Random) -> str:
     return "\n".join([lines[0], rng.choice(lines)])
 
 
-@cache
-def cumulative_words(kind: str) -> list[int]:
-    return list(itertools.accumulate(sum(len(line.split()) for line in lines) for lines in pools()[kind]))
+def cumulative_words(groups: dict[str, list]) -> dict[str, list[int]]:
+    """Each window kind's documents' word counts, accumulated: the weights a document is drawn with."""
+    return {kind: list(itertools.accumulate(sum(len(line.split()) for line in lines) for lines in groups[kind]))
+            for kind in SHARES if kind != "short"}
 
 
-def unique_page(kind: str, groups: dict[str, list], rng: random.Random) -> str:
+def unique_page(kind: str, groups: dict[str, list], weights: dict[str, list[int]], rng: random.Random) -> str:
     """A short page, or a window of a document of the kind drawn in proportion to its length (as a random
     offset into all of them would be), so that short documents do not yield the same window again and again."""
     if kind == "short":
         return short_page(groups, rng)
-    return window(rng.choices(groups[kind], cum_weights=cumulative_words(kind))[0], rng)
+    return window(rng.choices(groups[kind], cum_weights=weights[kind])[0], rng)
 
 
 def near_duplicate(body: str, sites: list[Site], rng: random.Random) -> str:
@@ -288,21 +289,36 @@ def near_duplicate(body: str, sites: list[Site], rng: random.Random) -> str:
     return dress("\n".join(lines), rng.choice(sites), rng)
 
 
-def web_corpus(n_docs: int, seed: int) -> list[str]:
-    """n_docs page texts (see the module docstring), deterministic for a seed."""
+@dataclass(frozen=True)
+class Page:
+    kind: str  # one of SHARES, or "near-duplicate" or "exact-copy"
+    text: str
+    dressed: bool  # carries a site's boilerplate
+
+
+def web_pages(n_docs: int, seed: int, groups: dict[str, list] | None = None) -> list[Page]:
+    """n_docs pages (see the module docstring) cut from `groups` (default: pools()), deterministic for a seed."""
     rng = random.Random(seed)
-    groups, sites = pools(), make_sites(rng)
+    groups, sites = groups or pools(), make_sites(rng)
+    weights = cumulative_words(groups)
     n_exact, n_near = int(n_docs * EXACT_COPIES), int(n_docs * NEAR_DUPLICATES)
-    kinds, weights = list(SHARES), list(SHARES.values())
+    kinds, shares = list(SHARES), list(SHARES.values())
     bodies, pages = [], []
     for _ in range(n_docs - n_exact - n_near):
-        body = unique_page(rng.choices(kinds, weights)[0], groups, rng)
+        kind = rng.choices(kinds, shares)[0]
+        body = unique_page(kind, groups, weights, rng)
         bodies.append(body)
-        pages.append(dress(body, rng.choice(sites), rng) if rng.random() < BOILERPLATE else body)
-    pages += [near_duplicate(rng.choice(bodies), sites, rng) for _ in range(n_near)]
-    pages += [rng.choice(pages) for _ in range(n_exact)]
+        dressed = rng.random() < BOILERPLATE
+        pages.append(Page(kind, dress(body, rng.choice(sites), rng) if dressed else body, dressed))
+    pages += [Page("near-duplicate", near_duplicate(rng.choice(bodies), sites, rng), True) for _ in range(n_near)]
+    pages += [Page("exact-copy", rng.choice(pages).text, False) for _ in range(n_exact)]
     rng.shuffle(pages)
     return pages
+
+
+def web_corpus(n_docs: int, seed: int) -> list[str]:
+    """The texts of web_pages(n_docs, seed): curate_vs_datatrove.py's corpus."""
+    return [page.text for page in web_pages(n_docs, seed)]
 
 
 class CountingFunnel:
