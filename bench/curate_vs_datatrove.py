@@ -172,6 +172,27 @@ def run_datatrove(workdir: Path, shards_dir: Path, tokenizer: Path, workers: int
             "documents": datatrove_token_documents(base / "tokens")}
 
 
+def print_results(n: int, megabytes: float, loom: dict, dt: dict, limit: dict) -> None:
+    """The table of both tools and the limit, and Loom's funnel by stage."""
+    summary, free = loom["summary"], limit["summary"]
+    rows = [("documents in", f"{n:,}", f"{n:,}", f"{n:,}"),
+            ("documents kept", f"{summary['kept']:,}", f"{dt['kept_docs']:,}", f"{free['kept']:,}"),
+            ("  filtered / exact duplicates (Loom)", f"{summary['filtered']:,} / {summary['duplicate']:,}", "",
+             f"{free['filtered']:,} / {free['duplicate']:,}"),
+            ("tokens kept (EOS included)", f"{summary['tokens']:,}", f"{dt['tokens']:,}", f"{free['tokens']:,}"),
+            ("seconds", f"{loom['total']:.1f}", f"{dt['total']:.1f}", f"{limit['total']:.1f}"),
+            ("documents/s", f"{n / loom['total']:,.0f}", f"{n / dt['total']:,.0f}", f"{n / limit['total']:,.0f}"),
+            ("MB/s of raw text", f"{megabytes / loom['total']:.2f}", f"{megabytes / dt['total']:.2f}",
+             f"{megabytes / limit['total']:.2f}")]
+    print()
+    print(f"{'':38} {'Loom':>14} {'datatrove':>14} {'Loom, no filters':>17}")
+    for label, loom_value, dt_value, limit_value in rows:
+        print(f"{label:38} {loom_value:>14} {dt_value:>14} {limit_value:>17}")
+    print("Loom's funnel, removed by stage: " + ", ".join(f"{stage} {k:,} ({k / n:.1%})"
+                                                     for stage, k in loom["removed"].items())
+          + f"; kept {summary['kept']:,} ({summary['kept'] / n:.1%})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, docs=100_000, shards=8)
@@ -201,23 +222,7 @@ def main() -> None:
 
         summary = loom["summary"]
         assert summary["docs_in"] == n, f"Loom's funnel accounts for {summary['docs_in']} of {n} documents"
-        free = limit["summary"]
-        rows = [("documents in", f"{n:,}", f"{n:,}", f"{n:,}"),
-                ("documents kept", f"{summary['kept']:,}", f"{dt['kept_docs']:,}", f"{free['kept']:,}"),
-                ("  filtered / exact duplicates (Loom)", f"{summary['filtered']:,} / {summary['duplicate']:,}", "",
-                 f"{free['filtered']:,} / {free['duplicate']:,}"),
-                ("tokens kept (EOS included)", f"{summary['tokens']:,}", f"{dt['tokens']:,}", f"{free['tokens']:,}"),
-                ("seconds", f"{loom['total']:.1f}", f"{dt['total']:.1f}", f"{limit['total']:.1f}"),
-                ("documents/s", f"{n / loom['total']:,.0f}", f"{n / dt['total']:,.0f}", f"{n / limit['total']:,.0f}"),
-                ("MB/s of raw text", f"{megabytes / loom['total']:.2f}", f"{megabytes / dt['total']:.2f}",
-                 f"{megabytes / limit['total']:.2f}")]
-        print()
-        print(f"{'':38} {'Loom':>14} {'datatrove':>14} {'Loom, no filters':>17}")
-        for label, loom_value, dt_value, limit_value in rows:
-            print(f"{label:38} {loom_value:>14} {dt_value:>14} {limit_value:>17}")
-        print("Loom's funnel, removed by stage: " + ", ".join(f"{stage} {k:,} ({k / n:.1%})"
-                                                         for stage, k in loom["removed"].items())
-              + f"; kept {summary['kept']:,} ({summary['kept'] / n:.1%})")
+        print_results(n, megabytes, loom, dt, limit)
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
         differs = mismatch(loom["documents"], dt["documents"])
         print(differs or f"same kept documents: {summary['kept']:,} token sequences identical in both outputs")

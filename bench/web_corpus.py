@@ -56,8 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 DEB_FOLDERS = (Path("/var/cache/apt/archives"), Path("/tmp/debs"))
-SHARES = {"handbook-en": 0.28, "debian-docs": 0.28, "python-docs": 0.08, "bundled-docs": 0.03,  # English articles
-          "foreign": 0.23, "code": 0.04, "short": 0.06}
+SHARES = {"handbook-en": 0.28, "debian-docs": 0.30, "python-docs": 0.05, "bundled-docs": 0.02,  # English articles
+          "foreign": 0.25, "code": 0.04, "short": 0.06}
 NEAR_DUPLICATES = 0.03
 EXACT_COPIES = 0.04
 BOILERPLATE = 0.75
@@ -170,14 +170,27 @@ def nonempty_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+def english_detector():
+    """Whether lid.176 (as Loom's language ID reads a text) calls a text English."""
+    from curation.fasttext_model import load_fasttext
+    from curation.steps.langid import LID_SCAN_CHARS, lid_model_path
+
+    model = load_fasttext(str(lid_model_path()))
+    return lambda text: model.predict(text[:LID_SCAN_CHARS].replace("\n", " "), k=1)[0][0] == "__label__en"
+
+
 @cache
 def pools() -> dict[str, list]:
     """The documents (as their non-empty lines) that each kind of page is cut from; "fortunes" are whole texts."""
     handbook, python_docs, *debian_docs = (extracted_texts(p) for p in PACKAGES)
     bundled = bundled_texts()
     groups: dict[str, list] = {"handbook-en": [], "foreign": [], "debian-docs": [], "python-docs": [], "code": []}
+    english = english_detector()
     for r in handbook:
-        groups["handbook-en" if handbook_language(r["path"]) == "en-US" else "foreign"].append(r["text"])
+        if handbook_language(r["path"]) == "en-US":
+            groups["handbook-en"].append(r["text"])
+        elif not english(r["text"]):  # half of the other folders' text is untranslated English
+            groups["foreign"].append(r["text"])
     for r in python_docs:
         groups["code" if code_share(r["text"]) > 0.3 else "python-docs"].append(r["text"])
     groups["debian-docs"] = [r["text"] for package in debian_docs for r in package]
