@@ -4,7 +4,7 @@
                                         [--keep] [--corpus web|mosaic]
 
 1. The corpus: bench/web_corpus.py's pages (real documents in 26 languages cut into pages, with site
-   boilerplate, short pages, code and duplicates; about 38% survive the filters), or with --corpus mosaic the
+   boilerplate, short pages, code and duplicates; about a third survive the filters), or with --corpus mosaic the
    old one (bench/loom_job.py's web_like_corpus: mosaics of random windows of the bundled texts, 1% survive);
    shuffled, written as --shards jsonl.gz files of {"id", "text"} lines. One byte-level BPE tokenizer
    (vocab 8,192) for both tools.
