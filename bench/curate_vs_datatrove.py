@@ -1,6 +1,6 @@
 """End-to-end curation: Loom's curate job against datatrove's LocalPipelineExecutor doing the same work.
 
-    python bench/curate_vs_datatrove.py [--docs 100000] [--workers 2] [--shards 8] [--seed 1234] [--workdir DIR]
+    python bench/curate_vs_datatrove.py [--docs 50000] [--workers 2] [--shards 8] [--seed 1234] [--workdir DIR]
                                         [--keep] [--corpus web|mosaic]
 
 1. The corpus: bench/web_corpus.py's pages (real documents in 26 languages cut into pages, with site
@@ -202,7 +202,7 @@ def print_results(n: int, megabytes: float, loom: dict, dt: dict, limit: dict) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_run_arguments(parser, docs=100_000, shards=8)
+    add_run_arguments(parser, docs=50_000, shards=8)
     parser.add_argument("--corpus", choices=("web", "mosaic"), default="web",
                         help="web: bench/web_corpus.py (default); mosaic: the old windows of the bundled texts")
     args = parser.parse_args()
