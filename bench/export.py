@@ -29,6 +29,10 @@ CPU ratio to raw; in brackets the code before issue 21's speed work, run just af
                 (0.13x, 0.13x, 0.12x: 1,196 row group reads, now 152)
   load average 2.6-6 (no core free): one chunk megatron 0.52-0.67x, numpy 0.52-0.86x, parquet 0.32-0.48x wall,
     0.47-0.49x CPU: the Parquet export reaches 0.5x of raw only with a core free for its threads.
+  Sat 5 Dec 2026, nothing else running (load average 0.7-0.8), one chunk, four runs (best of 5, 11, 11, 11
+    rounds): megatron 0.67x, 0.70x, -, -; numpy 0.66x, 0.73x, -, -; parquet 0.31x, 0.54x, 0.46x, 0.51x: the
+    Parquet export sits at the target, and one run in four fell far short of it (its CPU seconds too, 0.110 against
+    0.064: not the disk).
 
     python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5] [--chunk-steps N]
 
