@@ -23,51 +23,16 @@ import time
 from bundled_texts import base_texts, corpus
 from loom_job import machine_load
 
-
-class Reasons(dict):
-    def remove(self, doc, stage, reason, fate="filtered", detail=""):
-        self[doc.record] = (stage, reason)
+from curation.steps.filter_reference import datatrove_verdicts, loom_verdicts
 
 
 def loom_filters():
-    from curation.config import HEURISTIC_FILTERS, SourceConfig
-    from curation.steps import filters, gopher
+    """Loom's filter stage with a new word tokenizer and empty memos, as in a new worker process."""
+    from curation.steps import filter_reference, filters, gopher
 
     filters._english_word_tokenizer.cache_clear()
     gopher._KINDS.clear()
-    source = SourceConfig(name="bench", format="jsonl", paths=("x",), filters=HEURISTIC_FILTERS, filter_languages=("*",))
-    return filters.HeuristicFilters(source)
-
-
-def run_loom(heuristic_filters, texts: list[str]) -> tuple[dict, dict]:
-    from curation.document import Doc
-
-    removed = Reasons()
-    docs = (Doc(record=i, text=text, id=str(i)) for i, text in enumerate(texts))
-    kept = {doc.record: doc.text for doc in heuristic_filters.run(docs, removed)}
-    return dict(removed), kept
-
-
-def run_datatrove(texts: list[str]) -> tuple[dict, dict]:
-    from datatrove.data import Document
-
-    from curation.config import HEURISTIC_FILTERS
-    from curation.steps.filters import _datatrove_filters
-    from curation.steps.normalize import normalize_text
-
-    filters = [(name, _datatrove_filters()[name]()) for name in HEURISTIC_FILTERS]
-    removed, kept = {}, {}
-    for i, text in enumerate(texts):
-        doc = Document(text=text, id=str(i))
-        for name, datatrove_filter in filters:
-            result = datatrove_filter.filter(doc)
-            keep, reason = result if isinstance(result, tuple) else (result, None)
-            if not keep:
-                removed[i] = (name, reason or name)
-                break
-        else:
-            kept[i] = normalize_text(doc.text)
-    return removed, kept
+    return filter_reference.every_language_filters()
 
 
 def timed(run) -> tuple[float, tuple]:
@@ -87,10 +52,10 @@ def main() -> None:
     print(f"{len(texts):,} documents, {megabytes:.1f} MB; load average {machine_load()}")
     best = {"loom, fresh": float("inf"), "loom, warm": float("inf"), "datatrove": float("inf")}
     for round_ in range(args.rounds):
-        theirs_s, theirs = timed(lambda: run_datatrove(texts))
+        theirs_s, theirs = timed(lambda: datatrove_verdicts(texts))
         heuristic_filters = loom_filters()
-        fresh_s, fresh = timed(lambda: run_loom(heuristic_filters, texts))
-        warm_s, warm = timed(lambda: run_loom(heuristic_filters, texts))
+        fresh_s, fresh = timed(lambda: loom_verdicts(texts, heuristic_filters))
+        warm_s, warm = timed(lambda: loom_verdicts(texts, heuristic_filters))
         if round_ == 0:
             assert fresh == theirs and warm == theirs, "Loom's verdicts differ from datatrove's"
             print(f"same verdicts: {len(theirs[1]):,} kept, {len(theirs[0]):,} removed")

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from conftest import EXAMPLES
-from curation.config import HEURISTIC_FILTERS, SourceConfig, load_sources
-from curation.document import Doc
+from curation.config import load_sources
+from curation.steps.filter_reference import datatrove_verdicts, loom_verdicts
 
 ADVERSARIAL = [
     "", " ", "\n\n\t ", "a", "IS_ALPHA", "IS_ALPHA is here", "xIS_ALPHAy and IS_ALPHA.", "IS_IS_ALPHAALPHA",
@@ -97,46 +97,6 @@ def test_c4s_sentence_count_is_spacys_sentencizers():
 @pytest.mark.slow  # spaCy over every bundled document (~40 s)
 def test_the_words_are_spacys_token_for_token_on_every_bundled_document():
     assert_same_words(bundled_texts())
-
-
-class Reasons(dict):
-    def remove(self, doc, stage, reason, fate="filtered", detail=""):
-        self[doc.record] = (stage, reason)
-
-
-def loom_verdicts(texts: list[str]) -> tuple[dict, dict]:
-    from curation.steps.filters import HeuristicFilters
-
-    source = SourceConfig(name="all", format="jsonl", paths=("x",), filters=HEURISTIC_FILTERS, filter_languages=("*",))
-    removed = Reasons()
-    docs = (Doc(record=i, text=text, id=str(i)) for i, text in enumerate(texts))
-    kept = {doc.record: doc.text for doc in HeuristicFilters(source).run(docs, removed)}
-    return dict(removed), kept
-
-
-def datatrove_verdicts(texts: list[str]) -> tuple[dict, dict]:
-    """datatrove's four filters with their defaults and their own spaCy tokenizer, in order, the first rejection
-    naming the reason."""
-    from datatrove.data import Document
-    from datatrove.utils.word_tokenizers import load_word_tokenizer
-
-    from curation.steps.filters import _datatrove_filters
-    from curation.steps.normalize import normalize_text
-
-    filters = [(name, _datatrove_filters()[name]()) for name in HEURISTIC_FILTERS]
-    load_word_tokenizer("en").word_tokenize("IS_ALPHA")  # see SharedWordTokenizer._is_alpha_words
-    removed, kept = {}, {}
-    for i, text in enumerate(texts):
-        doc = Document(text=text, id=str(i))
-        for name, datatrove_filter in filters:
-            result = datatrove_filter.filter(doc)
-            keep, reason = result if isinstance(result, tuple) else (result, None)
-            if not keep:
-                removed[i] = (name, reason or name)
-                break
-        else:
-            kept[i] = normalize_text(doc.text)
-    return removed, kept
 
 
 def assert_same_verdicts(texts: list[str]) -> dict:

@@ -28,41 +28,19 @@ def test_a_pages_extracted_text_does_not_depend_on_the_pages_before_it():
     assert all(len(text) > 200 for text in alone[:3])
 
 
-class Reasons(dict):
-    def remove(self, doc, stage, reason, fate="filtered", detail=""):
-        self[doc.record] = (stage, reason)
-
-
 @pytest.mark.slow  # every filter over the corpora twice (~15 s)
 def test_the_filters_judge_every_document_as_datatrove_does_with_its_own_word_tokenizer():
     """Loom's filters share one cheaper word tokenizer (curation.steps.words); every decision, reason and
     changed text must still be what datatrove's filters decide with their own."""
-    from datatrove.data import Document
-
-    from curation.config import HEURISTIC_FILTERS, SourceConfig, load_sources
+    from curation.config import load_sources
     from curation.samples import source_texts
-    from curation.steps.filters import HeuristicFilters, _datatrove_filters
-    from curation.steps.normalize import normalize_text
+    from curation.steps.filter_reference import datatrove_verdicts, loom_verdicts
 
     sources = {s.name: s for s in load_sources(EXAMPLES / "sources.toml")}
     texts = [t for name, n in (("web", 60), ("docs", 120), ("reference", 40), ("fortunes", 300))
              for t in source_texts(sources[name], n)]
-    source = SourceConfig(name="all", format="jsonl", paths=("x",), filters=HEURISTIC_FILTERS, filter_languages=("*",))
-    removed = Reasons()
-    kept = {doc.record: doc.text for doc in HeuristicFilters(source).run(
-        (Doc(record=i, text=t, id=str(i)) for i, t in enumerate(texts)), removed)}
-    theirs = [(name, _datatrove_filters()[name]()) for name in HEURISTIC_FILTERS]  # datatrove's own tokenizer
-    expected_kept, expected_removed = {}, {}
-    for i, text in enumerate(texts):
-        doc = Document(text=text, id=str(i))
-        for name, datatrove_filter in theirs:
-            result = datatrove_filter.filter(doc)
-            keep, reason = result if isinstance(result, tuple) else (result, None)
-            if not keep:
-                expected_removed[i] = (name, reason or name)
-                break
-        else:
-            expected_kept[i] = normalize_text(doc.text)
-    assert dict(removed) == expected_removed
+    removed, kept = loom_verdicts(texts)
+    expected_removed, expected_kept = datatrove_verdicts(texts)  # datatrove's own tokenizer
+    assert removed == expected_removed
     assert kept == expected_kept
     assert len({name for name, _ in expected_removed.values()}) >= 3 and len(expected_kept) >= 20
