@@ -57,7 +57,7 @@ def build(debs: Path) -> None:
     candidates = [(term, body) for term, body in entries if MIN_WORDS <= len(body.split()) <= MAX_WORDS]
     chosen = candidates[::STEP]
     data = jsonl_bytes({"id": i, "term": term, "text": body} for i, (term, body) in enumerate(chosen))
-    write_checked(OUT, "jargon.jsonl", data)
+    write_checked(OUT, {"jargon.jsonl": data})
     print(f"{len(entries)} entries, {len(candidates)} of {MIN_WORDS}-{MAX_WORDS} words, {len(chosen)} documents, "
           f"{len(data):,} bytes -> {OUT / 'jargon.jsonl'}; {deb.name} sha256 "
           f"{hashlib.sha256(deb.read_bytes()).hexdigest()} (record it in examples/decontamination/README.md)",

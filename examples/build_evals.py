@@ -34,7 +34,7 @@ def build(debs: Path) -> None:
         text = read_utf8(Path(tmp) / "usr/share/games/fortunes/bofh-excuses")
     excuses = [e.strip("\n") for e in re.split(r"^%\n", text, flags=re.M) if e.strip()]
     data = jsonl_bytes({"id": i, "text": e} for i, e in enumerate(excuses))
-    write_checked(OUT, "bofh-excuses.jsonl", data)
+    write_checked(OUT, {"bofh-excuses.jsonl": data})
     print(f"{len(excuses)} documents, {len(data):,} bytes -> {OUT / 'bofh-excuses.jsonl'}; {deb.name} sha256 "
           f"{hashlib.sha256(deb.read_bytes()).hexdigest()} (record it in examples/evals/README.md)", file=sys.stderr)
 

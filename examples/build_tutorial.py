@@ -20,29 +20,20 @@ Usage::
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_text import checked_deb, deb_builder_main, jsonl_bytes, read_utf8, run  # noqa: E402
+from corpus_text import (checked_deb, deb_builder_main, gzip_bytes, jsonl_bytes, read_utf8, run,  # noqa: E402
+                         write_checked)
 
 PACKAGE, VERSION = "opencv-doc", "4.6.0+dfsg-12"
 OUT = Path(__file__).resolve().parent / "tutorial"
 DOC = "usr/share/doc/opencv-doc"
 N_PAGES, N_CPP = 24, 20
-
-
-def gzip_bytes(data: bytes) -> bytes:
-    buf = io.BytesIO()
-    # filename="" and mtime=0 keep the gzip header free of names and clocks
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
-        gz.write(data)
-    return buf.getvalue()
 
 
 def corpus_files(root: Path) -> dict[str, bytes]:
@@ -61,12 +52,7 @@ def corpus_files(root: Path) -> dict[str, bytes]:
 def write_corpus(files: dict[str, bytes]) -> None:
     for sub in ("pages", "cpp"):
         shutil.rmtree(OUT / sub, ignore_errors=True)
-    sums = []
-    for name, data in sorted(files.items()):
-        (OUT / name).parent.mkdir(parents=True, exist_ok=True)
-        (OUT / name).write_bytes(data)
-        sums.append(f"{hashlib.sha256(data).hexdigest()}  {name}\n")
-    (OUT / "SHA256SUMS").write_text("".join(sums), encoding="utf-8")
+    write_checked(OUT, files)
 
 
 def build(debs: Path) -> None:

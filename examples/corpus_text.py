@@ -64,11 +64,15 @@ def deb_builder_main(doc: str, pkg: str, version: str, build) -> None:
         build(Path(tmp))
 
 
-def write_checked(folder: Path, name: str, data: bytes) -> None:
-    """`folder/name`, and a SHA256SUMS beside it that `sha256sum -c` checks."""
-    folder.mkdir(exist_ok=True)
-    (folder / name).write_bytes(data)
-    (folder / "SHA256SUMS").write_text(f"{hashlib.sha256(data).hexdigest()}  {name}\n", encoding="utf-8")
+def write_checked(folder: Path, files: dict[str, bytes]) -> None:
+    """Each file at `folder/name` (a name may hold subfolders), and a SHA256SUMS of them all in `folder` that
+    `sha256sum -c` checks."""
+    sums = []
+    for name, data in sorted(files.items()):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+        sums.append(f"{hashlib.sha256(data).hexdigest()}  {name}\n")
+    (folder / "SHA256SUMS").write_text("".join(sums), encoding="utf-8")
 
 
 def read_utf8(path: Path) -> str:
@@ -84,13 +88,17 @@ def jsonl_bytes(records) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def write_gzip(path: Path, data: bytes) -> None:
+def gzip_bytes(data: bytes) -> bytes:
     buf = io.BytesIO()
     # filename="" and mtime=0 keep the gzip header free of names and clocks
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9,
                        mtime=0) as gz:
         gz.write(data)
-    path.write_bytes(buf.getvalue())
+    return buf.getvalue()
+
+
+def write_gzip(path: Path, data: bytes) -> None:
+    path.write_bytes(gzip_bytes(data))
 
 
 def write_zstd(path: Path, data: bytes) -> None:
