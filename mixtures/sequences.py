@@ -107,14 +107,15 @@ class RowGroupCache:
 class SequenceReader:
     """The tokens of any sequence of any component, with the source of each token (its index in `sources`)."""
 
-    def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str]):
+    def __init__(self, schedule: Schedule, folder: Path, data: Generation, sources: list[str],
+                 cache: RowGroupCache | None = None):
         meta = schedule.meta
         self.width = meta["seq_len"] + 1
         self.folder = as_path(folder)
         self.indexes = [SequenceIndex(self.folder / c["file"], meta["seq_len"]) for c in meta["components"]]
         self.source_id = {name: i for i, name in enumerate(sources)}
         self.shard_source = shard_sources(data)
-        self.cache = RowGroupCache(data.root)
+        self.cache = cache or RowGroupCache(data.root)  # the trainer's: the last 16 row groups
         self._backwards = False  # the direction of the next gather's row groups
 
     def read(self, component: int, sequence: int) -> tuple[np.ndarray, np.ndarray]:

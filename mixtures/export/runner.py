@@ -6,9 +6,9 @@ The export streams a chunk of steps at a time (about CHUNK_TOKENS tokens; never 
 each chunk read while the one before it is written on a writer thread. After each chunk is on disk, progress.json
 records how far the files go; a killed export rerun cuts its files back to that record and goes on, ending byte
 for byte as an uninterrupted one. Memory: two chunks (32 MB each at most, as int32), the curated row groups kept
-between chunks (CACHE_BYTES, 256 MB, decoded, and the two read ahead), and the format's encoder's buffers. export.json, written last, says
-what the export is (the same fields for every format) and that it is finished: a rerun with the same schedule
-fingerprint does nothing; a mixture rebuilt since starts the export again."""
+between chunks (CACHE_BYTES, 256 MB, decoded, and the two read ahead), and the format's encoder's buffers.
+export.json, written last, says what the export is (the same fields for every format) and that it is finished:
+a rerun with the same schedule fingerprint does nothing; a mixture rebuilt since starts the export again."""
 
 import json
 import sys
@@ -211,8 +211,8 @@ def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: C
     next chunk is read, and nothing after it is written."""
     info, schedule = plan.info, plan.schedule
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
-    reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources)
-    reader.cache = RowGroupCache(plan.data.root, capacity=sys.maxsize, max_bytes=CACHE_BYTES)
+    cache = RowGroupCache(plan.data.root, capacity=sys.maxsize, max_bytes=CACHE_BYTES)
+    reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources, cache)
     per_step = schedule.global_batch * info["tokens_per_sequence"]
 
     def write_and_record(start: int, end: int, tokens: np.ndarray) -> None:
