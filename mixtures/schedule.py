@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from loom.io import as_path, read_parquet, read_text
+from loom.io import as_path, parquet_file, read_text
 from mixtures.compiled import SCHEDULE_FILE, read_plan
 
 MASK64 = np.uint64(2**64 - 1)
@@ -79,6 +79,7 @@ class Schedule:
         self.pool = np.array([c.get("pool_sequences", c["available_sequences"]) for c in meta["components"]],
                              dtype=np.int64)
         self.phases = [PhasePlan(p["name"], p["start_step"], p["end_step"], tuple(p["counts"])) for p in meta["phases"]]
+        self._slot_order = [np.repeat(np.arange(len(p.counts)), p.counts) for p in self.phases]
         consumed = np.zeros(len(self.components), dtype=np.int64)
         self._consumed_before_phase = []
         for phase in self.phases:
@@ -96,8 +97,9 @@ class Schedule:
 
     def slots(self, step: int) -> np.ndarray:
         """The component of each position of the step's batch, in the block's seeded order."""
-        counts = self.phases[self.phase_of(step)].counts
-        ordered = np.repeat(np.arange(len(counts)), counts)
+        return self._shuffled(self._slot_order[self.phase_of(step)], step)
+
+    def _shuffled(self, ordered: np.ndarray, step: int) -> np.ndarray:
         return ordered[np.random.default_rng([self.seed, step]).permutation(len(ordered))]
 
     def epoch_sequence(self, component: int, consumed: np.ndarray) -> np.ndarray:
@@ -139,7 +141,7 @@ class Schedule:
             phase_index = self.phase_of(step)
             phase = self.phases[phase_index]
             stop = min(end, phase.end_step)
-            slots = np.concatenate([self.slots(s) for s in range(step, stop)])
+            slots = np.concatenate([self._shuffled(self._slot_order[phase_index], s) for s in range(step, stop)])
             chosen = np.empty(len(slots), dtype=np.int64)
             for component in np.unique(slots):
                 positions = np.flatnonzero(slots == component)
@@ -189,8 +191,7 @@ class SequenceIndex:
     token offsets into its concatenated stream. Sequence i is tokens [i*(seq_len+1), (i+1)*(seq_len+1)) of that stream."""
 
     def __init__(self, path_or_table, seq_len: int):
-        table = path_or_table if isinstance(path_or_table, pa.Table) else read_parquet(path_or_table)
-        self.shards = table["shard"].to_pylist()
+        table = path_or_table if isinstance(path_or_table, pa.Table) else parquet_file(path_or_table).read()
         shards = table["shard"].combine_chunks()
         encoded = shards if pa.types.is_dictionary(shards.type) else shards.dictionary_encode()
         self.shard_names = encoded.dictionary.to_pylist()  # each document's shard is shard_names[shard_codes[doc]]
@@ -209,6 +210,7 @@ class SequenceIndex:
         while doc < len(self.offsets) and self.offsets[doc] < end:
             lo = max(start, int(self.offsets[doc]))
             hi = min(end, int(self.offsets[doc] + self.n_tokens[doc]))
-            pieces.append((self.shards[doc], int(self.rows[doc]), lo - int(self.offsets[doc]), hi - lo))
+            pieces.append((self.shard_names[self.shard_codes[doc]], int(self.rows[doc]), lo - int(self.offsets[doc]),
+                           hi - lo))
             doc += 1
         return pieces

@@ -6,7 +6,7 @@ part's footer, once per part per process): a reader fetches only the tokens it r
 
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import NamedTuple
 
@@ -86,18 +86,24 @@ class RowGroupCache:
             self._bytes -= sum(array.nbytes for array in dropped)
         return found
 
-    def read_ahead(self, keys: list[tuple[str, int]], ahead: int = 2):
-        """Each of `keys` (shard, row group) in order, as `group` gives it, the next `ahead` misses read on a
-        thread meanwhile: pyarrow decodes without the GIL, so reading one row group overlaps copying from the
-        last. Every miss is read on that one thread (a ParquetFile is not shared between threads): a key not
-        read ahead is submitted at its turn. At most `ahead` row groups are held beyond the cache."""
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="row-group-reader") as reading:
+    def read_ahead(self, keys: list[tuple[str, int]], ahead: int = 4, readers: int = 2):
+        """Each of `keys` (shard, row group) in order, as `group` gives it, the next `ahead` misses read meanwhile
+        on `readers` threads: pyarrow decodes without the GIL, so reading row groups overlaps copying from the
+        last. A shard's row groups are all read on one thread (a ParquetFile is not shared between threads), its
+        shards taking turns; a key not read ahead is submitted at its turn. At most `ahead` row groups are held
+        beyond the cache."""
+        with ExitStack() as stack:
+            threads = [stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="row-group-reader"))
+                       for _ in range(readers)]
+            thread_of: dict[str, ThreadPoolExecutor] = {}
             pending: dict[tuple[str, int], Future] = {}
             for i, key in enumerate(keys):
                 for later in keys[i : i + ahead + 1]:
                     if later not in self._groups and later not in pending:
-                        self._file(later[0])  # opened here: its footer read on this thread
-                        pending[later] = reading.submit(self.read, *later)
+                        shard = later[0]
+                        self._file(shard)  # opened here: its footer read on this thread
+                        thread = thread_of.setdefault(shard, threads[len(thread_of) % readers])
+                        pending[later] = thread.submit(self.read, *later)
                 if key in pending:
                     yield self.keep(key, pending.pop(key).result())
                 else:
