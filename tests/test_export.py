@@ -20,7 +20,6 @@ from mixtures import RowGroupCache, SequenceReader, load_schedule
 from mixtures.export import FORMATS, plan_export, run_export
 from mixtures.export.runner import CACHE_BYTES
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
-from mixtures.export import parquet_parts
 from mixtures.sequences import copy_runs
 
 with warnings.catch_warnings():
@@ -95,20 +94,6 @@ def test_every_format_read_back_by_its_own_reader_is_the_trainers_stream(export_
         assert (info["steps"]["start"], info["steps"]["end"]) == (steps[0], steps[-1] + 1)
         assert info["sequences"] == len(want) and info["tokens"] == want.size and info["vocab_size"] == 2000
         assert [p["name"] for p in info["phases"]] == ([phase] if phase else ["pretrain", "midtrain"])
-
-
-def test_a_large_chunk_is_parquet_parts_encoded_at_once_read_back_in_order(export_ws, monkeypatch):
-    monkeypatch.setattr(parquet_parts, "MIN_PART_TOKENS", 1)  # every chunk is large: each is written as two parts
-    want, steps = expected(export_ws)
-    plan = plan_export(Workspace(export_ws), "exportmix", "parquet", out=str(export_ws / "exports" / "in-parts"),
-                       chunk_steps=7)
-    run_export(plan)
-    parts = sorted((plan.out / "data").glob("part-*.parquet"))
-    assert len(parts) == parquet_parts.PARTS_A_CHUNK * -(-len(set(steps)) // 7)
-    assert all(pq.ParquetFile(part).metadata.num_rows > 0 for part in parts)
-    table = pq.read_table(plan.out / "data")
-    assert np.array_equal(np.array(table["input_ids"].to_pylist()), want)
-    assert np.array_equal(table["step"].to_numpy(), steps)
 
 
 @pytest.mark.parametrize("row_group_rows", [None, 3])

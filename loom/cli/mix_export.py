@@ -22,8 +22,8 @@ FORMAT_NAMES = ("megatron", "numpy", "parquet")  # mixtures.export.FORMATS, name
 @click.option("--out", metavar="DIR", help="Output folder inside the workspace [default: WORKSPACE/exports/NAME/"
                                            "FORMAT[-PHASE]]")
 @click.option("--chunk-steps", type=click.IntRange(min=1), metavar="N",
-              help="Steps written between progress records (what a resumed export redoes at most; one or two "
-                   "Parquet parts each) [default: about 8M tokens' worth]")
+              help="Steps written between progress records (what a resumed export redoes at most; one Parquet part "
+                   "each) [default: about 8M tokens' worth]")
 @click.pass_obj
 def export(ws: Workspace, name, fmt, phase, out, chunk_steps):
     """Write the compiled mixture NAME's training sequences in schedule order: step by step, each step's global

@@ -39,7 +39,7 @@ FORMATS = {  # name -> (writer, the token dtype for a vocabulary size)
 }
 SIDECAR = "export.json"
 PROGRESS = "progress.json"
-CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of Parquet parts, and of memory (<= 32 MB)
+CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
 CACHE_BYTES = 1 << 28  # curated row groups kept between chunks (decoded): an export of less data reads it once
 BATCH_WINDOW = 1 << 20  # sequences whose places in the data are found at once (two int64 each: 16 MB)
 
