@@ -151,6 +151,7 @@ class SequenceReader:
         beyond = np.flatnonzero(source + length > offsets[piece.row + 1])
         if len(beyond):
             raise self._changed(piece.component, int(piece.sequence[beyond[0]]))
+        source, target, length = joined_runs(source, target, length)
         whole = length == self.width  # most sequences lie in one document: a row each, in one copy
         if whole.any():
             out[target[whole] // self.width] = sliding_window_view(values, self.width)[source[whole]]
@@ -220,6 +221,18 @@ def copy_runs(source: np.ndarray, starts: np.ndarray, target: np.ndarray, target
         return
     along = within_runs(lengths)
     target[np.repeat(target_starts, lengths) + along] = source[np.repeat(starts, lengths) + along]
+
+
+def joined_runs(starts: np.ndarray, target_starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The runs of a copy, each joined to the one before where it goes on from it in both source and target: a
+    sequence over consecutive rows of a row group (a component's documents mostly are) is then one run."""
+    if len(starts) < 2:
+        return starts, target_starts, lengths
+    ends, target_ends = starts[:-1] + lengths[:-1], target_starts[:-1] + lengths[:-1]
+    first = np.flatnonzero(np.concatenate(([True], (starts[1:] != ends) | (target_starts[1:] != target_ends))))
+    if len(first) == len(starts):
+        return starts, target_starts, lengths
+    return starts[first], target_starts[first], np.add.reduceat(lengths, first)
 
 
 def within_runs(lengths: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from mixtures import RowGroupCache, SequenceReader, load_schedule
 from mixtures.export import FORMATS, plan_export, run_export
 from mixtures.export.runner import CACHE_BYTES
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
-from mixtures.sequences import copy_runs
+from mixtures.sequences import copy_runs, joined_runs
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)  # Megatron says Transformer Engine and Apex are not installed
@@ -152,6 +152,18 @@ def test_copy_runs_copies_every_run_to_its_place(longest):
     copy_runs(source, starts, target, target_starts, lengths)
     want = np.concatenate([source[starts[i] : starts[i] + lengths[i]] for i in order]).astype(np.uint16)
     assert np.array_equal(target, want)
+
+
+def test_runs_are_joined_only_where_they_go_on_in_both_source_and_target():
+    runs = [(0, 100, 5), (5, 105, 4),  # goes on in both: one run
+            (9, 200, 3),  # on from the last in the source only
+            (12, 203, 2),  # on in both: joined to the one before
+            (30, 205, 1)]  # on in the target only
+    joined = joined_runs(*(np.array(column) for column in zip(*runs)))
+    assert [column.tolist() for column in joined] == [[0, 9, 30], [100, 200, 205], [9, 5, 1]]
+    one = (np.array([3]), np.array([7]), np.array([2]))
+    assert [c.tolist() for c in joined_runs(*one)] == [[3], [7], [2]]
+    assert all(len(column) == 0 for column in joined_runs(*(np.array([], int),) * 3))
 
 
 def rewritten_in_row_groups(root, tmp_path, rows: int):
