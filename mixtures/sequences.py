@@ -20,6 +20,9 @@ from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex
 
 
+JOIN_FROM = 32  # runs of a row group from which joining them pays for its ~10 us
+
+
 class RowGroupPieces(NamedTuple):
     """The pieces of a gather's sequences that lie in one row group, of one component."""
     shard: str
@@ -151,7 +154,8 @@ class SequenceReader:
         beyond = np.flatnonzero(source + length > offsets[piece.row + 1])
         if len(beyond):
             raise self._changed(piece.component, int(piece.sequence[beyond[0]]))
-        source, target, length = joined_runs(source, target, length)
+        if len(source) >= JOIN_FROM:
+            source, target, length = joined_runs(source, target, length)
         whole = length == self.width  # most sequences lie in one document: a row each, in one copy
         if whole.any():
             out[target[whole] // self.width] = sliding_window_view(values, self.width)[source[whole]]
