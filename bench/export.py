@@ -11,32 +11,28 @@ CPU seconds (all threads; what the work costs whatever the neighbours take of th
 format's wall ratio to raw (the target is >= 0.5x).
 
 An export reads what raw reads (the row groups its chunks touch, each once: they are kept between chunks up to
-256 MB) and writes it again: Megatron and numpy append the tokens to a file, Parquet encodes them (plain, the
-cheapest: 15-18 ms of CPU for these 2.0M tokens, against ~34 ms for raw's whole read), each chunk on a writer
-thread while the next is read, the row groups read ahead on a thread of their own. In CPU the Parquet export
-costs about twice raw's read (the schedule and the sequence indexes, ~15 ms, are the rest), so only a core left
-free to its threads takes it past 0.5x.
-Latest (bundled corpora, `sample`: 2.0M tokens; 2 cores shared with busy neighbours; best of 15 rounds; wall ratio /
-CPU ratio to raw; in brackets the code before issue 21's speed work, run just after on the same load):
-  load average 1.7 (a core mostly free), raw 60M tokens/s:
-    one chunk:  megatron 0.69x / 0.65x (0.56x / 0.61x), numpy 0.73x / 0.68x (0.61x / 0.65x),
-                parquet 0.52x / 0.49x (0.38x / 0.40x)
-    8 chunks (--chunk-steps 31): megatron 0.56x / 0.54x (0.48x / 0.52x), numpy 0.55x / 0.55x (0.47x / 0.51x),
-                parquet 0.46x / 0.43x (0.30x / 0.32x)
-    the curated parts rewritten in row groups of 8 rows (152 row groups read, more than the trainer's cache of 16;
-    `pq.write_table(pq.read_table(part), part, row_group_size=8)` on a copy of the workspace): one chunk
-                megatron 0.70x, numpy 0.62x, parquet 0.47x (0.51x, 0.51x, 0.39x); 8 chunks 0.40x, 0.40x, 0.33x
-                (0.13x, 0.13x, 0.12x: 1,196 row group reads, now 152)
-  load average 2.6-6 (no core free): one chunk megatron 0.52-0.67x, numpy 0.52-0.86x, parquet 0.32-0.48x wall,
-    0.47-0.49x CPU: the Parquet export reaches 0.5x of raw only with a core free for its threads.
-  Sat 5 Dec 2026, nothing else running (load average 0.7-0.8), one chunk, four runs (best of 5, 11, 11, 11
-    rounds): megatron 0.67x, 0.70x, -, -; numpy 0.66x, 0.73x, -, -; parquet 0.31x, 0.54x, 0.46x, 0.51x: the
-    Parquet export sits at the target, and one run in four fell far short of it (its CPU seconds too, 0.110 against
-    0.064: not the disk).
+256 MB, and read ahead on two threads) and writes it again, each chunk on a writer thread while the next is read:
+Megatron and numpy append the tokens to a file, Parquet writes parts of plain int32 lists (mixtures/export/
+parquet_file.py, ~1 ns a token; pyarrow's writer cost ~8 ns, as much as decoding the curated tokens). A schedule's
+sequences are spread over all of their component, so an export's first chunk reads nearly every row group and the
+chunks after it only copy; a one-chunk export has nothing to overlap with its reading.
+Latest (Sat 5 Dec 2026, 2 cores, load average 0.7-1.2; wall ratio to raw, CPU ratio after the slash; best of 11
+rounds, 7 for the larger workspace; in brackets the code before that day's work, 5dc97ff, same machine and hour):
+  bundled corpora, `sample` (2.0M tokens), one chunk, raw 62M tokens/s:
+    megatron 0.78x / 0.66x (0.66x), numpy 0.77x / 0.65x (0.72x), parquet 0.71-0.75x / 0.63x (0.51x; 0.31-0.54x
+    over four runs of the morning)
+  the same in 8 chunks (--chunk-steps 31): megatron 0.67x (0.56x), numpy 0.64x (0.58x), parquet 0.60x (0.44x)
+  its curated parts rewritten in row groups of 8 rows (152 row groups; `pq.write_table(pq.read_table(part), part,
+    row_group_size=8)` on a copy): one chunk megatron 0.56x, numpy 0.57x, parquet 0.54x; 8 chunks 0.37x, 0.37x,
+    0.32x (0.38x, 0.36x, 0.30x): 1,216 row-group pieces copied a few sequences at a time, Python's cost per piece
+  --web-pages 60000 (49.3M tokens curated, 47.6M exported in 6 chunks; raw 175-185M tokens/s: its parts' 7 row
+    groups each are decoded on both cores): megatron 0.60x / 0.65x (0.40x), numpy 0.61x / 0.67x (0.41x), parquet
+    0.57x / 0.64x (0.24x) on a workspace built beforehand; 0.52-0.54x in the same script just after the build
 
-    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5] [--chunk-steps N]
+    python bench/export.py [--workspace WS] [--mixture sample] [--repeat 5] [--chunk-steps N] [--web-pages N]
 
-Without --workspace it runs `loom quickstart` into a temporary one first (a few minutes, untimed).
+Without --workspace it runs `loom quickstart` into a temporary one first (a few minutes, untimed); --web-pages N
+builds a larger one instead (web_workspace).
 """
 
 import argparse

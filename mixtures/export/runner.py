@@ -6,7 +6,7 @@ The export streams a chunk of steps at a time (about CHUNK_TOKENS tokens; never 
 each chunk read while the one before it is written on a writer thread. After each chunk is on disk, progress.json
 records how far the files go; a killed export rerun cuts its files back to that record and goes on, ending byte
 for byte as an uninterrupted one. Memory: two chunks (32 MB each at most, as int32), the curated row groups kept
-between chunks (CACHE_BYTES, 256 MB, decoded, and the two read ahead), and the format's encoder's buffers.
+between chunks (CACHE_BYTES, 256 MB, decoded, and the four read ahead).
 export.json, written last, says what the export is (the same fields for every format) and that it is finished:
 a rerun with the same schedule fingerprint does nothing; a mixture rebuilt since starts the export again."""
 
