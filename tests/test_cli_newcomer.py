@@ -44,6 +44,13 @@ def test_the_workspace_after_the_command_is_the_one_used(tmp_path):
     assert curate.returncode == 2 and f"no tokenizer at {ws / 'models' / 'tokenizer.json'}" in curate.stderr
 
 
+def test_curate_where_there_is_no_workspace_says_so_and_leaves_nothing_behind(tmp_path):
+    curate = run_loom("curate", check=False, cwd=tmp_path, env={"LOOM_WORKSPACE": ""})
+    assert curate.returncode == 2
+    assert curate.stderr.startswith(f"error: no sources file at {tmp_path / 'loom-work' / 'sources.toml'}")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_store_is_checked_once_the_command_has_its_last_workspace(tmp_path):
     refused = run_loom("quality", "train", "-w", "s3://bucket/ws", check=False)
     assert refused.returncode == 2

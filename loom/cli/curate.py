@@ -45,8 +45,8 @@ def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path | None, qual
     from curation.run import dask_client
 
     started = time.monotonic()
+    config = load_config(sources_file)  # before the lock: a folder with no sources.toml gets no locks/ either
     with workspace_lock(ws):
-        config = load_config(sources_file)
         shards, ctx = plan_job(config, ws, curation_tokenizer(tokenizer, config, sources_file, ws), quality_model)
         if removed := remove_temporary_files(ws.work, ws.generations, ws.models):
             note(f"removed {len(removed)} temporary files that killed runs left in {ws.root}")
