@@ -57,9 +57,10 @@ from loom_job import bench_tokenizer, loom_workspace, quickstart_workspace, run_
 from mixtures.export import FORMATS, plan_export, run_export
 from web_corpus import web_corpus  # noqa: E402
 
+WEB_SEQ_LEN, WEB_GLOBAL_BATCH = 1024, 32
 WEB_SPEC = """name = "web"
-seq_len = 1024
-global_batch = 32
+seq_len = {seq_len}
+global_batch = {global_batch}
 steps = {steps}
 seed = 0
 
@@ -91,7 +92,9 @@ def web_workspace(pages: int, workdir: Path) -> tuple[Path, str]:
                         "filters = []", "enabled = false", tokenizer)
     tokens = run_loom(ws, workers=2)["summary"]["tokens"]
     (ws / "mixtures").mkdir(exist_ok=True)
-    (ws / "mixtures" / "web.toml").write_text(WEB_SPEC.format(steps=int(0.95 * tokens / (32 * 1025))))
+    steps = int(0.95 * tokens / (WEB_GLOBAL_BATCH * (WEB_SEQ_LEN + 1)))
+    (ws / "mixtures" / "web.toml").write_text(WEB_SPEC.format(seq_len=WEB_SEQ_LEN, global_batch=WEB_GLOBAL_BATCH,
+                                                              steps=steps))
     subprocess.run([sys.executable, "-m", "loom", "-w", str(ws), "mix", "build", "web"], check=True, cwd=REPO,
                    stdout=subprocess.DEVNULL)
     os.sync()  # the build's files on disk now, not written back while the exports' fsyncs wait

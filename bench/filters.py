@@ -23,16 +23,16 @@ import time
 from bundled_texts import base_texts, corpus
 from loom_job import machine_load
 
-from curation.steps.filter_reference import datatrove_verdicts, loom_verdicts
+from curation.steps.filter_reference import datatrove_verdicts, every_language_filters, loom_verdicts
 
 
 def loom_filters():
     """Loom's filter stage with a new word tokenizer and empty memos, as in a new worker process."""
-    from curation.steps import filter_reference, filters, gopher
+    from curation.steps import filters, gopher
 
     filters._english_word_tokenizer.cache_clear()
     gopher._KINDS.clear()
-    return filter_reference.every_language_filters()
+    return every_language_filters()
 
 
 def timed(run) -> tuple[float, tuple]:

@@ -44,6 +44,8 @@ def test_rows_span_many_pages_and_are_read_in_batches_across_them(tmp_path, monk
     monkeypatch.setattr(parquet_file, "PAGE_BYTES", 3 * 11 * 4)  # three rows a page
     tokens, steps = sequences(50, 11)
     path = written(tmp_path, tokens, steps)
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    assert group.total_byte_size == sum(group.column(i).total_uncompressed_size for i in range(group.num_columns))
     batches = list(pq.ParquetFile(path).iter_batches(batch_size=4))
     assert len(batches) == 13
     got = np.concatenate([np.stack(b.column("input_ids").to_numpy(zero_copy_only=False)) for b in batches])

@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+MAGIC = b"PAR1"
 PAGE_BYTES = 1 << 20  # of values a data page, about: what pyarrow writes too
 
 # Thrift compact protocol: field and element types
@@ -33,16 +34,15 @@ LOGICAL_LIST = 3  # LogicalType's field for ListType
 
 def write_sequences(file: BinaryIO, tokens: np.ndarray, steps: np.ndarray) -> None:
     """`tokens` (rows, width) as `input_ids`, `steps` (rows) as `step`, into a file open for binary writing at 0."""
-    rows, width = tokens.shape
-    tokens = np.ascontiguousarray(tokens, dtype="<i4")
-    file.write(b"PAR1")
-    ids_chunk = write_ids(file, tokens)
+    rows = len(tokens)
+    file.write(MAGIC)
+    ids_chunk = write_ids(file, np.ascontiguousarray(tokens, dtype="<i4"))
     step_chunk = write_steps(file, np.ascontiguousarray(steps, dtype="<i8"))
-    group = thrift_struct((1, LIST, (STRUCT, [ids_chunk, step_chunk])),
-                          (2, I64, tokens.nbytes + steps.size * 8), (3, I64, rows))
+    columns_bytes = file.tell() - len(MAGIC)  # both column chunks, as they are (nothing is compressed)
+    group = thrift_struct((1, LIST, (STRUCT, [ids_chunk, step_chunk])), (2, I64, columns_bytes), (3, I64, rows))
     footer = thrift_struct((1, I32, 1), (2, LIST, (STRUCT, SCHEMA)), (3, I64, rows), (4, LIST, (STRUCT, [group])),
                            (6, BINARY, "loom"), (7, LIST, (STRUCT, [TYPE_ORDER] * 2)))
-    file.write(footer + struct.pack("<I", len(footer)) + b"PAR1")
+    file.write(footer + struct.pack("<I", len(footer)) + MAGIC)
 
 
 def write_ids(file: BinaryIO, tokens: np.ndarray) -> bytes:
