@@ -288,8 +288,9 @@ def file_digest(path, length: int = 16) -> str:
 
 
 def text_digest(*parts: str, length: int = 24) -> str:
-    """A fingerprint of several strings (joined by a separator no config or path holds)."""
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
+    """A fingerprint of several strings (joined by a separator no config or path holds). A file name's bytes that
+    are not UTF-8 (surrogateescape'd) are digested as those bytes (os.fsencode); other text as its UTF-8."""
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:length]
 
 
 # ---- whole folders, and SQL over remote files ----
