@@ -2,7 +2,10 @@
 error line. A name on disk is bytes; one that is not UTF-8 comes to Python with each undecodable byte held as a
 surrogateescape'd character, which Parquet, JSON and the console refuse or garble."""
 
+import os
 import re
+
+import pyarrow as pa
 
 
 def escaped_path(path) -> str:
@@ -19,3 +22,13 @@ def unescaped_path(text: str) -> bytes:
     """The file name's bytes that `escaped_path` wrote as `text` (`os.fsencode` of the path). An escape is always
     `\\x80` to `\\xff` (an ASCII byte is valid UTF-8); a name holding such a sequence literally is misread."""
     return re.sub(rb"\\x([89a-f][0-9a-f])", lambda m: bytes([int(m[1], 16)]), text.encode("utf-8"))
+
+
+def arrow_source(path):
+    """A local file as pyarrow opens it: by its path, which pyarrow takes only as UTF-8 text, or, for a name that
+    is not UTF-8, as the file opened by its bytes."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return pa.OSFile(os.fsencode(path))
+    return path
