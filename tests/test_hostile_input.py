@@ -318,6 +318,17 @@ def test_an_error_naming_a_file_that_is_not_utf8_spells_it_as_the_tables_do(tmp_
                       slice_tokenizer, check=False)
     assert result.returncode == 2 and "n\\xe9.warc is not a WARC file" in result.stderr, result.stderr
 
+
+def test_a_workspace_whose_path_is_not_utf8_is_refused_in_one_line(tmp_path, slice_tokenizer):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text(texts(1, seed=30)[0])
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "d"\nformat = "text-dir"\npaths = ["d"]\n')
+    result = run_loom("-w", named(tmp_path, b"w\xe9"), "curate", "--sources", tmp_path / "sources.toml",
+                      "--tokenizer", slice_tokenizer, "--workers", 1, check=False)
+    assert (result.returncode, result.stderr) == (2, f"error: the workspace path {tmp_path}/w\\xe9 is not valid "
+                                                     "UTF-8, which Parquet and DuckDB need; rename the folder\n")
+
+
 def write_sources_with_names_not_utf8(root: Path) -> dict[str, str]:
     """A text-dir, an html-dir, a glob through a folder, a jsonl and a Parquet file, each with a name that is not
     UTF-8 among UTF-8 ones; returns each file's funnel `input` -> the fate curation should give it."""
