@@ -22,6 +22,7 @@ from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
+from loom.filenames import escaped_path
 from loom.io import atomic_path, duckdb_connect, read_text, write_parquet, write_text
 from loom.sql import literal
 from loom.workspace import Generation, Workspace
@@ -118,7 +119,7 @@ def _shards_table(gen: Generation, shards: list, stats: dict[str, dict]) -> pa.T
         s = stats[shard.key]
         rows.append({
             "path": gen.relative(gen.curated_part(shard.source.name, shard.index)),
-            "source": shard.source.name, "input": shard.input, "n_docs": s["docs"], "n_tokens": s["tokens"],
+            "source": shard.source.name, "input": escaped_path(shard.input), "n_docs": s["docs"], "n_tokens": s["tokens"],
             "bytes": s["bytes"], "created": datetime.datetime.fromtimestamp(int(s["finished"]), datetime.UTC),
             "fingerprint": s["fingerprint"],
         })

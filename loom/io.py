@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from loom.errors import UserError
+from loom.filenames import arrow_source
 
 LOCAL_PROTOCOLS = ("", "file", "local")
 # Other processes (Dask workers) write the same store: a listing cached in this one would hide their outputs.
@@ -228,7 +229,7 @@ def parquet_file(path) -> pq.ParquetFile:
     if is_remote(path):
         fs, spelled = _fs_path(path)
         return pq.ParquetFile(spelled, filesystem=fs)
-    return pq.ParquetFile(path)
+    return pq.ParquetFile(arrow_source(path))
 
 
 def write_text(text: str, path) -> None:
@@ -288,8 +289,8 @@ def file_digest(path, length: int = 16) -> str:
 
 
 def text_digest(*parts: str, length: int = 24) -> str:
-    """A fingerprint of several strings (joined by a separator no config or path holds)."""
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
+    """A fingerprint of several strings (joined by a separator no config or path holds); a path's as its bytes."""
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:length]
 
 
 # ---- whole folders, and SQL over remote files ----

@@ -3,7 +3,9 @@ compression is read from the bytes, a container of the wrong kind is refused bef
 document is set aside without being held whole."""
 
 import gzip
+import hashlib
 import json
+import os
 import random
 import tracemalloc
 import zlib
@@ -22,6 +24,8 @@ from curation.readers import read_shard
 from curation.readers.fields import RAW_PREVIEW_CHARS
 from curation.readers.streams import LineSplitter
 from loom.errors import UserError
+from loom.filenames import escaped_path, unescaped_path
+from loom.io import text_digest
 
 BOM = b"\xef\xbb\xbf"
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "si", "tu") for b in ("ba", "de", "fi", "go", "hu", "ja")]
@@ -282,3 +286,98 @@ def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_ever
                    for line in part.read_text().splitlines()]
     [too_large] = [row for row in quarantined if row["reason"] == "too_large"]
     assert too_large["raw"] == expected["big"][:RAW_PREVIEW_CHARS]
+
+
+def named(folder: Path, name: bytes) -> Path:
+    """A path in `folder` whose name is these bytes (UTF-8 or not), as os.listdir spells it (surrogateescape)."""
+    return folder / os.fsdecode(name)
+
+
+def test_a_file_names_bytes_that_are_not_utf8_are_digested_and_a_utf8_names_digest_is_unchanged():
+    def digest_before(*parts):  # text_digest as it was defined before names that are not UTF-8 were taken
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
+
+    for name in ("in/café.txt", "a b/ü 1.html", "plain.txt", "日本/語.txt"):
+        assert text_digest("v", name, "12:34") == digest_before("v", name, "12:34")
+    latin1 = os.fsdecode(b"in/caf\xe9.txt")
+    assert text_digest(latin1) == hashlib.sha256(b"in/caf\xe9.txt").hexdigest()[:24]
+    assert text_digest(latin1) != text_digest(os.fsdecode(b"in/caf\xe8.txt"))
+
+
+@pytest.mark.parametrize("raw, shown", [(b"caf\xe9.txt", "caf\\xe9.txt"), ("café.txt".encode(), "café.txt"),
+                                        (b"d\xff\x80/\xed\xa0\x80", "d\\xff\\x80/\\xed\\xa0\\x80")])
+def test_a_file_name_is_written_as_utf8_with_its_other_bytes_escaped_and_read_back(raw, shown):
+    assert escaped_path(os.fsdecode(raw)) == shown
+    assert unescaped_path(shown) == raw
+
+
+def test_an_error_naming_a_file_that_is_not_utf8_spells_it_as_the_tables_do(tmp_path, slice_tokenizer):
+    named(tmp_path, b"n\xe9.warc").write_text("hello\n")
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "w"\nformat = "warc"\npaths = ["*.warc"]\n')
+    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", tmp_path / "sources.toml", "--tokenizer",
+                      slice_tokenizer, check=False)
+    assert result.returncode == 2 and "n\\xe9.warc is not a WARC file" in result.stderr, result.stderr
+
+
+def test_a_workspace_whose_path_is_not_utf8_is_refused_in_one_line(tmp_path, slice_tokenizer):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text(texts(1, seed=30)[0])
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "d"\nformat = "text-dir"\npaths = ["d"]\n')
+    result = run_loom("-w", named(tmp_path, b"w\xe9"), "curate", "--sources", tmp_path / "sources.toml",
+                      "--tokenizer", slice_tokenizer, "--workers", 1, check=False)
+    assert (result.returncode, result.stderr) == (2, f"error: the workspace path {tmp_path}/w\\xe9 is not valid "
+                                                     "UTF-8, which Parquet and DuckDB need; rename the folder\n")
+
+
+def write_sources_with_names_not_utf8(root: Path) -> dict[str, str]:
+    """A text-dir, an html-dir, a glob through a folder, a jsonl and a Parquet file, each with a name that is not
+    UTF-8 among UTF-8 ones; returns each file's funnel `input` -> the fate curation should give it."""
+    good = texts(9, seed=20)
+    page = "<html><body><p>{}</p><p>{}</p></body></html>".format  # enough text for the extractor to keep
+    files = {
+        named(root / "txt", b"caf\xe9.txt"): good[0], root / "txt" / "n1.txt": good[1],
+        named(root / "txt", b"blank\xff.txt"): " ",
+        named(root / "html", b"caf\xe9.html"): page(good[2], good[6]), root / "html" / "n.html": page(good[3], good[7]),
+        named(root, b"glob/d\xe9") / "a.txt": good[4],
+        named(root / "lines", b"l\xe9.jsonl"): jsonl(good[5:6]).decode(),
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    table = named(root / "tables", b"p\xe9.parquet")
+    table.parent.mkdir()
+    with table.open("wb") as file:  # pyarrow takes a path only as UTF-8
+        pq.write_table(pa.table({"text": good[8:]}), file)
+    (root / "sources.toml").write_text("".join(
+        f'[[source]]\nname = "{name}"\nformat = "{fmt}"\npaths = ["{paths}"]\nfilters = []\n\n'
+        for name, fmt, paths in (("txt", "text-dir", "txt"), ("html", "html-dir", "html"),
+                                 ("globbed", "text-dir", "glob/*/*.txt"), ("lines", "jsonl", "lines/*"),
+                                 ("tables", "parquet", "tables/*"))))
+    fates = {escaped_path(path): "malformed" if text == " " else "kept" for path, text in files.items()}
+    return {**fates, escaped_path(table): "kept"}
+
+
+def stage_markers(ws: Path) -> dict[str, str]:
+    return {str(p): p.read_text() for p in (ws / "work").rglob("*") if p.name == "_done" or p.suffix == ".done"}
+
+
+def test_a_curate_carries_names_that_are_not_utf8_escaped_into_every_table_and_reruns_nothing(tmp_path, slice_tokenizer):
+    expected = write_sources_with_names_not_utf8(tmp_path)
+    ws = tmp_path / "ws"
+    curate = ("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer, "--workers", 1)
+    result = run_loom(*curate, check=False)
+    assert result.returncode == 0, result.stderr
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    assert {row["input"]: row["fate"] for row in funnel} == expected and len(funnel) == len(expected)
+    [part] = (published(ws) / "quarantine" / "txt").glob("*.jsonl")
+    [quarantined] = [json.loads(line) for line in part.read_bytes().decode("utf-8").splitlines()]
+    assert quarantined["input"].endswith("/txt/blank\\xff.txt")
+    assert quarantined["detail"] == "txt/blank\\xff.txt is empty"
+    meta = run_loom("-w", ws, "sql", "SELECT meta FROM documents ORDER BY meta", "--format", "json").stdout
+    assert {"path": "txt/caf\\xe9.txt"} in [json.loads(row["meta"]) for row in json.loads(meta)]
+    run_loom("-w", ws, "report", "curation")
+    assert (published(ws) / "manifest" / "report.html").exists()
+    run_loom("-w", ws, "status")
+    markers = stage_markers(ws)
+    run_loom(*curate)
+    assert stage_markers(ws) == markers  # every fingerprint the same: no stage redone

@@ -10,6 +10,7 @@ from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, too_large
 from curation.readers.spans import FileGroup, by_size
 from curation.readers.streams import BOM, BoundedBytes, Corrupt, Truncated, decompressed
+from loom.filenames import escaped_path
 from loom.io import file_size, files_under
 
 
@@ -43,7 +44,8 @@ class FolderReader:
         """One record per file; `record` is the file's place in its folder (or glob), `input` the file itself."""
         span = span or FileGroup(tuple(self.documents(files_under(shard))), 0, parent(shard))
         for index, path in enumerate(span.files, start=span.first_index):
-            record = read_file(source, path, index, path[len(span.root) + 1:] if span.root else path)
+            relative = path[len(span.root) + 1:] if span.root else path
+            record = read_file(source, path, index, escaped_path(relative))
             record.input = path
             yield record
 

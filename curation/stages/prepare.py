@@ -17,6 +17,7 @@ from curation.readers import read_shard
 from curation.schema import FUNNEL, PREPARED
 from curation.stages.base import ShardStage
 from curation.steps import document_steps
+from loom.filenames import escaped_path
 from loom.io import as_path, mark_done, parquet_writer, write_parquet, write_text
 
 WRITE_BATCH = 1000
@@ -40,16 +41,17 @@ class FunnelRecorder:
         self.rows.append(
             {"source": self.shard.source.name, "shard": self.shard.index, "input": self.input_of(record),
              "record": record, "doc_id": doc_id, "fate": fate, "stage": stage, "reason": reason,
-             "detail": detail or None, "lang": lang}
+             "detail": escaped_path(detail) or None, "lang": lang}
         )
 
     def input_of(self, record: int) -> str:
-        return self.inputs.get(record, self.shard.input)
+        """The file a record came from, as tables spell a path (a name's bytes that are not UTF-8 escaped)."""
+        return escaped_path(self.inputs.get(record, self.shard.input))
 
     def malformed(self, record) -> None:
         self._row(record.index, None, "malformed", "read", record.problem, record.detail, None)
         self.quarantine.append({"input": self.input_of(record.index), "record": record.index,
-                                "reason": record.problem, "detail": record.detail, "raw": record.raw})
+                                "reason": record.problem, "detail": escaped_path(record.detail), "raw": record.raw})
 
     def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None:
         self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang)

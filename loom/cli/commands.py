@@ -10,6 +10,7 @@ from loom.cli import (curate, init, ladder, mix, mix_export, quality, quickstart
 from loom.cli.console import LoomGroup
 from loom.cli.version import version_line
 from loom.errors import UserError
+from loom.filenames import escaped_path
 from loom.io import check_reachable
 from loom.workspace import Workspace
 
@@ -61,6 +62,9 @@ def checks_workspace_first(callback):
 def check_workspace(root: click.Context) -> None:
     ws: Workspace = root.obj
     if not ws.remote:
+        if escaped_path(ws.root) != str(ws.root):  # pyarrow and DuckDB take paths only as UTF-8
+            raise UserError(f"the workspace path {escaped_path(ws.root)} is not valid UTF-8, which Parquet and "
+                            "DuckDB need; rename the folder")
         return
     if root.invoked_subcommand not in ON_OBJECT_STORAGE:
         raise UserError(f"`loom {root.invoked_subcommand}` cannot use a workspace on object storage yet "

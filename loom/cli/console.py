@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
+from loom.filenames import escaped_path
 from loom.io import as_path, path_text, storage_refusal
 from loom.lock import exclusive
 from loom.workspace import Workspace
@@ -21,7 +22,7 @@ class UserFacingError(click.ClickException):
     exit_code = EXIT_USER_ERROR
 
     def show(self, file=None):
-        click.echo(error_line(self.message), err=True)
+        click.echo(error_line(escaped_path(self.message)), err=True)  # a file it names spelled as tables do
 
 
 class Interrupted(click.ClickException):
