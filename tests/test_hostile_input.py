@@ -282,3 +282,36 @@ def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_ever
                    for line in part.read_text().splitlines()]
     [too_large] = [row for row in quarantined if row["reason"] == "too_large"]
     assert too_large["raw"] == expected["big"][:RAW_PREVIEW_CHARS]
+
+
+class Removals:
+    def __init__(self):
+        self.reasons = []
+
+    def remove(self, doc, stage, reason, fate="filtered", detail=""):
+        self.reasons.append((stage, reason, fate))
+
+
+def test_a_page_nested_deeper_than_the_parser_goes_is_filtered_as_extract_too_deep():
+    from curation.document import Doc
+    from curation.steps.extract import ExtractHtml
+
+    words = " ".join(texts(12, seed=20))  # about 300 words
+    pages = ["<html><body>" + "<div>" * depth + f"<p>{words}</p>" + "</div>" * depth + "</body></html>"
+             for depth in (10_000, 200)] + ["<html><body><div></div></body></html>"]
+    removals = Removals()
+    kept = list(ExtractHtml().run((Doc(record=i, text=page) for i, page in enumerate(pages)), removals))
+    assert [doc.record for doc in kept] == [1] and kept[0].text.startswith("Text 20-0")
+    assert removals.reasons == [("extract", "extract_too_deep", "filtered"), ("extract", "no_text_extracted", "filtered")]
+
+
+def test_nan_and_infinity_in_a_records_other_fields_are_stored_as_null(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"text": "t", "x": NaN, "y": [Infinity, {"z": -Infinity}], "big": 1e999, "n": 1.5}\n')
+    [record] = read(path)
+    assert record.meta == {"x": None, "y": [None, {"z": None}], "big": None, "n": 1.5}
+    table = pa.table({"text": ["a", "b"], "score": [float("nan"), 2.0], "v": [[float("inf")], [1.0]]})
+    pq.write_table(table, tmp_path / "a.parquet")
+    records = read(tmp_path / "a.parquet", "parquet")
+    assert [r.meta for r in records] == [{"score": None, "v": [None]}, {"score": 2.0, "v": [1.0]}]
+    assert all(json.loads(json.dumps(r.meta, allow_nan=False)) == r.meta for r in [record, *records])
