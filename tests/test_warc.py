@@ -266,3 +266,17 @@ def test_a_curate_of_warc_and_wet_files_accounts_for_every_record(tmp_path, slic
         if by_input[("handbook.warc.wet.gz", record)]["fate"] != "filtered":
             assert by_input[("handbook.warc.wet.gz", record)]["reason"] == "exact_duplicate"
     assert kept_urls <= set(PAGES) and len(kept_urls) == sum(row["fate"] == "kept" for row in funnel)
+
+
+def test_a_curate_over_a_negative_content_length_returns_and_counts_the_record_as_malformed(tmp_path, slice_tokenizer):
+    data = (WARC / "handbook.warc").read_bytes()
+    at = data.index(b"Content-Length: ", data.index(b"WARC-Type: response"))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "neg.warc").write_bytes(data[:at] + b"Content-Length: -5" + data[data.index(b"\r\n", at):])
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "crawl"\nformat = "warc"\npaths = ["in/*.warc"]\n')
+    ws = tmp_path / "ws"
+    run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer, "--workers", 1,
+             timeout=150)  # it hung forever: Content.take looped on a negative size
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    assert [(row["record"], row["reason"]) for row in funnel if row["fate"] == "malformed"] == [(0, "bad_length")]
+    assert len(funnel) == 10  # the bad record and the 9 response records after it, each counted once
