@@ -315,3 +315,18 @@ def test_nan_and_infinity_in_a_records_other_fields_are_stored_as_null(tmp_path)
     records = read(tmp_path / "a.parquet", "parquet")
     assert [r.meta for r in records] == [{"score": None, "v": [None]}, {"score": 2.0, "v": [1.0]}]
     assert all(json.loads(json.dumps(r.meta, allow_nan=False)) == r.meta for r in [record, *records])
+
+
+def test_a_parquet_footer_or_row_group_that_cannot_be_read_is_a_counted_corrupt_file(tmp_path):
+    out = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"text": texts(30, seed=21)}), out, row_group_size=10)
+    good = out.read_bytes()
+    (tmp_path / "footer.parquet").write_bytes(good[:-8] + (0xFFFFFFF0).to_bytes(4, "little") + b"PAR1")
+    page = pq.ParquetFile(out).metadata.row_group(1).column(0).data_page_offset
+    (tmp_path / "group.parquet").write_bytes(good[:page] + b"\xff" * 40 + good[page + 40:])
+    for name in ("footer.parquet", "group.parquet"):
+        plan_shards([SourceConfig(name="s", format="parquet", paths=(str(tmp_path / name),))])  # it refused one
+    assert [(r.index, r.problem) for r in read(tmp_path / "footer.parquet", "parquet")] == [(0, "corrupt_file")]
+    records = read(tmp_path / "group.parquet", "parquet")
+    assert [r.index for r in records] == [*range(10), 10, *range(20, 30)]  # row group 1: one record, rows 10-19
+    assert [r.problem for r in records].count("corrupt_file") == 1 and records[10].problem == "corrupt_file"
