@@ -381,3 +381,51 @@ def test_a_curate_carries_names_that_are_not_utf8_escaped_into_every_table_and_r
     markers = stage_markers(ws)
     run_loom(*curate)
     assert stage_markers(ws) == markers  # every fingerprint the same: no stage redone
+
+
+class Removals:
+    def __init__(self):
+        self.reasons = []
+
+    def remove(self, doc, stage, reason, fate="filtered", detail=""):
+        self.reasons.append((stage, reason, fate))
+
+
+def test_a_page_nested_deeper_than_the_parser_goes_is_filtered_as_extract_too_deep():
+    from curation.document import Doc
+    from curation.steps.extract import ExtractHtml
+
+    words = " ".join(texts(12, seed=20))  # about 300 words
+    pages = ["<html><body>" + "<div>" * depth + f"<p>{words}</p>" + "</div>" * depth + "</body></html>"
+             for depth in (10_000, 200)] + ["<html><body><div></div></body></html>"]
+    removals = Removals()
+    kept = list(ExtractHtml().run((Doc(record=i, text=page) for i, page in enumerate(pages)), removals))
+    assert [doc.record for doc in kept] == [1] and kept[0].text.startswith("Text 20-0")
+    assert removals.reasons == [("extract", "extract_too_deep", "filtered"), ("extract", "no_text_extracted", "filtered")]
+
+
+def test_nan_and_infinity_in_a_records_other_fields_are_stored_as_null(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"text": "t", "x": NaN, "y": [Infinity, {"z": -Infinity}], "big": 1e999, "n": 1.5}\n')
+    [record] = read(path)
+    assert record.meta == {"x": None, "y": [None, {"z": None}], "big": None, "n": 1.5}
+    table = pa.table({"text": ["a", "b"], "score": [float("nan"), 2.0], "v": [[float("inf")], [1.0]]})
+    pq.write_table(table, tmp_path / "a.parquet")
+    records = read(tmp_path / "a.parquet", "parquet")
+    assert [r.meta for r in records] == [{"score": None, "v": [None]}, {"score": 2.0, "v": [1.0]}]
+    assert all(json.loads(json.dumps(r.meta, allow_nan=False)) == r.meta for r in [record, *records])
+
+
+def test_a_parquet_footer_or_row_group_that_cannot_be_read_is_a_counted_corrupt_file(tmp_path):
+    out = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"text": texts(30, seed=21)}), out, row_group_size=10)
+    good = out.read_bytes()
+    (tmp_path / "footer.parquet").write_bytes(good[:-8] + (0xFFFFFFF0).to_bytes(4, "little") + b"PAR1")
+    page = pq.ParquetFile(out).metadata.row_group(1).column(0).data_page_offset
+    (tmp_path / "group.parquet").write_bytes(good[:page] + b"\xff" * 40 + good[page + 40:])
+    for name in ("footer.parquet", "group.parquet"):
+        plan_shards([SourceConfig(name="s", format="parquet", paths=(str(tmp_path / name),))])  # it refused one
+    assert [(r.index, r.problem) for r in read(tmp_path / "footer.parquet", "parquet")] == [(0, "corrupt_file")]
+    records = read(tmp_path / "group.parquet", "parquet")
+    assert [r.index for r in records] == [*range(10), 10, *range(20, 30)]  # row group 1: one record, rows 10-19
+    assert [r.problem for r in records].count("corrupt_file") == 1 and records[10].problem == "corrupt_file"

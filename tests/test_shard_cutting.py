@@ -105,6 +105,29 @@ def test_a_zstd_file_with_skippable_frames_as_pzstd_writes_is_read_and_cut(tmp_p
     assert len(shards) == len(frames) and summary(cut) == summary(whole)
 
 
+def test_a_damaged_frame_costs_the_rest_of_its_shard_and_the_next_shard_still_reads_its_own(tmp_path):
+    data = awkward_lines(600, seed=10)
+    checked = zstandard.ZstdCompressor(write_checksum=True)  # a damaged byte fails the frame's checksum
+    path = tmp_path / "a.jsonl.zst"
+    path.write_bytes(b"".join(checked.compress(data[i:i + 20_000]) for i in range(0, len(data), 20_000)))
+    shards, undamaged = read_cut(source("jsonl", [path], shard_bytes=4096))
+    damaged_frame = shards[2].span.seek  # the frame that shard 2 reads for its last byte: shard 1's last
+    stored = bytearray(path.read_bytes())
+    stored[damaged_frame + 200] ^= 0xFF
+    path.write_bytes(bytes(stored))
+    _, cut = read_cut(source("jsonl", [path], shard_bytes=4096))
+    after = shards[2].span.start
+    assert [r.index < after for r in cut if r.problem == "corrupt_file"] in ([True], [True, True])  # counted before
+    assert summary(r for r in cut if r.index > after) == summary(r for r in undamaged if r.index > after)
+
+
+def test_a_skippable_frame_that_runs_past_the_end_leaves_the_file_uncut(tmp_path):
+    path = tmp_path / "a.jsonl.zst"
+    path.write_bytes(multi_frame_zstd(awkward_lines(600, seed=11), 20_000) + b"\x50\x2a\x4d\x18" + b"\xf0\xff\xff\xff")
+    shards, records = read_cut(source("jsonl", [path], shard_bytes=4096))
+    assert [s.span for s in shards] == [None] and records[-1].problem == "truncated_file"
+
+
 def test_gzip_a_zstd_without_frame_sizes_and_a_truncated_zstd_are_read_whole(tmp_path):
     data = awkward_lines(1500, seed=8)
     streamed = zstandard.ZstdCompressor().compressobj()

@@ -266,3 +266,32 @@ def test_a_curate_of_warc_and_wet_files_accounts_for_every_record(tmp_path, slic
         if by_input[("handbook.warc.wet.gz", record)]["fate"] != "filtered":
             assert by_input[("handbook.warc.wet.gz", record)]["reason"] == "exact_duplicate"
     assert kept_urls <= set(PAGES) and len(kept_urls) == sum(row["fate"] == "kept" for row in funnel)
+
+
+def test_a_curate_over_a_negative_content_length_returns_and_counts_the_record_as_malformed(tmp_path, slice_tokenizer):
+    data = (WARC / "handbook.warc").read_bytes()
+    at = data.index(b"Content-Length: ", data.index(b"WARC-Type: response"))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "neg.warc").write_bytes(data[:at] + b"Content-Length: -5" + data[data.index(b"\r\n", at):])
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "crawl"\nformat = "warc"\npaths = ["in/*.warc"]\n')
+    ws = tmp_path / "ws"
+    run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer, "--workers", 1,
+             timeout=150)  # it hung forever: Content.take looped on a negative size
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    assert [(row["record"], row["reason"]) for row in funnel if row["fate"] == "malformed"] == [(0, "bad_length")]
+    assert len(funnel) == 10  # the bad record and the 9 response records after it, each counted once
+
+
+@pytest.mark.parametrize("length", [b"-5", b"+5", b"1_0", b"0x10", b"99999999999999", b"99999999999999999999"])
+@pytest.mark.parametrize("name", ["handbook.warc", "handbook.warc.gz"])
+def test_a_content_length_that_is_not_a_byte_count_or_runs_past_the_end_is_one_bad_length_record(tmp_path, name, length):
+    records = warcio_records(WARC / name)
+    offset, size = next((offset, size) for kind, _, _, offset, size in records if kind == "response")
+    stored = (WARC / name).read_bytes()
+    member = gzip.decompress(stored[offset:offset + size]) if name.endswith(".gz") else stored[offset:offset + size]
+    at = member.index(b"Content-Length: ")
+    member = member[:at] + b"Content-Length: " + length + member[member.index(b"\r\n", at):]
+    path = tmp_path / name
+    path.write_bytes(stored[:offset] + (gzip.compress(member) if name.endswith(".gz") else member) + stored[offset + size:])
+    read_back = read(path)
+    assert [r.problem for r in read_back] == ["bad_length"] + [None] * 9  # the 9 responses after it are read

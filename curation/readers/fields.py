@@ -1,5 +1,8 @@
-"""A record from a row's fields: the text field taken out, the rest kept as the document's metadata; the records
-of what is not one (a document over the size limit), and the error for a file of the wrong kind."""
+"""A record from a row's fields: the text field taken out, the rest kept as the document's metadata (a NaN or
+infinite number there stored as null: JSON has no such numbers, and meta is JSON); the records of what is not
+one (a document over the size limit), and the error for a file of the wrong kind."""
+
+import math
 
 from curation.document import Record
 from loom.errors import UserError
@@ -20,7 +23,20 @@ def record_from_fields(source, obj: dict, index: int, raw: str = "") -> Record:
         return Record(index=index, problem="empty_text", detail="text is empty", raw=raw)
     if source.id_field and source.id_field in obj:
         obj["source_id"] = obj.pop(source.id_field)
-    return Record(index=index, text=text, meta=obj)
+    return Record(index=index, text=text, meta=null_non_finite(obj))
+
+
+def null_non_finite(obj: dict) -> dict:
+    """The fields with every NaN or infinite float in them, nested ones too, made None (in place)."""
+    stack = [obj]
+    while stack:
+        container = stack.pop()
+        for key, value in container.items() if isinstance(container, dict) else enumerate(container):
+            if isinstance(value, float) and not math.isfinite(value):
+                container[key] = None
+            elif isinstance(value, (dict, list)):
+                stack.append(value)
+    return obj
 
 
 def too_large(index: int, size: int, limit: int, start: bytes, where: str = "") -> Record:

@@ -70,9 +70,23 @@ class JsonLinesReader:
             if span.start == 0 and span.end is not None and not owned and not any_record(found, source.max_doc_bytes):
                 yield Record(index=0, problem="empty_file", detail=f"{shard} holds no records")  # the file's first shard
         except (Truncated, Corrupt) as err:
-            if span.start <= position and (span.end is None or position < span.end):
+            if position < span.start:  # the frame before a cut zstd shard's first, read for its last byte
+                yield from self.read_after_damaged_frame(source, shard, span)
+            elif span.start <= position and (span.end is None or position < span.end):
                 problem = "truncated_file" if isinstance(err, Truncated) else "corrupt_file"
                 yield Record(index=position, problem=problem, detail=f"{name_of(shard)}: {err}; read up to byte {position}")
+
+
+    def read_after_damaged_frame(self, source, shard, span: ByteRange) -> Iterator[Record]:
+        """A cut zstd shard whose frame before is damaged (the shard owning that frame counts it): read from its
+        own first frame, taking a line to start there."""
+        frames = zstd_frames(shard, file_size(shard)) or ()
+        first = next((frame for frame in frames if frame.content_offset == span.start), None)
+        if first is None:
+            yield Record(index=span.start, problem="corrupt_file",
+                         detail=f"{name_of(shard)}: the frames before byte {span.start} cannot be read")
+            return
+        yield from self.read(source, shard, ByteRange(span.start, span.end, first.offset, span.start))
 
 
 def any_record(found: Iterator[Line], limit: int) -> bool:

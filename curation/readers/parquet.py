@@ -1,6 +1,8 @@
 """Parquet files: one row per record, the text in `text_field`, the other columns kept as metadata. A text over
 the source's `max_doc_bytes` is set aside without being made a Python string; a row holding a string that is
-not valid UTF-8 is a malformed record. A large file is cut into runs of row groups (curation.readers.spans)."""
+not valid UTF-8 is a malformed record. A large file is cut into runs of row groups (curation.readers.spans).
+A file whose footer cannot be read is one `corrupt_file` record, and so is each row group that cannot be read
+(the row groups after it are read, their rows numbered as the footer says)."""
 
 import json
 from typing import Iterator
@@ -12,10 +14,10 @@ from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
 from curation.readers.spans import RowGroups, by_size
 from curation.readers.streams import sniff
-from loom.errors import UserError
 from loom.io import file_size, parquet_file
 
 BATCH_ROWS = 1024
+DAMAGED_DATA = (OSError, pa.ArrowException, ValueError, IndexError)  # what pyarrow raises on a damaged row group
 NOT_PARQUET = {  # what the file is, and the likely fix: it holds JSON lines
     "gzip": ("is gzip-compressed, not a Parquet file", "jsonl.gz"),
     "zstd": ("is zstd-compressed, not a Parquet file", "jsonl.zst"),
@@ -33,17 +35,12 @@ class ParquetReader:
         kind = sniff(shard)
         if kind != "parquet":
             raise wrong_container(source, shard, *NOT_PARQUET[kind])
-        try:
-            parquet_file(shard).metadata
-        except Exception as err:  # pyarrow raises several types for a damaged footer
-            raise UserError(f"source '{source.name}': {shard} is not a readable Parquet file ({err}); re-create it") from None
 
     def cut(self, source, path) -> list[RowGroups | None]:
         """A large file cut into runs of whole row groups of about `shard_bytes` (their compressed sizes, from
         the footer)."""
-        if file_size(path) <= source.shard_bytes:
-            return [None]
-        meta = parquet_file(path).metadata
+        if file_size(path) <= source.shard_bytes or (meta := footer(path)) is None:
+            return [None]  # a damaged footer: read whole, where it is counted
         groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
         sizes = [sum(group.column(j).total_compressed_size for j in range(group.num_columns)) for group in groups]
         runs = by_size(sizes, source.shard_bytes)
@@ -58,23 +55,59 @@ class ParquetReader:
         """The rows of the span's row groups; `record` is the row's number in the file."""
         if file_size(shard) == 0:
             return
-        file = parquet_file(shard)
-        span = span or RowGroups(0, file.metadata.num_row_groups, 0)
+        try:
+            file = parquet_file(shard)
+            meta = file.metadata
+        except Exception as err:  # pyarrow raises several types for a damaged footer
+            yield Record(index=span.first_row if span else 0, problem="corrupt_file",
+                         detail=f"{name_of(shard)}: its footer cannot be read: {err}"[:500])
+            return
+        span = span or RowGroups(0, meta.num_row_groups, 0)
         index = span.first_row
-        for batch in file.iter_batches(batch_size=BATCH_ROWS, row_groups=list(range(span.first, span.stop))):
-            batch, large = set_aside_large_texts(batch, source.text_field, source.max_doc_bytes)
-            for offset, row in enumerate(rows(batch)):
-                if offset in large:
-                    size, start = large[offset]
-                    yield too_large(index, size, source.max_doc_bytes, start)
-                elif isinstance(row, Record):
-                    yield Record(index=index, problem=row.problem, detail=row.detail, raw=row.raw)
-                else:
-                    record = record_from_fields(source, dict(row), index)
-                    if record.problem:
-                        record.raw = preview(row)
+        for group in range(span.first, span.stop):
+            first, batches = index, file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group])
+            while True:
+                try:
+                    batch = next(batches, None)
+                except DAMAGED_DATA as err:
+                    yield Record(index=index, problem="corrupt_file", detail=f"{name_of(shard)}: row group {group} "
+                                                                             f"cannot be read from row {index}: {err}"[:500])
+                    index += 1
+                    break
+                if batch is None:
+                    break
+                for record in batch_records(source, batch, index):
                     yield record
-                index += 1
+                    index += 1
+            index = max(index, first + meta.row_group(group).num_rows)
+
+
+def footer(path):
+    """A Parquet file's metadata, or None when its footer cannot be read."""
+    try:
+        return parquet_file(path).metadata
+    except Exception:  # pyarrow raises several types for a damaged footer
+        return None
+
+
+def name_of(path) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def batch_records(source, batch: pa.RecordBatch, index: int) -> Iterator[Record]:
+    """The records of one batch of rows, the first numbered `index`."""
+    batch, large = set_aside_large_texts(batch, source.text_field, source.max_doc_bytes)
+    for offset, row in enumerate(rows(batch), start=index):
+        if offset - index in large:
+            size, start = large[offset - index]
+            yield too_large(offset, size, source.max_doc_bytes, start)
+        elif isinstance(row, Record):
+            yield Record(index=offset, problem=row.problem, detail=row.detail, raw=row.raw)
+        else:
+            record = record_from_fields(source, dict(row), offset)
+            if record.problem:
+                record.raw = preview(row)
+            yield record
 
 
 def is_string(column) -> bool:

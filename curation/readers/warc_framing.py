@@ -4,13 +4,15 @@ cut), read forward in bounded memory, and what is left of a damaged one.
 warcio's own iterator reads a cut plain WARC as a shorter last record and fails on a bad gzip member with no
 way on, so the framing is done here: a record is its header lines and `Content-Length` bytes of block. A file
 that ends inside a record gives one `Damaged` ("truncated_file") and stops; a gzip member that does not
-inflate ("corrupt_file") or a header that is not a WARC record's ("malformed_record") gives one `Damaged`, and
+inflate ("corrupt_file"), a header that is not a WARC record's ("malformed_record") or a Content-Length that is
+not a byte count or runs past the end of the file while records follow ("bad_length") gives one `Damaged`, and
 reading goes on at the next place a record can start (the next gzip member whose content starts "WARC/", or
 the next line starting "WARC/1." of a plain file). A block's digest (`WARC-Block-Digest`, sha1) is checked when
 the block is held whole, so damage inside a plain file's record is caught too."""
 
 import base64
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from loom.io import open_input
 MAX_HEADER_BYTES = 1 << 16  # of a record's WARC header lines together
 GZIP_MEMBER = MAGIC["gzip"] + b"\x08"  # a gzip member's first bytes (deflate)
 PLAIN_RECORD = b"\nWARC/1."  # a record's first line, at the start of a line
+BYTE_COUNT = re.compile(r"[0-9]{1,15}")  # digits only: int() also takes "-5", "+5" and "1_000"
 
 
 @dataclass
@@ -39,12 +42,24 @@ class Frame:
 @dataclass
 class Damaged:
     offset: int
-    problem: str  # truncated_file, corrupt_file, malformed_record, digest_mismatch
+    problem: str  # truncated_file, corrupt_file, malformed_record, bad_length, digest_mismatch
     detail: str
 
 
 class BadRecord(Exception):
     """What should be a record's header is not one."""
+
+    problem = "malformed_record"
+
+
+class BadLength(BadRecord):
+    """A record's Content-Length is not a byte count."""
+
+    problem = "bad_length"
+
+
+class ShortBlock(Truncated):
+    """The file ends inside a record's block."""
 
 
 def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]:
@@ -59,6 +74,15 @@ def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]
                     return
                 yield checked(frame)
                 continue
+            except ShortBlock as err:
+                if content.resync(content.record):  # records follow: the length was wrong, not the file cut
+                    at = content.record
+                    yield Damaged(at, "bad_length", f"{path.name}: record at byte {at}: its Content-Length "
+                                                    f"runs past the records after it ({err})")
+                    continue
+                at = content.where()
+                yield Damaged(at, "truncated_file", f"{path.name}: {err} (record at byte {at})")
+                return
             except Truncated as err:
                 at = content.where()
                 yield Damaged(at, "truncated_file", f"{path.name}: {err} (record at byte {at})")
@@ -69,7 +93,7 @@ def frames(path: Path, keep: Callable[[dict], int]) -> Iterator[Frame | Damaged]
                 after = at
             except BadRecord as err:
                 at = content.where()
-                yield Damaged(at, "malformed_record", f"{path.name}: record at byte {at}: {err}")
+                yield Damaged(at, err.problem, f"{path.name}: record at byte {at}: {err}")
                 after = at
             if not content.resync(after):
                 return
@@ -96,10 +120,11 @@ def next_frame(content: "Content", keep: Callable[[dict], int]) -> Frame | None:
         if not sep:
             raise BadRecord(f"header line {line[:40]!r} has no ':'")
         headers[name.strip().lower()] = value.strip()
-    try:
-        size = int(headers["content-length"])
-    except (KeyError, ValueError):
-        raise BadRecord("no valid Content-Length") from None
+    if "content-length" not in headers:
+        raise BadRecord("it has no Content-Length")
+    if not BYTE_COUNT.fullmatch(length := headers["content-length"]):
+        raise BadLength(f"its Content-Length {length[:40]!r} is not a byte count")
+    size = int(length)
     block = content.take(size, keep(headers))
     return Frame(offset, headers, block, size)
 
@@ -186,7 +211,7 @@ class Content:
         held, left = bytearray(), size
         while left:
             if not self.buf and not self._more():
-                raise Truncated(f"the file ends inside a record's block ({size - left} of {size} bytes)")
+                raise ShortBlock(f"the file ends inside a record's block ({size - left} of {size} bytes)")
             piece = self._consume(min(left, len(self.buf)))
             left -= len(piece)
             if len(held) < keep:

@@ -49,7 +49,7 @@ def zstd_frames(path, file_bytes: int) -> list[Frame] | None:
             frames.append(Frame(at, end - at, content, params.content_size))
             content += params.content_size
             at = end
-    return frames
+    return frames if at == file_bytes else None  # a skippable frame's size ran past the end
 
 
 def _blocks_end(fh, at: int) -> int | None:

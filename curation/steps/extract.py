@@ -1,3 +1,8 @@
+"""The extract step: an HTML page's main text; a page with none is removed, saying why (`extract_too_deep` when
+its tags nest deeper than the HTML parser goes, else `no_text_extracted`)."""
+
+import lxml.etree
+
 from curation.readers.warc import is_html
 
 
@@ -31,7 +36,24 @@ class ExtractHtml:
                 funnel.remove(doc, self.name, "extraction_error", detail=str(err)[:200])
                 continue
             if not text or not text.strip():
-                funnel.remove(doc, self.name, "no_text_extracted")
+                if too_deep(doc.text):
+                    funnel.remove(doc, self.name, "extract_too_deep", detail="its tags nest deeper than the HTML "
+                                                                             f"parser goes ({PARSER_DEPTH} levels)")
+                else:
+                    funnel.remove(doc, self.name, "no_text_extracted")
                 continue
             doc.text = text
             yield doc
+
+
+PARSER_DEPTH = 256  # libxml2's, which trafilatura parses with: past it, it stops and the extractor finds nothing
+
+
+def too_deep(html: str) -> bool:
+    """Whether a page nests its tags deeper than the HTML parser goes (asked only of a page with no text)."""
+    parser = lxml.etree.HTMLParser()
+    try:
+        lxml.etree.fromstring(html.encode("utf-8", "replace"), parser)
+    except lxml.etree.LxmlError:
+        pass
+    return any("Excessive depth" in error.message for error in parser.error_log)
