@@ -1,7 +1,8 @@
 """Writing to a path the user named (`loom sql --output` and `--db`, the models' `--output`): what is already
 there is never replaced unless it is a regular file the user asked to overwrite.
 
-- nothing there: the file is written whole or not at all (a temporary file beside it, then a rename);
+- nothing there: the file is written whole or not at all (a temporary file beside it, then linked in: a file
+  another writer put there meanwhile is not replaced either);
 - a regular file: refused unless `--force`, then replaced the same atomic way;
 - a terminal, another character device (/dev/null) or a FIFO, and this process's own standard output or error
   (`--output /dev/stdout`, whatever it leads to): written in place, as a shell's `>` would; the entry stays
@@ -76,18 +77,23 @@ def target_of(path) -> Path:
 def file_to_write(path, option: str = "--output", force: bool = False):
     """Where a writer that puts a file atomically itself (a model) should put it: the rules above checked, a
     stream refused, a local symbolic link followed to its target."""
-    if output_kind(path, option, force) == STREAM:
+    only_a_file(path, option, output_kind(path, option, force))
+    return target_of(path) if not is_remote(as_path(path)) and os.path.islink(path) else path
+
+
+def only_a_file(path, option: str, kind: str) -> None:
+    if kind == STREAM:
         raise UserError(f"cannot write {path} ({option}): it is a device or a pipe, and this output must be a file; "
                         "name a file")
-    return target_of(path) if not is_remote(as_path(path)) and os.path.islink(path) else path
 
 
 @contextmanager
 def output_file(path, option: str = "--output", force: bool = False):
-    """Yields a local temporary path for a file-only output (a database, a model), put at `path` when the block
+    """Yields a local temporary path for a file-only output (a database), put at `path` when the block
     finishes; the rules above, with a stream refused."""
-    file_to_write(path, option, force)
-    with atomic_output(path) as tmp:
+    kind = output_kind(path, option, force)
+    only_a_file(path, option, kind)
+    with atomic_output(path, replace=kind == FILE) as tmp:
         yield tmp
 
 
@@ -100,15 +106,17 @@ def output_stream(path, option: str = "--output", force: bool = False):
         with open_in_place(path, option) as stream:
             yield stream
         return
-    with atomic_output(path) as tmp, open(tmp, "wb") as file:
+    with atomic_output(path, replace=kind == FILE) as tmp, open(tmp, "wb") as file:
         yield file
 
 
 @contextmanager
 def open_in_place(path, option: str):
+    """The stream itself, opened without O_CREAT or O_TRUNC (nothing is replaced); this process's own stdout
+    or stderr through its descriptor."""
     try:
         own = standard_stream(os.stat(path))
-        fd = os.dup(own) if own is not None else os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)  # never O_CREAT or O_TRUNC: nothing is replaced
+        fd = os.dup(own) if own is not None else os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as err:
         raise UserError(f"cannot write {path} ({option}): {err.strerror or err}") from None
     with os.fdopen(fd, "wb") as stream:
@@ -116,9 +124,11 @@ def open_in_place(path, option: str):
 
 
 @contextmanager
-def atomic_output(path):
-    """A temporary path beside the link's target, renamed onto it; a folder that must first exist is the
-    user's to make (a mistyped path creates no folders), and a file that cannot be written is one line."""
+def atomic_output(path, replace: bool):
+    """A temporary path beside the link's target, put onto it when the block finishes: renamed over a file the
+    user let be replaced, else linked in only if nothing appeared there meanwhile (another writer of the same
+    name). A folder that must first exist is the user's to make (a mistyped path creates no folders), and a file
+    that cannot be written is one line."""
     if is_remote(as_path(path)):
         with atomic_path(path) as tmp:
             yield tmp
@@ -127,8 +137,23 @@ def atomic_output(path):
     if not target.parent.is_dir():
         folder = target.parent if os.path.islink(path) else Path(path).parent
         raise UserError(f"cannot write {path}: the folder {folder} does not exist")
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")  # loom.io's temporary names, which it cleans up
     try:
-        with atomic_path(target) as tmp:
-            yield tmp
+        yield tmp
+        put_in_place(tmp, target, path, replace)
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def put_in_place(tmp: Path, target: Path, path, replace: bool) -> None:
+    if replace:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)  # fails if the name exists: never replaces what another writer just put there
+    except FileExistsError:
+        raise UserError(f"{path} exists; pass --force to overwrite it") from None
+    except OSError:  # a filesystem without hard links
+        os.replace(tmp, target)

@@ -253,3 +253,16 @@ def test_output_writes_into_a_fifo_and_standard_output_in_place(small_ws):
         subprocess.run([*LOOM, "-w", small_ws, "sql", "--format", "csv", "--output", "/dev/stdout", query], stdout=log,
                        check=True)
     assert (here / "log.csv").read_text() == "before\nrun,records\nr1,2\n"  # at the shell's offset, not replaced
+
+
+def test_an_output_another_writer_put_there_meanwhile_is_not_replaced_without_force(tmp_path):
+    """Two `--output same.csv` at once: the one that finishes second is refused, as if the file had been there."""
+    from loom.errors import UserError
+    from loom.outputs import output_stream
+
+    path = tmp_path / "same.csv"
+    with pytest.raises(UserError, match="same.csv exists; pass --force to overwrite it"):
+        with output_stream(path) as out:
+            out.write(b"second\n")
+            path.write_text("first\n")  # the other writer finished first
+    assert path.read_text() == "first\n" and os.listdir(tmp_path) == ["same.csv"]
