@@ -1,8 +1,10 @@
 """`loom sql`: read-only queries over a workspace's views (views.py), their results as an aligned table, CSV,
 JSON or a file, and the views materialized into a DuckDB database file. The query runs on the sandboxed
-connection; the files the user names (--output, --db) are written from Python, their paths never part of SQL."""
+connection; the files the user names (--output, --db) are written from Python, their paths never part of SQL,
+by loom.outputs' rules (nothing there is replaced but a file with --force; a device or pipe is written to)."""
 
 import csv
+import io
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +14,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from loom.errors import UserError
-from loom.io import atomic_path
+from loom.outputs import output_file, output_stream
 from reports.views import WorkspaceViews, is_read_only, workspace_views
 
 CELL_WIDTH = 60  # an aligned table cuts longer values
@@ -27,10 +29,10 @@ def open_views(root: Path) -> WorkspaceViews:
     return views
 
 
-def materialize(con: duckdb.DuckDBPyConnection, views: list[str], path: Path) -> None:
+def materialize(con: duckdb.DuckDBPyConnection, views: list[str], path: Path, force: bool = False) -> None:
     """Every view as a table of a new DuckDB database file. A second connection opens only that file and is given
     each view's rows as Arrow batches: it runs no SQL the user wrote, and the sandbox stays shut."""
-    with writing(path) as tmp:
+    with output_file(path, "--db", force) as tmp:
         with duckdb.connect(str(tmp)) as target:
             for name in views:
                 target.from_arrow(con.table(name).to_arrow_reader(BATCH_ROWS)).create(name)
@@ -55,32 +57,21 @@ def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDB
     return con.sql(query)
 
 
-def write_file(relation: duckdb.DuckDBPyRelation, fmt: str, path: Path) -> None:
-    """The result as a file, whole or not at all: Parquet, JSON as on stdout, CSV otherwise (a table too)."""
-    with writing(path) as tmp:
+def write_file(relation: duckdb.DuckDBPyRelation, fmt: str, path: Path, force: bool = False) -> None:
+    """The result as a file, whole or not at all (or into the device or pipe `path` is): Parquet, JSON as on
+    stdout, CSV otherwise (a table too)."""
+    with output_stream(path, "--output", force) as out:
         if fmt == "parquet":
             batches = relation.to_arrow_reader(BATCH_ROWS)
-            with pq.ParquetWriter(tmp, batches.schema, compression="zstd") as writer:
+            with pq.ParquetWriter(out, batches.schema, compression="zstd") as writer:
                 for batch in batches:
                     writer.write_batch(batch)
         elif fmt == "json":
-            tmp.write_text(as_json(relation) + "\n", encoding="utf-8")
+            out.write((as_json(relation) + "\n").encode("utf-8"))
         else:
-            with tmp.open("w", encoding="utf-8", newline="") as out:
-                write_csv(relation, out)
-
-
-@contextmanager
-def writing(path: Path):
-    """A temporary path next to `path`, renamed onto it when the block finishes; a file that cannot be written
-    is the user's to fix, said in one line. Its folder must exist: a mistyped path creates no folders."""
-    if not Path(path).parent.is_dir():
-        raise UserError(f"cannot write {path}: the folder {Path(path).parent} does not exist")
-    try:
-        with atomic_path(Path(path)) as tmp:
-            yield tmp
-    except OSError as err:
-        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+            text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+            write_csv(relation, text)
+            text.detach()  # flushed; `out` is closed by its owner
 
 
 def write_csv(relation: duckdb.DuckDBPyRelation, out: TextIO) -> None:

@@ -136,3 +136,17 @@ def test_missing_tokenizer_and_unreachable_scheduler_stop_with_one_line(tmp_path
     assert unreachable.returncode == 2, unreachable.stderr
     assert unreachable.stderr.strip().splitlines() == [unreachable.stderr.strip()]
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in unreachable.stderr
+
+
+def test_a_model_output_that_exists_needs_force_and_a_link_stays_a_link(tmp_path):
+    ws, train = tmp_path / "ws", ("tokenizer", "train", "--max-docs", 20, "--vocab-size", 300)
+    run_loom("-w", ws, "init")
+    (tmp_path / "mine.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to("mine.json")
+    refused = run_loom("-w", ws, *train, "--output", "link.json", cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and refused.stderr == "error: link.json exists; pass --force to overwrite it\n"
+    assert (tmp_path / "mine.json").read_text() == "{}"
+    run_loom("-w", ws, *train, "--output", "link.json", "--force", cwd=tmp_path)
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "mine.json").read_text())["model"]
+    refused = run_loom("-w", ws, *train, "--output", "/dev/null", check=False)
+    assert refused.returncode == 2 and "/dev/null (--output): it is a device or a pipe" in refused.stderr

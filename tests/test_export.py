@@ -262,17 +262,25 @@ def test_two_exports_of_one_target_at_once_the_second_is_refused(export_ws):
     (("--out", "OUTSIDE"), "leads outside the workspace"),
     (("--out", "LINK"), "leads outside the workspace"),  # a link inside the workspace to a folder outside it
     (("--out", "WORKSPACE"), "holds other files than a numpy export"),
+    (("--out", "FILE"), "is a file, not a folder"),
+    (("--out", "LINKED"), "tokens.bin is not a file an export wrote (a symbolic link"),  # it is never written through
 ])
 def test_wrong_settings_are_one_line_and_exit_2(export_ws, tmp_path, args, says):
     link = export_ws / "exports" / "elsewhere"
     link.parent.mkdir(exist_ok=True)
     if not link.is_symlink():
         link.symlink_to(tmp_path.parent)
-    places = {"OUTSIDE": tmp_path / "out", "LINK": link / tmp_path.name / "out", "WORKSPACE": export_ws}
+    places = {"OUTSIDE": tmp_path / "out", "LINK": link / tmp_path.name / "out", "WORKSPACE": export_ws,
+              "FILE": export_ws / "exports" / "a-file", "LINKED": export_ws / "exports" / f"linked-{tmp_path.name}"}
+    places["FILE"].write_text("mine")
+    places["LINKED"].mkdir()
+    (places["LINKED"] / "tokens.bin").symlink_to(tmp_path / "victim.bin")
+    (tmp_path / "victim.bin").write_text("mine")
     result = export(export_ws, "--format", "numpy", *[places.get(a, a) for a in args], check=False)
     assert result.returncode == 2 and result.stderr.startswith("error: ") and says in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+    assert places["FILE"].read_text() == "mine" and (tmp_path / "victim.bin").read_text() == "mine"
 
 
 def test_an_unknown_format_is_clicks_choice_error(export_ws):

@@ -4,16 +4,19 @@ on local disk, resumed after kill -9, one clear line for a wrong endpoint or key
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from conftest import LOOM, run_loom
+from s3server import start_s3_server
 
 from distributed import Client
 
 from loom.io import as_path, read_parquet
+from loom.lock import exclusive
 from loom.workspace import Workspace
 
 MANIFEST_TABLES = ("shards", "documents", "funnel", "dedup_clusters", "quality_buckets")
@@ -116,6 +119,43 @@ def test_a_second_writer_of_an_s3_workspace_is_refused(s3_server, slice_sources,
     assert result.returncode == 2
     assert result.stderr.strip().startswith(f"error: workspace {s3_server.url('ws-busy')} is in use by pid 1 on elsewhere")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_taking_over_a_dead_holders_lock_is_said_only_once_the_lock_is_held(s3_server):
+    lock = as_path(s3_server.url("ws-stale")) / "locks" / "workspace.lock"
+    lock.fs.pipe_file(lock.path, json.dumps({"pid": 2 ** 22 + 7, "host": socket.gethostname(), "since": 0,
+                                             "command": "loom curate"}).encode())
+    held_when_said = []
+    with exclusive(lock, "workspace ws-stale", lambda line: held_when_said.append((line, lock_holder_pid(lock)))):
+        pass
+    assert [(line.split(" from ")[0], pid) for line, pid in held_when_said] == [
+        ("took over the lock of workspace ws-stale", os.getpid())]
+    assert not lock.exists()
+
+
+def lock_holder_pid(lock) -> int | None:
+    return json.loads(lock.read_text())["pid"] if lock.exists() else None
+
+
+def test_a_store_failing_inside_the_lock_reports_that_failure_not_the_lock_release(tmp_path):
+    """The server stops while the lock is held: the write that fails is the error; the release that fails too
+    is a note saying the lock is left behind."""
+    server = start_s3_server(tmp_path / "s3")
+    try:
+        options = {"key": server.access_key, "secret": server.secret_key,
+                   "client_kwargs": {"endpoint_url": server.endpoint, "region_name": "us-east-1"},
+                   "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fail fast, once
+        lock, published = (as_path(server.url(f"ws/{key}"), **options) for key in ("locks/x.lock", "published.json"))
+        notes = []
+        with pytest.raises(Exception) as raised:
+            with exclusive(lock, "workspace ws", notes.append):
+                os.killpg(server.process.pid, signal.SIGKILL)
+                server.process.wait()
+                published.write_text("{}")
+    finally:
+        server.stop()
+    assert "published.json" in str(raised.value) and "x.lock" not in str(raised.value)
+    assert len(notes) == 1 and notes[0].startswith(f"the lock {lock} could not be released")
 
 
 @pytest.mark.parametrize("change", ["secret", "endpoint"])

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import (FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom,
                       stacks_then_kill, write_spec)
+from loom.errors import UserError
 from loom.lock import exclusive
 from loom.workspace import Workspace
 
@@ -206,3 +207,63 @@ def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws, nproc):
     run_loom(*train, "--resume", "--max-steps", 12)
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
     assert steps == list(range(12))
+
+
+@pytest.fixture
+def bare_ws(tmp_path) -> Path:
+    """A workspace `loom init` made (nothing curated): `loom curate` in it takes the workspace's lock first."""
+    run_loom("-w", tmp_path / "ws", "init")
+    (tmp_path / "ws" / "locks").mkdir()
+    return tmp_path / "ws"
+
+
+def test_a_lock_that_is_a_symbolic_link_is_refused_and_what_it_points_at_is_left_alone(bare_ws):
+    victim = bare_ws.parent / "victim.txt"
+    victim.write_text("precious\n")
+    (bare_ws / "locks" / "workspace.lock").symlink_to("../../victim.txt")
+    refused = run_loom("-w", bare_ws, "curate", check=False)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "workspace.lock is a symbolic link" in refused.stderr and "remove the link" in refused.stderr
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_lock_that_cannot_be_opened_says_so_in_one_line(bare_ws):
+    lock = bare_ws / "locks" / "workspace.lock"
+    lock.mkdir()
+    refused = run_loom("-w", bare_ws, "curate", check=False)
+    assert refused.returncode == 2 and refused.stderr == f"error: {lock} is a folder, not a lock file; remove it " \
+                                                         "(Loom creates its lock anew) and run again\n"
+    lock.rmdir()
+    lock.write_text("")
+    if subprocess.run(["chattr", "+i", lock], capture_output=True).returncode != 0:
+        pytest.skip("this filesystem has no immutable files (chattr +i), which root cannot write either")
+    try:
+        refused = run_loom("-w", bare_ws, "curate", check=False)
+    finally:
+        subprocess.run(["chattr", "-i", lock], check=True)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert f"cannot open the lock {lock}: Operation not permitted" in refused.stderr and "chattr -i" in refused.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "hard link", "someone's data"])
+def test_a_lock_file_loom_did_not_write_is_neither_truncated_nor_written(tmp_path, kind):
+    lock, data = tmp_path / "x.lock", tmp_path / "notes.txt"
+    data.write_text("my notes\n")
+    if kind == "fifo":
+        os.mkfifo(lock)
+    elif kind == "hard link":
+        os.link(data, lock)
+    else:
+        lock.write_text("my notes\n")
+    with pytest.raises(UserError, match="x.lock is (not a regular file|a hard link to another file|not a Loom lock)"):
+        with exclusive(lock, "the target"):
+            pass
+    assert data.read_text() == "my notes\n" and (kind == "fifo" or lock.read_text() == "my notes\n")
+
+
+def test_a_lock_left_by_a_dead_holder_is_taken_over(tmp_path):
+    lock, notes = tmp_path / "x.lock", []
+    lock.write_text(json.dumps({"pid": 2 ** 22 + 7, "host": "h", "since": 0, "command": "loom curate"}))
+    with exclusive(lock, "the target", notes.append):
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+    assert lock.read_text() == "" and len(notes) == 1 and "took over the lock of the target from pid 4194311" in notes[0]

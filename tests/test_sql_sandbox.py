@@ -6,6 +6,8 @@ import io
 import json
 import os
 import shutil
+import stat
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_loom
+from conftest import LOOM, run_loom
 from loom.sql import literal
 from reports.views import VIEWS, connect, is_read_only
 
@@ -207,3 +209,60 @@ def test_a_folder_the_workspace_links_to_is_part_of_it(small_ws):
     beside = run_loom("-w", small_ws, "sql", f"SELECT * FROM read_text({literal(elsewhere / 'private.txt')})",
                       check=False)
     assert beside.returncode == 2 and "Permission Error" in beside.stderr
+
+
+def test_output_and_db_never_replace_a_link_a_device_or_a_file_not_forced(small_ws):
+    """A symbolic link is followed (its target replaced, with --force, the link kept); a device is written to and
+    stays a device; an existing file is replaced only with --force."""
+    here, query = small_ws.parent, "SELECT run, records FROM runs"
+    (here / "real.txt").write_text("mine\n")
+    (here / "link.txt").symlink_to("real.txt")
+    for option in ("--output", "--db"):
+        refused = run_loom("-w", small_ws, "sql", option, "link.txt", query, cwd=here, check=False)
+        assert refused.returncode == 2 and refused.stderr == "error: link.txt exists; pass --force to overwrite it\n"
+    assert (here / "real.txt").read_text() == "mine\n" and (here / "link.txt").is_symlink()
+    run_loom("-w", small_ws, "sql", "--format", "csv", "--output", "link.txt", "--force", query, cwd=here)
+    assert (here / "link.txt").is_symlink() and (here / "real.txt").read_text() == "run,records\nr1,2\n"
+    run_loom("-w", small_ws, "sql", "--db", "real.txt", "--force", cwd=here)
+    with duckdb.connect(str(here / "real.txt"), read_only=True) as con:
+        assert con.sql("SELECT records FROM runs").fetchall() == [(2,)]
+    if subprocess.run(["mknod", here / "null", "c", "1", "3"], capture_output=True).returncode != 0:
+        pytest.skip("no device nodes here (mknod needs root)")
+    written = run_loom("-w", small_ws, "sql", "--output", "null", query, cwd=here)
+    assert written.stdout == "Wrote null\n" and stat.S_ISCHR((here / "null").lstat().st_mode)
+    refused = run_loom("-w", small_ws, "sql", "--db", "null", cwd=here, check=False)
+    assert refused.returncode == 2 and refused.stderr == \
+        "error: cannot write null (--db): it is a device or a pipe, and this output must be a file; name a file\n"
+
+
+def test_output_writes_into_a_fifo_and_standard_output_in_place(small_ws):
+    here, query = small_ws.parent, "SELECT run, records FROM runs"
+    fifo = here / "fifo"
+    os.mkfifo(fifo)
+    with subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE, text=True) as cat:
+        try:
+            run_loom("-w", small_ws, "sql", "--format", "csv", "--output", fifo, query, timeout=60)
+            assert cat.communicate(timeout=10)[0] == "run,records\nr1,2\n" and stat.S_ISFIFO(fifo.lstat().st_mode)
+        finally:
+            cat.kill()  # a reader left waiting on a FIFO that was replaced
+    shown = run_loom("-w", small_ws, "sql", "--format", "csv", "--output", "/dev/stdout", query)
+    assert shown.stdout == "run,records\nr1,2\n"  # the result alone: no "Wrote" line after it
+    with (here / "log.csv").open("w") as log:
+        log.write("before\n")
+        log.flush()
+        subprocess.run([*LOOM, "-w", small_ws, "sql", "--format", "csv", "--output", "/dev/stdout", query], stdout=log,
+                       check=True)
+    assert (here / "log.csv").read_text() == "before\nrun,records\nr1,2\n"  # at the shell's offset, not replaced
+
+
+def test_an_output_another_writer_put_there_meanwhile_is_not_replaced_without_force(tmp_path):
+    """Two `--output same.csv` at once: the one that finishes second is refused, as if the file had been there."""
+    from loom.errors import UserError
+    from loom.outputs import output_stream
+
+    path = tmp_path / "same.csv"
+    with pytest.raises(UserError, match="same.csv exists; pass --force to overwrite it"):
+        with output_stream(path) as out:
+            out.write(b"second\n")
+            path.write_text("first\n")  # the other writer finished first
+    assert path.read_text() == "first\n" and os.listdir(tmp_path) == ["same.csv"]

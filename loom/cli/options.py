@@ -16,5 +16,16 @@ def sources_path(ws: Workspace, value: str | None) -> Path:
     return as_path(value) if value else ws.sources_file
 
 
+force_option = click.option("--force", is_flag=True, help="Replace the file --output names if it exists")
+
+
+def named_output(value: str, force: bool):
+    """The file --output names, checked by loom.outputs' rules: an existing file needs --force, a symbolic link
+    is followed, a device or folder is refused. (A workspace's own model, the default, is simply replaced.)"""
+    from loom.outputs import file_to_write
+
+    return file_to_write(as_path(value), "--output", force)
+
+
 def tokenizer_path(ws: Workspace, value: str | None) -> Path:
     return as_path(value) if value else ws.tokenizer

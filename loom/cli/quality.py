@@ -5,8 +5,7 @@ from pathlib import Path
 import click
 
 from loom.cli.console import LoomGroup, console, writes_models
-from loom.cli.options import sources_option, sources_path
-from loom.io import as_path
+from loom.cli.options import force_option, named_output, sources_option, sources_path
 from loom.workspace import Workspace
 
 
@@ -34,13 +33,15 @@ def quality():
 @click.option("--cutoff", type=click.IntRange(min=0), default=100_000, show_default=True,
               help="Quantize to the CUTOFF embedding rows of largest norm (~4 MB); 0 keeps the full model (~517 MB)")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--output", metavar="FILE", help="Where to save it [default: WORKSPACE/models/quality.bin]")
+@click.option("--output", metavar="FILE", help="Where to save it, and its card beside it [default: "
+                                               "WORKSPACE/models/quality.bin, replaced]")
+@force_option
 @click.pass_obj
-def quality_train(ws: Workspace, positive, negative, text_field, sources, output, **hyperparameters):
+def quality_train(ws: Workspace, positive, negative, text_field, sources, output, force, **hyperparameters):
     """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
     from curation.quality import TrainingConfig
 
-    output = as_path(output) if output else ws.quality_model
+    output = named_output(output, force) if output else ws.quality_model
     with writes_models(ws, output):
         train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
                       output, text_field)

@@ -14,12 +14,15 @@ from loom.workspace import Workspace
 @click.argument("query", required=False)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
               show_default=True)
-@click.option("--output", "-o", metavar="FILE", help="Write the result here instead of printing it")
+@click.option("--output", "-o", metavar="FILE",
+              help="Write the result here instead of printing it (a device or FIFO is written to; a symbolic link "
+                   "is followed; an existing file needs --force)")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Rows a table shows")
 @click.option("--views", "show_views", is_flag=True, help="Print the CREATE VIEW statements and exit")
 @click.option("--db", metavar="FILE", help="Materialize every view into this DuckDB database file and exit")
+@click.option("--force", is_flag=True, help="Replace the file --output or --db names if it exists")
 @click.pass_obj
-def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
+def sql(ws: Workspace, query, fmt, output, limit, show_views, db, force):
     """Run a read-only SQL QUERY (or one from stdin) over the workspace's views, in DuckDB."""
     from reports.sql import materialize, one_line_errors, open_views, read_only_query
     from reports.views import available_views
@@ -32,7 +35,7 @@ def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
         click.echo(f"note: {note}", err=True)
     if db:
         with one_line_errors(views.names):
-            materialize(views.con, views.names, Path(db))
+            materialize(views.con, views.names, Path(db), force)
         console.print(f"Wrote {len(views.names)} tables to {Path(db)}: {', '.join(views.names)}")
         return
     if query is None:
@@ -40,17 +43,19 @@ def sql(ws: Workspace, query, fmt, output, limit, show_views, db):
     with one_line_errors(views.names):
         relation = read_only_query(views.con, query)
         if relation is not None:
-            print_result(relation, fmt, output, limit)
+            print_result(relation, fmt, output, limit, force)
 
 
-def print_result(relation, fmt: str, output: str | None, limit: int) -> None:
+def print_result(relation, fmt: str, output: str | None, limit: int, force: bool = False) -> None:
+    from loom.outputs import is_standard_output
     from reports.sql import as_json, as_table, write_csv, write_file
 
     if fmt == "parquet" and not output:
         raise UserError("--format parquet needs --output FILE")
     if output:
-        write_file(relation, fmt, Path(output))
-        console.print(f"Wrote {output}")
+        write_file(relation, fmt, Path(output), force)
+        if not is_standard_output(output):  # a line after the result would be part of it
+            console.print(f"Wrote {output}")
     elif fmt == "csv":
         write_csv(relation, sys.stdout)
     elif fmt == "json":

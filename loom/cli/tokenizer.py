@@ -6,8 +6,7 @@ from pathlib import Path
 import click
 
 from loom.cli.console import LoomGroup, console, writes_models
-from loom.cli.options import sources_option, sources_path, tokenizer_path
-from loom.io import as_path
+from loom.cli.options import force_option, named_output, sources_option, sources_path, tokenizer_path
 from loom.workspace import Workspace
 
 
@@ -21,15 +20,17 @@ def tokenizer():
 @click.option("--vocab-size", type=int, default=8192, show_default=True)
 @click.option("--max-docs", type=click.IntRange(min=1), default=2000, show_default=True, help="Documents read per source")
 @click.option("--output", metavar="FILE",
-              help="Where to save it [default: sources.toml's `tokenizer`, else WORKSPACE/models/tokenizer.json]")
+              help="Where to save it [default: sources.toml's `tokenizer`, else WORKSPACE/models/tokenizer.json, "
+                   "replaced]")
+@force_option
 @click.pass_obj
-def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output):
+def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output, force):
     """Train a byte-level BPE on the sources' text."""
     from curation.config import load_config
 
     sources_file = sources_path(ws, sources)
     named = load_config(sources_file).tokenizer
-    output = tokenizer_path(ws, output) if output or not named else as_path(named)
+    output = named_output(output, force) if output else tokenizer_path(ws, named)
     with writes_models(ws, output):
         train_tokenizer(sources_file, vocab_size, max_docs, output)
 

@@ -113,10 +113,12 @@ def output_folder(ws: Workspace, name: str, fmt: str, phase: str | None, out: st
     root = Path(ws.root).resolve()
     if out is None:
         return ws.export_dir(name).resolve() / (fmt + (f"-{phase}" if phase else ""))
-    folder = Path(out).expanduser().resolve()
+    folder = Path(out).expanduser().resolve()  # a symbolic link is followed, to a folder that must be inside too
     if not folder.is_relative_to(root):
         raise UserError(f"--out {out} leads outside the workspace {root} (Loom writes only inside it); name a folder "
                         f"in it, e.g. {root / 'exports' / name / fmt}")
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"--out {out} is a file, not a folder; name a folder (an export is several files)")
     return folder
 
 
@@ -129,6 +131,10 @@ def check_holds_only_an_export(folder: Path, writer: FormatWriter) -> None:
     if others:
         raise UserError(f"{folder} holds other files than a {writer.name} export ({', '.join(others[:3])}); name an "
                         "empty folder, or the folder of a former export, with --out")
+    for name in [*writer.files(), SIDECAR, PROGRESS]:
+        if (folder / name).is_symlink() or ((folder / name).exists() and not (folder / name).is_file()):
+            raise UserError(f"{folder / name} is not a file an export wrote (a symbolic link or a special file), "
+                            "so the export leaves it alone; remove it, or name another folder with --out")
 
 
 def eos_id(ws: Workspace, folder: Path) -> int:
