@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from conftest import (FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom,
                       stacks_then_kill, write_spec)
-from loom.lock import exclusive
+from loom.lock import exclusive, is_held
 from loom.workspace import Workspace
 
 SPEC = """seq_len = 32
@@ -206,3 +207,24 @@ def test_ctrl_c_stops_a_run_with_one_line_and_resume_goes_on(ws, nproc):
     run_loom(*train, "--resume", "--max-steps", 12)
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
     assert steps == list(range(12))
+
+
+def test_a_reader_asking_whether_a_lock_is_held_never_makes_a_writer_refused(tmp_path):
+    """`is_held` (how `loom status` tells a running run from an interrupted one) tries the flock shared for an
+    instant; a writer taking the lock meanwhile tries again rather than saying "in use" of nobody. A reader
+    process probing without pause, a writer taking the lock 200 times."""
+    lock = tmp_path / "locks" / "run-x.lock"
+    with exclusive(lock, "x"):
+        pass
+    probe = f"from loom.lock import is_held\nwhile True:\n    is_held({str(lock)!r})"
+    reader = subprocess.Popen([sys.executable, "-c", probe])
+    try:
+        time.sleep(1.0)  # the reader probing
+        for _ in range(200):
+            with exclusive(lock, "x"):
+                assert is_held(lock)
+        assert reader.poll() is None
+    finally:
+        reader.kill()
+        reader.wait()
+    assert not is_held(lock)
