@@ -102,7 +102,8 @@ def test_a_run_killed_with_kill_9_reads_interrupted_where_its_status_is_shown(ws
         train.kill()
         train.wait()
     out = run_loom("status", "-w", ws).stdout
-    assert re.search(r"│ killed +│ longmix +│ interrupted +│", out) and re.search(r"│ first +│ tinymix +│ finished +│", out)
+    assert re.search(r"│ killed +│ longmix +│ interrupted +│", out)
+    assert re.search(r"│ first +│ tinymix +│ finished +│", out)
     run_loom("report", "run", "killed", "-w", ws)
     page = (run_file.parent / "report.html").read_text()
     assert "interrupted</b>" in page and 'http-equiv="refresh"' not in page  # it does not reload for ever

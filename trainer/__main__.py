@@ -2,7 +2,7 @@
 
 from loom.procs import die_with_parent
 
-die_with_parent()  # first: torchrun killed (or `loom train` above it) takes every rank with it, even one importing torch
+die_with_parent()  # first: torchrun killed (or `loom train` above it) takes every rank, even one importing torch
 
 import importlib  # noqa: E402
 import os  # noqa: E402
