@@ -1,6 +1,7 @@
 """One writer per target. A lock is a file holding who took it (pid, host, command, since when) under an
 exclusive `flock`: the kernel releases it when the holder dies, however it dies, so a lock is never stuck, and a
-holder's record still in the file says the last holder died without letting go.
+holder's record still in the file says the last holder died without letting go. A reader asks `is_held`
+whether the holder still lives (a run whose process is gone reads `interrupted`).
 
 On an object store (no flock) a lock is an object created only if absent (a conditional PUT, `If-None-Match: *`)
 holding the same record, and deleted on release. A holder killed without releasing leaves it behind: one on this
@@ -100,9 +101,7 @@ def exclusive(path: Path, what: str, note: Callable[[str], None] = lambda line: 
         return
     fd = open_lock_file(Path(path))
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _flock_exclusive(fd):
             holder = _holder_if_any(fd, path)
             raise UserError(f"{what} is in use by {describe(holder)}; wait for it to finish, or stop it "
                             f"(its lock: {path})") from None
@@ -125,6 +124,45 @@ def _holder_if_any(fd: int, path: Path) -> dict:
         return _read_holder(fd, path) or {}
     except UserError:
         return {}
+
+
+PROBE_GRACE_SECONDS = 0.5  # a reader's `is_held` holds the flock shared for an instant: a writer tries again
+
+
+def _flock_exclusive(fd: int) -> bool:
+    deadline = time.monotonic() + PROBE_GRACE_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+
+def is_held(path) -> bool:
+    """Whether a live process holds the lock at `path`, for a reader (it writes nothing): locally, whether the
+    flock is taken (tried shared for an instant, and let go); on a store, whether the lock object is there and its
+    holder is not a process of this host that is gone. A holder on another host counts as live. A lock that
+    cannot be read counts as held: the reader cannot tell."""
+    path = as_path(path)
+    if is_remote(path):
+        holder = _object_holder(path.fs, path.path)
+        return holder is not None and not _died_here(holder)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:  # BlockingIOError: taken; another refusal: cannot tell
+        return True
+    finally:
+        os.close(fd)  # lets go of the shared flock, if it was taken
 
 
 @contextmanager

@@ -15,8 +15,8 @@ from reports.html import REPORT_FILE, Html, esc, legend, line_chart, page, table
 from reports.run import TOP_SOURCES, corners, top_sources
 from reports.settings import SETTINGS_STYLE, mixture_build, settings, settings_table, show_setting
 from trainer.metrics import (
-    EVAL_BPB_BY_SET, GLOBAL_BATCH, LOSS, PHASES, RUN_FILE, SEQ_LEN, STATUS, STEP, STEPS, TOKENS_SEEN, VAL_LOSS,
-    VAL_LOSS_BY_SOURCE, read_metrics, read_run,
+    EVAL_BPB_BY_SET, GLOBAL_BATCH, LOSS, PHASES, RUN_FILE, SEQ_LEN, STEP, STEPS, TOKENS_SEEN, VAL_LOSS,
+    VAL_LOSS_BY_SOURCE, read_metrics, read_run, run_status,
 )
 
 NAMED_IN_FULL = 3  # a default page name spells out this many runs; a longer list gets the first two and a digest
@@ -27,11 +27,12 @@ STYLE = ("<style>.pair { display: flex; flex-wrap: wrap; gap: .5rem 1.5rem; } .p
 
 @dataclass(frozen=True)
 class Run:
-    """One run on the page: its run.json, its metrics lines and its colour."""
+    """One run on the page: its run.json, its metrics lines, its colour and its status (trainer.metrics.run_status)."""
     name: str
     info: dict
     records: list[dict]
     color: str
+    status: str
 
     @property
     def tokens_per_step(self) -> int:
@@ -56,7 +57,8 @@ def load_run(ws: Workspace, name: str, color: str) -> Run:
     run_dir = ws.run_dir(name)
     if not (run_dir / RUN_FILE).is_file():
         raise UserError(f"no run '{name}' in {ws.runs} (no {RUN_FILE}); pick one of: {_known_runs(ws)}")
-    return Run(name, read_run(run_dir), read_metrics(run_dir), color)
+    info = read_run(run_dir)
+    return Run(name, info, read_metrics(run_dir), color, run_status(run_dir, info))
 
 
 def _known_runs(ws: Workspace) -> str:
@@ -120,7 +122,7 @@ def summary(runs: list[Run]) -> str:
         link = Html(f'<i class="swatch" style="background:{run.color}"></i>'
                     f'<a href="../../runs/{esc(run.name)}/{REPORT_FILE}">{esc(run.name)}</a>')
         switches = ", ".join(f"{p['name']} from step {p['start_step']:,}" for p in run.info[PHASES][1:])
-        rows.append([link, run.info.get(STATUS, "?"), last.get(STEP, -1) + 1, run.info[STEPS], switches or "-",
+        rows.append([link, run.status, last.get(STEP, -1) + 1, run.info[STEPS], switches or "-",
                      last.get(TOKENS_SEEN, 0), last.get(LOSS), validated[-1][VAL_LOSS] if validated else None])
     return table(["run", "status", "steps done", "steps planned", "phase switch", "tokens seen", "last loss",
                   "last val loss"], rows, "runs-table", numeric={2, 3, 5, 6, 7})

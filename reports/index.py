@@ -18,7 +18,7 @@ from mixtures import SCHEDULE_FILE
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, Html, esc, number, page, table
 from trainer.metrics import (
-    LOSS, METRICS_FILE, MIXTURE, RUN_FILE, STARTED_AT, STATUS, STEP, STEPS, TOKENS_SEEN, VAL_LOSS,
+    LOSS, METRICS_FILE, MIXTURE, RUN_FILE, STARTED_AT, STEP, STEPS, TOKENS_SEEN, VAL_LOSS, run_status,
 )
 
 INDEX_FILE = "index.html"
@@ -148,7 +148,7 @@ def run_summaries(ws: Workspace) -> list[dict]:
         info = json.loads((run_dir / RUN_FILE).read_text())
         last, validated = last_metrics(run_dir)
         summaries.append({"run": run_dir.name, "dir": run_dir, "mixture": info.get(MIXTURE, ""),
-                          "status": info.get(STATUS, "?"), "steps_done": last.get(STEP, -1) + 1,
+                          "status": run_status(run_dir, info), "steps_done": last.get(STEP, -1) + 1,
                           "steps": info.get(STEPS), "tokens_seen": last.get(TOKENS_SEEN), "loss": last.get(LOSS),
                           "val_loss": validated.get(VAL_LOSS), "started": info.get(STARTED_AT)})
     return summaries

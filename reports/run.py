@@ -16,9 +16,9 @@ from trainer.metrics import (
     EXPERT_LOAD_BY_LAYER, EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND,
     FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH, GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE,
     MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE,
-    RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STATUS, STEP, STEPS, TARGET_SHARES, TOKENS_BY_SOURCE,
+    RUNNING, SEQ_LEN, SHARE_BY_COMPONENT, SPIKE, STEP, STEPS, TARGET_SHARES, TOKENS_BY_SOURCE,
     TOKENS_PER_SECOND, TOKENS_SEEN, UPDATE_NORM_BY_GROUP, VAL_LOSS, VAL_LOSS_BY_SOURCE, WARMUP_STEPS, WORLD_SIZE,
-    METRICS_FILE, read_metrics_counted, read_run,
+    METRICS_FILE, read_metrics_counted, read_run, run_status,
 )
 
 REFRESH_SECONDS = 15
@@ -93,12 +93,12 @@ def source_table(records: list[dict], validated: list[dict]) -> str:
                  numeric={1, 2, 3}, sortable=True)
 
 
-def headline(info: dict, records: list[dict]) -> str:
+def headline(info: dict, records: list[dict], status: str) -> str:
     last = records[-1] if records else {}
     recent = records[-20:]
     validated = [r for r in records if r.get(VAL_LOSS) is not None]
     items = [
-        ("status", info.get(STATUS, "?")), ("step", f"{last.get(STEP, -1) + 1:,} / {info[STEPS]:,}"),
+        ("status", status), ("step", f"{last.get(STEP, -1) + 1:,} / {info[STEPS]:,}"),
         ("tokens seen", number(last.get(TOKENS_SEEN, 0))), ("loss", number(last.get(LOSS))),
         ("val loss", number(validated[-1][VAL_LOSS]) if validated else "-"),
         ("tokens/s", number(round(median(r[TOKENS_PER_SECOND] for r in recent))) if recent else "-"),
@@ -300,9 +300,10 @@ def run_report(run_dir: Path) -> Path:
     if not (run_dir / RUN_FILE).is_file():
         raise UserError(f"no training run in {run_dir} (no {RUN_FILE}); start one with `loom train --mixture NAME`")
     info = read_run(run_dir)
+    status = run_status(run_dir, info)  # the page reloads itself only while the run lives
     records, unreadable = read_metrics_counted(run_dir)
     axes = Axes(phase_markers(info), token_axis(records))
-    body = [f"<h1>Training run {esc(info[RUN])}</h1>", headline(info, records)]
+    body = [f"<h1>Training run {esc(info[RUN])}</h1>", headline(info, records, status)]
     if unreadable:
         body.append(f'<p class="note" id="unreadable-metrics">{unreadable} unreadable line(s) of {METRICS_FILE} '
                     "skipped: a line being written, or one torn by a killed run "
@@ -315,7 +316,7 @@ def run_report(run_dir: Path) -> Path:
         body += ["<h2>Mixture: realized against target shares</h2>", shares(info, records)]
     else:
         body += ["<p>No step has finished yet.</p>", *lr_section(info, records, axes)]
-    live = info.get(STATUS) == RUNNING
+    live = status == RUNNING
     out = run_dir / REPORT_FILE
     write_text(page(f"Loom run {info[RUN]}", body, refresh_seconds=REFRESH_SECONDS if live else None), out)
     return out

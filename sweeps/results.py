@@ -36,8 +36,8 @@ def final_losses(run_dir: Path) -> dict | None:
 
 
 def run_status(run_dir: Path) -> str:
-    """A sweep's run as its run.json says (running, finished, failed...), or pending before it has started."""
-    return metrics.read_run(run_dir).get(metrics.STATUS) if (run_dir / metrics.RUN_FILE).exists() else "pending"
+    """A sweep's run as it stands (running, interrupted, finished, failed...), or pending before it has started."""
+    return metrics.run_status(run_dir) if (run_dir / metrics.RUN_FILE).exists() else "pending"
 
 
 def metric_values(final: dict) -> dict[str, float]:

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from loom.errors import UserError
+from loom.procs import dying_with_this_process
 from sweeps.plan import LadderPlan, RungPlan
 from sweeps.results import run_status
 from trainer import checkpoint, metrics
@@ -119,8 +120,9 @@ def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: 
     config = rung_config(workspace, ladder, rung.plan, train)
     command = [sys.executable, "-m", "loom", "-w", str(workspace), "train", "--nproc", str(nproc),
                *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))}
+    env = dying_with_this_process({  # a ladder killed (kill -9 too) takes its rungs with it
+        **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
+        "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))})
     p = rung.plan
     console.print(f"{noun} {p.rung}: {_how_it_starts(rung.run_dir)} "
                   f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "

@@ -6,12 +6,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
+from conftest import LOOM, TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
 from curation.manifest import source_summary
 from loom.workspace import Workspace
 
@@ -83,6 +84,33 @@ def test_a_rebuild_that_changes_the_schedule_names_the_runs_it_orphans_and_statu
                      run_loom("status", "-w", ws, env={"COLUMNS": "300"}).stdout)
     again = run_loom("-w", ws, "mix", "build", "tinymix").stdout
     assert "runs first" not in again  # the same schedule again: nothing is orphaned by it
+
+def test_a_run_killed_with_kill_9_reads_interrupted_where_its_status_is_shown(ws):
+    """A `loom train` killed with SIGKILL (no handler runs) leaves run.json saying running; every reader shows it
+    `interrupted`, from its lock no process holds, and writes nothing; the finished run stays `finished`."""
+    write_spec(ws, "longmix", "max_epochs = 64\n" + training_spec(400))  # a run that is still training when killed
+    run_loom("-w", ws, "mix", "build", "longmix")
+    run_file = ws / "runs" / "killed" / "run.json"
+    command = [*LOOM, "-w", ws, "train", "--mixture", "longmix", "--run-name", "killed", *TINY_MODEL]
+    train = subprocess.Popen([*map(str, command)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not (run_file.exists() and json.loads(run_file.read_text())["status"] == "running"):
+            assert train.poll() is None and time.time() < deadline
+            time.sleep(0.02)
+    finally:
+        train.kill()
+        train.wait()
+    out = run_loom("status", "-w", ws).stdout
+    assert re.search(r"│ killed +│ longmix +│ interrupted +│", out)
+    assert re.search(r"│ first +│ tinymix +│ finished +│", out)
+    run_loom("report", "run", "killed", "-w", ws)
+    page = (run_file.parent / "report.html").read_text()
+    assert "interrupted</b>" in page and 'http-equiv="refresh"' not in page  # it does not reload for ever
+    run_loom("report", "-w", ws)
+    assert "<td>interrupted</td>" in (ws / "index.html").read_text()
+    assert json.loads(run_file.read_text())["status"] == "running"  # readers write nothing
+
 
 def test_status_of_a_missing_or_empty_workspace_says_what_to_run_first(tmp_path):
     missing = run_loom("status", "-w", tmp_path / "none")

@@ -4,6 +4,7 @@ and queryable; a killed ladder resumed (slow); a wrong spec refused in one line 
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -145,6 +146,46 @@ def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_s
     # the same losses up to the order of float sums: the unbroken ladder ran its rungs two at once, one thread each
     for ours, theirs in zip(resumed["rungs"], unbroken["rungs"]):
         assert ours["final"]["val_loss"] == pytest.approx(theirs["final"]["val_loss"], rel=1e-4), ours["rung"]
+
+
+def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder, tmp_path):
+    """kill -9 of the ladder alone (not its group) while a rung trains on 2 ranks: `loom train`, torchrun and both
+    ranks end with it (loom.procs), the rung reads `interrupted` in `loom status`, and the same ladder rerun at once
+    goes on (no "in use by pid N"). `loom mix search` starts its runs through the same sweeps.runner._start.
+    The trained toy ladder with its last rung taken away, so that only that rung trains (twice)."""
+    import psutil
+
+    ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws"))
+    shutil.rmtree(ws / "runs" / "toy-r2")
+    command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix"]  # the spec is the ladder's own
+    ladder = subprocess.Popen([*map(str, command), "--nproc", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    metrics, lock = ws / "runs" / "toy-r2" / "metrics.jsonl", ws / "locks" / "run-toy-r2.lock"
+    children = []
+    try:
+        deadline = time.time() + 120
+        while not (metrics.exists() and lock.exists() and lock.read_text()):  # training, its lock held
+            assert ladder.poll() is None and time.time() < deadline, ladder.stdout.read().decode()
+            time.sleep(0.05)
+        children = psutil.Process(ladder.pid).children(recursive=True)
+        ranks = [c for c in children if (line := c.cmdline())[line.index("-m") + 1] == "trainer"]
+        assert len(ranks) == 2 and len(children) >= 4, [c.cmdline() for c in children]  # loom train, torchrun, ranks
+        os.kill(ladder.pid, signal.SIGKILL)
+        ladder.wait()
+        _, alive = psutil.wait_procs(children, timeout=3)
+        assert not alive, f"left running after the ladder was killed: {[c.cmdline() for c in alive]}"
+    finally:
+        for orphan in children:  # only before the fix: the test must not leave them training
+            try:
+                orphan.kill()
+            except psutil.NoSuchProcess:
+                pass
+        if ladder.poll() is None:
+            ladder.kill()
+        ladder.stdout.close()
+    status = run_loom("-w", ws, "status").stdout
+    assert re.search(r"│ toy-r2 +│ toy-r2 +│ interrupted +│", status), status
+    result = run_loom(*command[len(LOOM):])
+    assert re.search(r"rung r2: (resumed at step|started)", result.stdout) and "rung r2: finished in" in result.stdout
 
 
 @pytest.mark.parametrize("change, message", [

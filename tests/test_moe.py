@@ -213,14 +213,15 @@ def test_tiny_moe_on_the_sample_mixture_is_balanced_after_its_early_collapse(qui
 
 def test_a_run_whose_ranks_died_is_marked_failed_and_its_report_stops_reloading(one_rank):
     from reports.run import run_report
-    from trainer.launch import mark_failed
+    from trainer.launch import mark_failed, run_lock
 
     config = TrainConfig(workspace=one_rank, mixture="moemix", run_name="one")
     finished = read_run(config.run_dir)
     write_run(config.run_dir, {**finished, "status": RUNNING})  # what a rank killed mid-run leaves
-    run_report(config.run_dir)
-    assert 'http-equiv="refresh"' in (config.run_dir / "report.html").read_text()
-    mark_failed(config, run_report)
+    with run_lock(config):  # its launcher, still there, holds the run's lock
+        run_report(config.run_dir)
+        assert 'http-equiv="refresh"' in (config.run_dir / "report.html").read_text()
+        mark_failed(config, run_report)
     assert read_run(config.run_dir)["status"] == FAILED
     page = (config.run_dir / "report.html").read_text()
     assert 'http-equiv="refresh"' not in page

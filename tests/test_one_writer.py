@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from conftest import (FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom,
                       stacks_then_kill, write_spec)
 from loom.errors import UserError
-from loom.lock import exclusive
+from loom.lock import exclusive, is_held
 from loom.workspace import Workspace
 
 SPEC = """seq_len = 32
@@ -267,3 +268,24 @@ def test_a_lock_left_by_a_dead_holder_is_taken_over(tmp_path):
     with exclusive(lock, "the target", notes.append):
         assert json.loads(lock.read_text())["pid"] == os.getpid()
     assert lock.read_text() == "" and len(notes) == 1 and "took over the lock of the target from pid 4194311" in notes[0]
+
+
+def test_a_reader_asking_whether_a_lock_is_held_never_makes_a_writer_refused(tmp_path):
+    """`is_held` (how `loom status` tells a running run from an interrupted one) tries the flock shared for an
+    instant; a writer taking the lock meanwhile tries again rather than saying "in use" of nobody. A reader
+    process probing without pause, a writer taking the lock 200 times."""
+    lock = tmp_path / "locks" / "run-x.lock"
+    with exclusive(lock, "x"):
+        pass
+    probe = f"from loom.lock import is_held\nwhile True:\n    is_held({str(lock)!r})"
+    reader = subprocess.Popen([sys.executable, "-c", probe])
+    try:
+        time.sleep(1.0)  # the reader probing
+        for _ in range(200):
+            with exclusive(lock, "x"):
+                assert is_held(lock)
+        assert reader.poll() is None
+    finally:
+        reader.kill()
+        reader.wait()
+    assert not is_held(lock)

@@ -154,13 +154,19 @@ def test_the_run_report_draws_the_quickstart_runs_curves(quickstart_ws, tmp_path
 
 
 def test_a_running_runs_report_reloads_itself(quickstart_ws, tmp_path):
-    run = tmp_path / "run"
+    """While a process holds the run's lock; once none does, the run was killed: `interrupted`, no reload."""
+    from loom.lock import exclusive
+    from reports.run import run_report
+    from trainer.metrics import run_lock_file
+
+    run = tmp_path / "runs" / "run"
     shutil.copytree(quickstart_ws[0] / "runs" / "quickstart", run, ignore=shutil.ignore_patterns("checkpoints"))
     info = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**info, "status": "running"}))
     with (run / "metrics.jsonl").open("a") as fh:
         fh.write('{"step": 60, "lo')  # the line the trainer is writing right now
-    from reports.run import run_report
-
-    text = run_report(run).read_text()
+    with exclusive(run_lock_file(run), "the run"):
+        text = run_report(run).read_text()
     assert '<meta http-equiv="refresh" content="15">' in text and "<b>running</b>" in text
+    text = run_report(run).read_text()
+    assert 'http-equiv="refresh"' not in text and "<b>interrupted</b>" in text

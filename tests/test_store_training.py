@@ -16,6 +16,7 @@ from test_trainer import SPEC
 
 from loom.io import as_path, write_text
 from loom.workspace import Workspace
+from trainer.metrics import INTERRUPTED, run_status
 
 STEPS = ["--checkpoint-every", 4, "--eval-every", 4, "--report-every", 4, "--warmup-steps", 2]
 SMALL = [*TINY_MODEL, *STEPS]
@@ -118,6 +119,8 @@ def test_a_run_killed_9_on_s3_resumes_from_its_last_complete_checkpoint(workspac
     complete = sorted(p.parent.name for p in checkpoints.glob("step-*/trainer_state.json"))
     seen = [r["step"] for r in metrics(url, "killed")]
     assert seen == list(range(len(seen))) and len(seen) >= 4  # the store's copy holds every step before it
+    # its lock object is left behind, naming a pid of this host that is gone
+    assert run_status(run_folder(url) / "killed") == INTERRUPTED
     rerun = run_loom(*args[len(LOOM):-2], "--resume")
     assert "took over the lock of run 'killed'" in rerun.stdout
     assert f"steps {int(complete[-1].split('-')[1])}..12 of 12" in rerun.stdout

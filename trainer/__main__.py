@@ -1,18 +1,22 @@
 """`torchrun --nproc-per-node N -m trainer --workspace WS --mixture NAME ...`: one rank of a training run."""
 
-import importlib
-import os
-from contextlib import nullcontext
+from loom.procs import die_with_parent
 
-import click
+die_with_parent()  # first: torchrun killed (or `loom train` above it) takes every rank, even one importing torch
 
-from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UserError, error_line
-from loom.io import storage_errors
-from loom.workspace import Workspace
-from trainer.distributed import exit_rank
-from trainer.launch import RUN_LOCK_HELD, run_lock
-from trainer.options import config_from_options, train_options
-from trainer.loop import train
+import importlib  # noqa: E402
+import os  # noqa: E402
+from contextlib import nullcontext  # noqa: E402
+
+import click  # noqa: E402
+
+from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UserError, error_line  # noqa: E402
+from loom.io import storage_errors  # noqa: E402
+from loom.workspace import Workspace  # noqa: E402
+from trainer.distributed import exit_rank  # noqa: E402
+from trainer.launch import RUN_LOCK_HELD, run_lock  # noqa: E402
+from trainer.options import config_from_options, train_options  # noqa: E402
+from trainer.loop import train  # noqa: E402
 
 # The reports package sits above the trainer (imports flow loom.cli -> reports -> trainer), so the trainer never
 # imports it; this entry point looks it up by name, so a run started by torchrun still writes its live report.

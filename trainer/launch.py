@@ -9,6 +9,7 @@ from pathlib import Path
 from loom.errors import UserError
 from loom.io import as_path
 from loom.lock import exclusive
+from loom.procs import dying_with_this_process
 from loom.workspace import Workspace
 from trainer import metrics
 from trainer.config import TrainConfig
@@ -26,7 +27,7 @@ RUN_LOCK_HELD = "LOOM_RUN_LOCK_HELD"  # set for ranks whose launcher holds the r
 def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
     """The run's one-writer lock: a second `loom train` of the same run is refused while this one lives."""
     ws = Workspace(as_path(config.workspace))
-    return exclusive(ws.lock_file(f"run-{config.name}"), f"run '{config.name}' in {ws.root}", note)
+    return exclusive(metrics.run_lock_file(ws.run_dir(config.name)), f"run '{config.name}' in {ws.root}", note)
 
 
 def launch_ranks(config: TrainConfig, nproc: int, report: ReportHook | None = None) -> None:
@@ -34,9 +35,10 @@ def launch_ranks(config: TrainConfig, nproc: int, report: ReportHook | None = No
     threads = max(1, (os.cpu_count() or 1) // nproc)  # the cores shared out, unless the user chose
     command = [sys.executable, "-m", "trainer.torchrun", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "trainer", *config_to_args(config)]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")])),
-           RUN_LOCK_HELD: "1"}
+    env = dying_with_this_process({  # torchrun, and through it the ranks, end with this process
+        **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
+        "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")])),
+        RUN_LOCK_HELD: "1"})
     with subprocess.Popen(command, env=env) as torchrun:
         try:
             returncode = torchrun.wait()

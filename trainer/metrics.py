@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from loom.io import as_path, copy_file, is_remote, read_text, write_text
+from loom.lock import is_held
+from loom.workspace import Workspace
 
 METRICS_FILE = "metrics.jsonl"
 RUN_FILE = "run.json"
@@ -67,7 +69,7 @@ COMPONENTS = "components"
 TARGET_SHARES = "target_shares"  # per phase, a share per component
 SCHEDULE_FINGERPRINT = "schedule_fingerprint"
 CONFIG = "config"
-STATUS = "status"  # RUNNING, then FINISHED, STOPPED (at --max-steps) or FAILED
+STATUS = "status"  # RUNNING, then FINISHED, STOPPED (at --max-steps) or FAILED; readers see run_status
 WORLD_SIZE = "world_size"
 DEVICE = "device"
 PRECISION = "precision"  # fp32, bf16-autocast or bf16-fsdp2 (trainer.distributed.precision)
@@ -75,6 +77,24 @@ STARTED_AT = "started_at"
 ENDED_AT = "ended_at"
 
 RUNNING, FINISHED, STOPPED, FAILED = "running", "finished", "stopped", "failed"
+# never written: what a reader sees of a run that says RUNNING while no live process holds its lock (killed with
+# kill -9, its machine lost, a crash past every handler); `loom train --resume` goes on and it is RUNNING again
+INTERRUPTED = "interrupted"
+
+
+def run_lock_file(run_dir: Path) -> Path:
+    """The run's one-writer lock (trainer.launch.run_lock): the workspace's locks/run-NAME.lock."""
+    run_dir = as_path(run_dir)
+    return Workspace(run_dir.parent.parent).lock_file(f"run-{run_dir.name}")
+
+
+def run_status(run_dir: Path, info: dict | None = None) -> str:
+    """How the run stands, for every reader that shows or decides on it: run.json's status ("?" without one),
+    except that RUNNING whose lock no live process holds is INTERRUPTED. `info`: run.json, if already read."""
+    status = (read_run(run_dir) if info is None else info).get(STATUS, "?")
+    if status == RUNNING and not is_held(run_lock_file(run_dir)):
+        return INTERRUPTED
+    return status
 
 
 def read_metrics(run_dir: Path) -> list[dict]:

@@ -1,11 +1,15 @@
 """`python -m trainer.torchrun ARGS`: torchrun (`python -m torch.distributed.run ARGS`) that says only errors and
 stops on Ctrl-C (or SIGTERM) without a traceback: by then it has stopped the ranks, and `loom train` says the one
-line."""
+line. It dies with `loom train`, and its ranks with it (loom.procs: they inherit its environment)."""
 
 import logging
 import os
 import sys
 
+from loom.procs import die_with_parent, dying_with_this_process
+
+die_with_parent()  # first, before torch is imported: a `loom train` killed meanwhile is not outlived
+os.environ.update(dying_with_this_process({}))  # the ranks copy this environment
 os.environ.setdefault("LOGLEVEL", "ERROR")  # read by the elastic agent's loggers as they are made, on import
 
 from torch.distributed.elastic.multiprocessing.api import SignalException  # noqa: E402

@@ -4,9 +4,11 @@ a Ctrl-C while Python is still importing them is the same one line and exit stat
 import sys
 
 from loom.errors import EXIT_INTERRUPTED, INTERRUPTED
+from loom.procs import die_with_parent
 
 
 def main(argv: list[str] | None = None) -> None:
+    die_with_parent()  # a `loom train` that a ladder or a search started ends with it
     try:
         from loom.cli.commands import cli
 

@@ -1,0 +1,35 @@
+"""Child processes that die with the process that started them. A ladder or a search starts `loom train`, which
+may start torchrun, which starts the ranks; none of them may outlive its parent, however the parent dies (kill -9
+included), or it keeps training and holds the run's lock. On Linux the kernel sends a child SIGKILL when its
+parent dies (`prctl(PR_SET_PDEATHSIG)`); elsewhere nothing changes.
+
+The parent puts its pid in the child's environment (`dying_with_this_process`); the child, first thing, asks for
+the signal (`die_with_parent`). The pid closes the race: a parent that died before the child asked is no longer
+its parent, and the child ends at once. A child that is not Loom's own code (torchrun's ranks are started by
+torch) gets the pid through the environment its starter copies, set by Loom's code in that starter."""
+
+import ctypes
+import os
+import signal
+import sys
+
+PARENT_PID = "LOOM_PARENT_PID"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def dying_with_this_process(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a child that calls `die_with_parent`: it will die with this process."""
+    return {**env, PARENT_PID: str(os.getpid())}
+
+
+def die_with_parent() -> None:
+    """This process dies (SIGKILL) when the parent that asked for it (PARENT_PID) dies. The variable is taken out
+    of the environment, so a process this one starts asks only if this one says so again."""
+    expected = os.environ.pop(PARENT_PID, None)
+    if not expected or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # not allowed here (a sandbox): the process runs as before
+    if str(os.getppid()) != expected:  # the parent died before the signal was asked for: it would never come
+        os.kill(os.getpid(), signal.SIGKILL)
