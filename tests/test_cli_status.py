@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
+from conftest import compiled, TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
 from curation.manifest import source_summary
 from loom.workspace import Workspace
 
@@ -94,7 +94,7 @@ def test_status_of_a_missing_or_empty_workspace_says_what_to_run_first(tmp_path)
 
 def test_mix_list_shows_mixtures_built_from_a_path_and_the_stale_ones(ws):
     listed = run_loom("mix", "list", "-w", ws).stdout
-    resolved_spec = re.escape(str(ws / "mixtures" / "pathmix" / "mixture.toml"))
+    resolved_spec = re.escape(str(compiled(ws, "pathmix") / "mixture.toml"))
     assert re.search(rf"│ pathmix +│ {resolved_spec} +│ yes +│", listed)
     assert re.search(r"│ sample +│ .+sample\.toml +│ no +│", listed)
     publish_again(ws)
