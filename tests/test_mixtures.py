@@ -10,10 +10,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import compiled, GOOD_SPEC, copy_curated, published, run_loom, write_spec
+from conftest import GOOD_SPEC, compiled, copy_curated, published, run_loom, write_spec
 from loom.errors import UserError
 from loom.workspace import Workspace
-from mixtures import SequenceIndex, load_schedule, load_spec
+from mixtures import SequenceIndex, compile_mixture, current_build, load_schedule, load_spec
 from mixtures.plan import plan_phases
 from mixtures.schedule import Schedule
 from mixtures.spec import parse_spec
@@ -201,3 +201,16 @@ def test_each_bad_mixture_is_refused_with_one_line(mix_ws, name, body, message, 
 def test_an_unknown_mixture_name_lists_the_known_ones(mix_ws):
     result = run_loom("-w", mix_ws, "mix", "build", "nosuch", check=False)
     assert result.returncode == 2 and "no mixture named 'nosuch'; known:" in result.stderr and "sample" in result.stderr
+
+
+def test_a_mixture_compiled_before_builds_is_read_as_it_is_then_rebuilt_as_a_build(built, mix_ws):
+    write_spec(mix_ws, "legacy", GOOD_SPEC)
+    folder = mix_ws / "mixtures" / "legacy"
+    compile_mixture(load_spec(mix_ws / "mixtures" / "legacy.toml"), Workspace(mix_ws), folder)  # the old layout
+    assert current_build(folder).id == "" and load_schedule(folder, Workspace(mix_ws))[0].steps > 0
+    assert "Plan of legacy" in run_loom("-w", mix_ws, "mix", "show", "legacy").stdout
+    query = "SELECT DISTINCT p.mixture FROM mixture_plan p JOIN mixture_documents d USING (mixture) ORDER BY 1"
+    assert run_loom("-w", mix_ws, "sql", query, "--format", "csv").stdout.split() == ["mixture", "good", "legacy"]
+    run_loom("-w", mix_ws, "mix", "build", "legacy")
+    build = current_build(folder)
+    assert build.id and build.schedule.is_file() and not (folder / "schedule.json").exists()
