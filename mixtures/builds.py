@@ -133,7 +133,11 @@ def reading(folder: Path, build_id: str | None = None) -> Iterator[Build]:
     shared flock on its readers.lock (a local build), nothing on a store or for build "" (nothing removes them)."""
     folder = as_path(folder)
     while True:
-        build = mixture_build(folder, build_id) if build_id is not None else current_build(folder)
+        try:
+            build = mixture_build(folder, build_id) if build_id is not None else current_build(folder)
+        except FileNotFoundError as err:  # on a store: current.json names a build without its _SUCCESS
+            raise UserError(f"mixture '{folder.name}' cannot be read: {err}; run `loom mix build {folder.name}` "
+                            "again") from None
         if build is None or (build_id is not None and not build.schedule.exists()):
             raise not_compiled(folder, build_id)
         if not build.id or is_remote(folder):

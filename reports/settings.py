@@ -48,10 +48,9 @@ def settings(info: dict, build: dict) -> list[tuple[str, str, object]]:
         ("model", "parameters", info[PARAMETERS]), ("model", "active in matmuls", info[ACTIVE_PARAMETERS]),
         ("data", "mixture", info[MIXTURE]), ("data", "build", info.get(BUILD)),
         ("data", "schedule fingerprint", info.get(SCHEDULE_FINGERPRINT)),
-        ("data", "the mixture's build now", build.get(BUILD)),
         ("data", "mixture's build now", ("same steps and phases" if _same_build(info, build) else "changed since")
          if build else "gone"),
-        ("data", "its manifest", build.get("manifest_fingerprint")),
+        ("data", "its build", build.get(BUILD)), ("data", "its manifest", build.get("manifest_fingerprint")),
         ("data", "its tokenizer", build.get("tokenizer_fingerprint")),
         ("data", "its generation", build.get("generation")),
         ("system", "seed", config.get("seed")), ("system", "precision", info.get(PRECISION)),

@@ -35,13 +35,14 @@ def mix_list(ws: Workspace):
 
 
 def mixture_specs(ws: Workspace) -> dict[str, Path]:
-    """Every mixture by name: the named specs (the workspace's, then the built-in ones), then each compiled folder
-    that none names (one built from a path), with the spec as it was resolved there."""
+    """Every mixture by name: the named specs (the workspace's, then the built-in ones), then each compiled mixture
+    that none names (one built from a path), with the spec as its current build resolved it (relative to the
+    workspace: a build's path is long)."""
     from mixtures import compiled_mixtures, spec_files
 
     specs = spec_files(ws.mixtures, builtin_mixtures())
     for name, build in compiled_mixtures(ws.mixtures).items():
-        specs.setdefault(name, build.spec)
+        specs.setdefault(name, Path(str(build.spec)[len(str(ws.root)) + 1:]))
     return specs
 
 
