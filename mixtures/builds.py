@@ -174,6 +174,6 @@ def _hold(build: Build) -> int | None:
 def not_compiled(folder: Path, build_id: str | None) -> UserError:
     name, workspace = folder.name, folder.parent.parent
     if build_id is not None:
-        return UserError(f"build {build_id or '(before builds)'} of mixture '{name}' is gone from {workspace}; "
-                         f"train on the current build (start the run again)")
+        return UserError(f"build {build_id or '(before builds)'} of mixture '{name}' is gone from {workspace} (a "
+                         "rebuild replaced it); run the command again to read the current build")
     return UserError(f"mixture '{name}' is not compiled in {workspace}; run `loom mix build {name}` first")
