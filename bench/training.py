@@ -28,6 +28,7 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
+from mixtures import current_build
 from trainer.config import TrainConfig
 from trainer.loop import Run, make_optimizer, train
 from trainer.metrics import read_metrics
@@ -68,7 +69,7 @@ def main() -> None:
         ws = quickstart_workspace(args.workspace, Path(tmp))
         config = TrainConfig(ws, "sample", run_name=f"bench-{int(time.time())}", model=args.model,
                              max_steps=args.steps, checkpoint_every=10**9, eval_every=10**9, report_every=10**9)
-        run = Run(config)
+        run = Run(config, current_build(config.mixture_dir))
         tokens_per_step = run.schedule.global_batch * run.schedule.meta["seq_len"]
         before = statistics.median(bare_loop(config, run, args.steps)[args.skip:])
         train(config, log=lambda *_: None)

@@ -109,6 +109,7 @@ class Workspace:
         return self.root / "mixtures"
 
     def mixture_dir(self, name: str) -> Path:
+        """A mixture's folder: its builds and current.json (the paths inside are mixtures.compiled's), report.html."""
         return self.mixtures / name
 
     @property

@@ -4,21 +4,28 @@ packages use of a mixture is imported from here."""
 from pathlib import Path
 
 from loom.workspace import Generation, Workspace
+from mixtures.builds import publish_build, reading
 from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
-from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, read_plan
+from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_plan
 from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex, schedule_fingerprint, target_shares
 from mixtures.sequences import RowGroupCache, SequenceReader
 from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
-__all__ = ["PLAN_FILE", "SCHEDULE_FILE", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex", "SequenceReader",
-           "compile_mixture", "find_spec", "load_schedule", "load_spec", "mixture_tokenizer", "read_plan",
-           "schedule_fingerprint", "shard_sources",
-           "spec_files", "target_shares"]
+__all__ = ["PLAN_FILE", "SCHEDULE_FILE", "Build", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex",
+           "SequenceReader", "build_mixture", "compile_mixture", "compiled_mixtures", "current_build", "find_spec",
+           "load_schedule", "load_spec", "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint",
+           "shard_sources", "spec_files", "target_shares"]
+
+
+def build_mixture(spec: MixtureSpec, ws: Workspace) -> tuple[Build, dict]:
+    """Compiles `spec` into a new build of mixtures/NAME/ and publishes it (see mixtures.builds); call it holding
+    the mixture's lock."""
+    return publish_build(ws.mixture_dir(spec.name), lambda out: compile_mixture(spec, ws, out))
 
 
 def load_schedule(folder: Path, layout: Workspace) -> tuple[Schedule, Generation]:
-    """A compiled schedule and the generation of curated data it reads, refused when the workspace has published
-    other curated data or changed its tokenizer since."""
+    """A compiled schedule (`folder`: a build's root) and the generation of curated data it reads, refused when the
+    workspace has published other curated data or changed its tokenizer since."""
     schedule = Schedule.load(folder)
     return schedule, check_current(schedule.meta, layout)

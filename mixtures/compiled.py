@@ -1,8 +1,13 @@
-"""A compiled mixture's folder (WORKSPACE/mixtures/NAME/): the names of its files, and its plan read back."""
+"""A compiled mixture's folder (WORKSPACE/mixtures/NAME/) and the names of its files. A mixture is published in
+builds, as curated data is in generations: each `loom mix build` writes a new build folder (builds/<id>/, holding
+the files below) that never changes once published, and `current.json`, replaced atomically, names the current one.
+A reader resolves that pointer once (`current_build`) and reads that build's files only (see mixtures.builds)."""
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from loom.io import as_path, read_parquet
+from loom.io import as_path, is_remote, read_parquet, read_text
 
 SPEC_FILE = "mixture.toml"  # the spec as resolved
 SCHEDULE_FILE = "schedule.json"  # phases, components, fingerprints: what Schedule loads
@@ -10,10 +15,82 @@ PLAN_FILE = "plan.parquet"  # phase x component (schema mixtures.plan.PLAN)
 SEQUENCES_DIR = "sequences"  # a sequence index per component
 VALIDATION_FILE = "validation.parquet"  # the held-out documents of each source (schema: mixtures.heldout.hold_out)
 EVALS_DIR = "evals"  # a tokenized eval set per [eval.NAME] (mixtures.evalsets)
+BUILD_FILES = (SPEC_FILE, SCHEDULE_FILE, PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, EVALS_DIR)
+
+CURRENT_FILE = "current.json"  # in the mixture's folder: {"build": ID}, the build readers see
+BUILDS_DIR = "builds"  # in the mixture's folder: one folder per build
+READERS_LOCK = "readers.lock"  # in a local build, empty: each reader holds a shared flock on it while it reads
+SUCCESS_FILE = "_SUCCESS"  # in a build on an object store, written last: the build's commit
+
+
+@dataclass(frozen=True)
+class Build:
+    """One published build of a mixture: where its files are. Build "" is a folder compiled before builds existed:
+    the mixture's folder itself."""
+
+    root: Path
+    id: str
+
+    @property
+    def mixture(self) -> str:
+        return (self.root.parent.parent if self.id else self.root).name
+
+    @property
+    def schedule(self) -> Path:
+        return self.root / SCHEDULE_FILE
+
+    @property
+    def spec(self) -> Path:
+        return self.root / SPEC_FILE
+
+    @property
+    def readers_lock(self) -> Path:
+        return self.root / READERS_LOCK
+
+    @property
+    def success_marker(self) -> Path:
+        return self.root / SUCCESS_FILE
+
+
+def builds_dir(folder: Path) -> Path:
+    return as_path(folder) / BUILDS_DIR
+
+
+def current_file(folder: Path) -> Path:
+    return as_path(folder) / CURRENT_FILE
+
+
+def mixture_build(folder: Path, build_id: str) -> Build:
+    folder = as_path(folder)
+    return Build(builds_dir(folder) / build_id if build_id else folder, build_id)
+
+
+def current_build(folder: Path) -> Build | None:
+    """The build readers see: the one current.json names, read once per call; None where the mixture is not
+    compiled. A folder compiled before builds has no current.json and is read as build "". On an object store a
+    build counts only once its `_SUCCESS` marker is written."""
+    folder = as_path(folder)
+    try:
+        build = mixture_build(folder, json.loads(read_text(current_file(folder)))["build"])
+    except FileNotFoundError:
+        return Build(folder, "") if (folder / SCHEDULE_FILE).is_file() else None
+    if is_remote(folder) and not build.success_marker.exists():
+        raise FileNotFoundError(f"{current_file(folder)} names build {build.id}, which has no {SUCCESS_FILE}")
+    return build
+
+
+def compiled_mixtures(mixtures: Path) -> dict[str, Build]:
+    """Every compiled mixture under WORKSPACE/mixtures/, by name: its current build."""
+    mixtures = as_path(mixtures)
+    if not mixtures.exists():
+        return {}
+    found = {folder.name: current_build(folder) for folder in sorted(mixtures.iterdir(), key=lambda p: p.name)
+             if folder.is_dir()}
+    return {name: build for name, build in found.items() if build is not None}
 
 
 def sequences_file(component: int) -> str:
-    """A component's sequence index, relative to the folder (schedule.json records it per component)."""
+    """A component's sequence index, relative to the build (schedule.json records it per component)."""
     return f"{SEQUENCES_DIR}/component-{component:03d}.parquet"
 
 
@@ -22,4 +99,5 @@ def eval_file(name: str) -> str:
 
 
 def read_plan(folder: Path) -> list[dict]:
+    """The plan of a build (its root)."""
     return read_parquet(as_path(folder) / PLAN_FILE).to_pylist()

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from loom.errors import UserError
 from loom.io import as_path, read_parquet, write_text
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE
+from mixtures import compiled_mixtures
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, Html, esc, number, page, table
 from trainer.metrics import (
@@ -57,7 +57,7 @@ def no_page(ws: Workspace, name: str) -> str:
     """Why `name` has no page, with the commands that write it and open it (naming the workspace, so that they
     work from any folder)."""
     loom = f"loom -w {shlex.quote(str(ws.root))}"
-    writers = [(ws.mixture_dir(name) / SCHEDULE_FILE, "mixture", f"report mixture {name}"),
+    writers = [(ws.mixture_dir(name), "mixture", f"report mixture {name}"),
                (ws.run_dir(name) / RUN_FILE, "run", f"report run {name}")]
     for kind, sweep in SWEEPS.items():
         mixture = sweep_state(ws, kind, name)[0]
@@ -104,11 +104,11 @@ def curation_section(ws: Workspace) -> str:
 
 def mixtures_section(ws: Workspace) -> str:
     folder = ws.mixtures
-    compiled = sorted(p.parent.name for p in folder.glob(f"*/{SCHEDULE_FILE}")) if folder.exists() else []
+    compiled = compiled_mixtures(folder)
     specs = sorted(p.stem for p in folder.glob("*.toml")) if folder.exists() else []
     rows = []
-    for name in compiled:
-        meta = json.loads((ws.mixture_dir(name) / SCHEDULE_FILE).read_text())
+    for name, build in compiled.items():
+        meta = json.loads(build.schedule.read_text())
         phases = ", ".join(f"{p['name']} {p['end_step'] - p['start_step']:,}" for p in meta["phases"])
         rows.append([link(ws, ws.mixture_dir(name) / REPORT_FILE, name, f"loom report mixture {name}"),
                      meta["tokens"], meta["steps"], phases, meta["manifest_fingerprint"]])

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from loom.io import as_path, read_text
 from loom.workspace import Workspace
-from mixtures.compiled import SCHEDULE_FILE
+from mixtures.compiled import current_build
 from reports.html import esc
 from trainer.config import ModelConfig
 from trainer.metrics import (
-    ACTIVE_PARAMETERS, CONFIG, DECAY_START, DEVICE, END_STEP, GLOBAL_BATCH, MIXTURE, MODEL, PARAMETERS, PHASES,
+    ACTIVE_PARAMETERS, BUILD, CONFIG, DECAY_START, DEVICE, END_STEP, GLOBAL_BATCH, MIXTURE, MODEL, PARAMETERS, PHASES,
     PRECISION, SCHEDULE_FINGERPRINT, SEQ_LEN, STEPS, WARMUP_STEPS, WORLD_SIZE,
 )
 
@@ -20,7 +20,8 @@ def mixture_build(info: dict, run_dir: Path) -> dict:
     manifest and tokenizer it was compiled from."""
     folder = Workspace(as_path(run_dir).parent.parent).mixture_dir(info[MIXTURE])
     try:
-        return json.loads(read_text(folder / SCHEDULE_FILE))
+        build = current_build(folder)
+        return {**json.loads(read_text(build.schedule)), BUILD: build.id} if build is not None else {}
     except (OSError, ValueError):
         return {}
 
@@ -45,10 +46,11 @@ def settings(info: dict, build: dict) -> list[tuple[str, str, object]]:
         ("model", "feed-forward width", ModelConfig(**model).ffn_width), ("model", "vocab size", model["vocab_size"]),
         ("model", "experts (top k)", f"{model['n_experts']} (top {model['top_k']})" if model["n_experts"] else "dense"),
         ("model", "parameters", info[PARAMETERS]), ("model", "active in matmuls", info[ACTIVE_PARAMETERS]),
-        ("data", "mixture", info[MIXTURE]), ("data", "schedule fingerprint", info.get(SCHEDULE_FINGERPRINT)),
+        ("data", "mixture", info[MIXTURE]), ("data", "build", info.get(BUILD)),
+        ("data", "schedule fingerprint", info.get(SCHEDULE_FINGERPRINT)),
         ("data", "mixture's build now", ("same steps and phases" if _same_build(info, build) else "changed since")
          if build else "gone"),
-        ("data", "its manifest", build.get("manifest_fingerprint")),
+        ("data", "its build", build.get(BUILD)), ("data", "its manifest", build.get("manifest_fingerprint")),
         ("data", "its tokenizer", build.get("tokenizer_fingerprint")),
         ("data", "its generation", build.get("generation")),
         ("system", "seed", config.get("seed")), ("system", "precision", info.get(PRECISION)),

@@ -16,6 +16,7 @@ from loom.errors import UserError
 from loom.io import as_path, duckdb_connect, expand_glob, is_remote
 from loom.sql import literal
 from loom.workspace import Workspace
+from mixtures import compiled_mixtures
 
 # What `loom sql` runs, a fence behind the sandbox: SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM and VALUES parse as
 # one), EXPLAIN of such a statement (EXPLAIN ANALYZE runs it), and the pragmas that only report.
@@ -28,64 +29,76 @@ SPILL_FOLDER = ".duckdb_tmp"  # inside the workspace: where DuckDB spills a quer
 PRAGMA_NAME = re.compile(r"\s*PRAGMA\s+(?P<name>\w+)", re.IGNORECASE)
 
 
+PUBLISHED, WORKSPACE, BUILDS = "published", "workspace", "builds"  # where a view's files are (View.reads)
+
+
 @dataclass(frozen=True)
 class View:
     name: str
-    pattern: str  # files that must exist, relative to the workspace (or, with `published`, its generation)
-    sql: str  # the view's query; {ws:REL} is the path REL inside that folder, as a quoted SQL string
-    published: bool = False  # reads the published generation of curated data, not the workspace's own folders
+    pattern: str  # files that must exist, relative to the folder(s) the view reads
+    sql: str  # the view's query; {ws:REL} is the path REL inside that folder, as a quoted SQL string (a list of
+    # them, one per build, for BUILDS)
+    reads: str = WORKSPACE  # WORKSPACE: its own folders; PUBLISHED: the published generation of curated data;
+    # BUILDS: the current build of every compiled mixture (mixtures.compiled_mixtures)
 
 
 class WorkspacePaths:
-    """Formats `{ws:REL}` in a view's query as a SQL string of the path REL inside the workspace."""
+    """Formats `{ws:REL}` in a view's query as a SQL string of the path REL inside the folder, or, for a view over
+    several folders (the mixtures' builds), as a SQL list of such strings."""
 
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, roots: list[Path], many: bool = False):
+        self.roots, self.many = roots, many
 
     def __format__(self, relative: str) -> str:
-        return literal(f"{self.root}/{relative}")
+        paths = [literal(f"{root}/{relative}") for root in self.roots]
+        return f"[{', '.join(paths)}]" if self.many else paths[0]
+
+
+def mixture_of(file: str) -> str:
+    """SQL for a compiled mixture's name from the path of its file `file` (a regex) in its build
+    (mixtures/NAME/builds/ID/...) or in a folder compiled before builds (mixtures/NAME/...)."""
+    return f"regexp_extract(filename, '([^/]+)/(?:builds/[^/]+/)?{file}$', 1)"
 
 
 VIEWS = (
     View("documents", "curated/*/part-*.parquet",
-         "SELECT * FROM read_parquet({ws:curated/*/part-*.parquet}, union_by_name = true)", published=True),
+         "SELECT * FROM read_parquet({ws:curated/*/part-*.parquet}, union_by_name = true)", reads=PUBLISHED),
     View("doc_stats", "manifest/documents/*.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/documents/*.parquet})", published=True),
+         "SELECT * FROM read_parquet({ws:manifest/documents/*.parquet})", reads=PUBLISHED),
     View("shards", "manifest/shards.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/shards.parquet})", published=True),
+         "SELECT * FROM read_parquet({ws:manifest/shards.parquet})", reads=PUBLISHED),
     View("funnel", "manifest/funnel/*.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/funnel/*.parquet})", published=True),
+         "SELECT * FROM read_parquet({ws:manifest/funnel/*.parquet})", reads=PUBLISHED),
     View("quarantine", "quarantine/*/*.jsonl", """
         SELECT split_part(filename, '/', -2) AS source, input, record, reason, detail, raw
         FROM read_json({ws:quarantine/*/*.jsonl}, format = 'newline_delimited', filename = true,
                        ignore_errors = true, columns = {{input: 'VARCHAR', record: 'BIGINT', reason: 'VARCHAR',
                                                          detail: 'VARCHAR', raw: 'VARCHAR'}})
-        WHERE reason IS NOT NULL""", published=True),
+        WHERE reason IS NOT NULL""", reads=PUBLISHED),
     View("dedup_clusters", "manifest/dedup_clusters.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})", published=True),
+         "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})", reads=PUBLISHED),
     View("quality_buckets", "manifest/quality_buckets.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/quality_buckets.parquet})", published=True),
+         "SELECT * FROM read_parquet({ws:manifest/quality_buckets.parquet})", reads=PUBLISHED),
     View("contamination", "manifest/contamination.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/contamination.parquet})", published=True),
-    View("mixtures", "mixtures/*/schedule.json", """
+         "SELECT * FROM read_parquet({ws:manifest/contamination.parquet})", reads=PUBLISHED),
+    View("mixtures", "schedule.json", """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint
-        FROM read_json({ws:mixtures/*/schedule.json})"""),
+        FROM read_json({ws:schedule.json})""", reads=BUILDS),
     View("ladder", "ladders/*/points.parquet",
          "SELECT * FROM read_parquet({ws:ladders/*/points.parquet}, union_by_name = true)"),
-    View("mixture_plan", "mixtures/*/plan.parquet", """
-        SELECT split_part(filename, '/', -2) AS mixture, * EXCLUDE (filename)
-        FROM read_parquet({ws:mixtures/*/plan.parquet}, filename = true, union_by_name = true)"""),
-    View("mixture_validation", "mixtures/*/validation.parquet", """
-        SELECT split_part(filename, '/', -2) AS mixture, * EXCLUDE (filename)
-        FROM read_parquet({ws:mixtures/*/validation.parquet}, filename = true)"""),
-    View("mixture_documents", "mixtures/*/sequences/*.parquet", """
+    View("mixture_plan", "plan.parquet", "SELECT " + mixture_of(r"plan\.parquet") + """ AS mixture, * EXCLUDE (filename)
+        FROM read_parquet({ws:plan.parquet}, filename = true, union_by_name = true)""", reads=BUILDS),
+    View("mixture_validation", "validation.parquet", "SELECT " + mixture_of(r"validation\.parquet") + """ AS mixture,
+        * EXCLUDE (filename) FROM read_parquet({ws:validation.parquet}, filename = true)""", reads=BUILDS),
+    View("mixture_documents", "sequences/*.parquet", """
         WITH components AS (
-            SELECT name AS mixture, unnest(components, recursive := true)
-            FROM read_json({ws:mixtures/*/schedule.json}))
+            SELECT name AS mixture, regexp_replace(filename, '/schedule\\.json$', '') AS root,
+                   unnest(components, recursive := true)
+            FROM read_json({ws:schedule.json}, filename = true))
         SELECT c.mixture, c.key AS component, d.shard, d.row, d.n_tokens, d.offset
-        FROM read_parquet({ws:mixtures/*/sequences/*.parquet}, filename = true) d
-        JOIN components c ON d.filename = {ws:mixtures/} || c.mixture || '/' || c.file"""),
+        FROM read_parquet({ws:sequences/*.parquet}, filename = true) d
+        JOIN components c ON d.filename = c.root || '/' || c.file""", reads=BUILDS),
     View("metrics", "runs/*/metrics.jsonl", """
         SELECT split_part(filename, '/', -2) AS run, * EXCLUDE (filename)
         FROM read_json_auto({ws:runs/*/metrics.jsonl}, format = 'newline_delimited', filename = true,
@@ -97,18 +110,25 @@ VIEWS = (
 )
 
 
-def available_views(root: Path, folders: dict[bool, Path] | None = None) -> list[tuple[str, str]]:
+def available_views(root: Path, folders: dict[str, list[Path]] | None = None) -> list[tuple[str, str]]:
     """(name, CREATE VIEW statement) of each view whose files exist, in dependency order."""
     root = workspace_root(root)
     folders = folders or view_folders(root)
-    return [(view.name, create_statement(view, folders[view.published])) for view in VIEWS
-            if has_files(view, folders[view.published])]
+    return [(view.name, create_statement(view, with_files(view, folders))) for view in VIEWS
+            if with_files(view, folders)]
 
 
-def view_folders(root: Path) -> dict[bool, Path]:
-    """Where a view's files are, by its `published`: the published generation's folder (asked once, so that every
-    view sees the same generation), or the workspace's."""
-    return {True: Workspace(root).published().root, False: root}
+def view_folders(root: Path) -> dict[str, list[Path]]:
+    """Where a view's files are, by its `reads`: the published generation's folder and each mixture's current build
+    (each asked once, so that every view sees the same generation and builds), or the workspace's."""
+    ws = Workspace(root)
+    return {PUBLISHED: [ws.published().root], WORKSPACE: [root],
+            BUILDS: [build.root for build in compiled_mixtures(ws.mixtures).values()]}
+
+
+def with_files(view: View, folders: dict[str, list[Path]]) -> list[Path]:
+    """The folders a view reads that hold its files."""
+    return [folder for folder in folders[view.reads] if has_files(view, folder)]
 
 
 def workspace_root(root) -> Path:
@@ -127,8 +147,8 @@ def view_files(view: View, folder: Path) -> list:
     return glob.glob(os.path.join(glob.escape(str(folder)), view.pattern))
 
 
-def create_statement(view: View, folder: Path) -> str:
-    body = " ".join(view.sql.format(ws=WorkspacePaths(folder)).split())
+def create_statement(view: View, folders: list[Path]) -> str:
+    body = " ".join(view.sql.format(ws=WorkspacePaths(folders, many=view.reads == BUILDS)).split())
     return f"CREATE OR REPLACE VIEW {view.name} AS {body};"
 
 
@@ -158,8 +178,7 @@ def workspace_views(root: Path) -> WorkspaceViews:
             names.append(name)
         except duckdb.Error as err:
             notes.append(f"left out view {name}: {str(err).splitlines()[0]}")
-    jsonl = {(folders[v.published], v.pattern) for v in VIEWS
-             if v.pattern.endswith(".jsonl") and has_files(v, folders[v.published])}
+    jsonl = {(folder, v.pattern) for v in VIEWS if v.pattern.endswith(".jsonl") for folder in with_files(v, folders)}
     for folder, pattern in sorted(jsonl):
         try:
             notes += unreadable_lines(con, root, folder, pattern)
@@ -168,7 +187,7 @@ def workspace_views(root: Path) -> WorkspaceViews:
     return WorkspaceViews(con, names, notes)
 
 
-def sandboxed_connection(root: Path, folders: dict[bool, Path]) -> duckdb.DuckDBPyConnection:
+def sandboxed_connection(root: Path, folders: dict[str, list[Path]]) -> duckdb.DuckDBPyConnection:
     """An in-memory connection that reaches files under `root` (and what symlinks in it lead to) and nothing else,
     reading or writing (DuckDB refuses every other path, URLs included: on a store, every URL outside the
     workspace's prefix, though the store's filesystem is registered), installs and loads no extension, and whose
@@ -193,7 +212,7 @@ def spill_folder(root: Path) -> Path:
     return root / SPILL_FOLDER
 
 
-def linked_targets(root: Path, view_roots: dict[bool, Path]) -> tuple[list[str], list[str]]:
+def linked_targets(root: Path, view_roots: dict[str, list[Path]]) -> tuple[list[str], list[str]]:
     """The folders and files outside `root` that the views' files reach through a symlink inside it (curated/ linked
     to another disk): DuckDB resolves links before it checks a path, and they are the workspace's as much. A store
     has no links."""
@@ -201,7 +220,7 @@ def linked_targets(root: Path, view_roots: dict[bool, Path]) -> tuple[list[str],
     if is_remote(root):
         return [], []
     for view in VIEWS:
-        for name in view_files(view, view_roots[view.published]):
+        for name in (name for folder in view_roots[view.reads] for name in view_files(view, folder)):
             path = Path(name)
             for link in (p for p in [path, *path.parents] if p.is_relative_to(root) and p.is_symlink()):
                 if link.is_dir():
@@ -225,7 +244,7 @@ def check_root(root: Path) -> None:
 def unreadable_lines(con: duckdb.DuckDBPyConnection, root: Path, folder: Path, pattern: str) -> list[str]:
     """A note per JSONL file under `pattern` in `folder` with lines that do not parse (a writer killed mid-line);
     the views skip those lines."""
-    rows = con.execute(f"""SELECT filename, count(*) FROM read_ndjson_objects({format(WorkspacePaths(folder), pattern)},
+    rows = con.execute(f"""SELECT filename, count(*) FROM read_ndjson_objects({format(WorkspacePaths([folder]), pattern)},
                            filename = true, ignore_errors = true)
                            WHERE json IS NULL GROUP BY filename ORDER BY filename""").fetchall()
     return [f"skipped {n} unreadable line{'' if n == 1 else 's'} in {str(name).removeprefix(f'{root}/')}"

@@ -12,9 +12,8 @@ from loom.errors import UserError
 from loom.io import read_text, remove_temporary_files
 from loom.lock import exclusive
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE, MixtureSpec, compile_mixture, load_spec
+from mixtures import MixtureSpec, build_mixture, current_build, load_spec
 from mixtures.compile import check_current
-from mixtures.compiled import SPEC_FILE as MIXTURE_FILE
 
 
 def compile_all(ws: Workspace, wanted: list[tuple[str, MixtureSpec]], console: Console, note,
@@ -28,21 +27,22 @@ def compile_all(ws: Workspace, wanted: list[tuple[str, MixtureSpec]], console: C
         with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
             remove_temporary_files(out)
             try:
-                meta = compile_mixture(spec, ws, out)
+                _, meta = build_mixture(spec, ws)
             except UserError as err:
                 raise UserError(refused(label, err)) from None
         console.print(f"{label}: mixture '{spec.name}' compiled, {meta['steps']:,} steps")
 
 
 def _current(ws: Workspace, out: Path, wanted: MixtureSpec) -> bool:
-    """Whether the mixture is compiled from this spec, on the data published now."""
-    if not (out / SCHEDULE_FILE).exists() or not (out / MIXTURE_FILE).exists():
+    """Whether the mixture's current build is compiled from this spec, on the data published now."""
+    build = current_build(out)
+    if build is None or not build.spec.exists():
         return False
     try:
-        check_current(json.loads(read_text(out / SCHEDULE_FILE)), ws)
+        check_current(json.loads(read_text(build.schedule)), ws)
     except UserError:
         return False
-    return _compiled_as(load_spec(out / MIXTURE_FILE)) == _compiled_as(wanted)
+    return _compiled_as(load_spec(build.spec)) == _compiled_as(wanted)
 
 
 def _compiled_as(spec: MixtureSpec) -> tuple:

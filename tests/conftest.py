@@ -38,6 +38,13 @@ def published(workspace: Path) -> Path:
     return Workspace(Path(workspace)).published().root
 
 
+def compiled(workspace: Path, mixture: str) -> Path:
+    """The folder of a compiled mixture's current build: its schedule.json, plan.parquet, sequences/."""
+    from mixtures import current_build
+
+    return current_build(Path(workspace) / "mixtures" / mixture).root
+
+
 def run_loom(*args, check=True, timeout=300, command=LOOM, input=None, **kwargs) -> subprocess.CompletedProcess:
     """`loom ARGS` to its end. One that outlives `timeout` fails the test with every thread's stack of each of its
     processes (Dask workers too): each gets SIGABRT, which faulthandler answers with the stacks on stderr."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOOM, TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
+from conftest import LOOM, TINY_MODEL, compiled, copy_curated, run_loom, training_spec, write_spec
 from curation.manifest import source_summary
 from loom.workspace import Workspace
 
@@ -122,8 +122,8 @@ def test_status_of_a_missing_or_empty_workspace_says_what_to_run_first(tmp_path)
 
 def test_mix_list_shows_mixtures_built_from_a_path_and_the_stale_ones(ws):
     listed = run_loom("mix", "list", "-w", ws).stdout
-    resolved_spec = re.escape(str(ws / "mixtures" / "pathmix" / "mixture.toml"))
-    assert re.search(rf"│ pathmix +│ {resolved_spec} +│ yes +│", listed)
+    resolved_spec = re.escape(str(compiled(ws, "pathmix").relative_to(ws) / "mixture.toml"))
+    assert re.search(rf"│ pathmix +│ {resolved_spec} +│ yes +│", listed), listed
     assert re.search(r"│ sample +│ .+sample\.toml +│ no +│", listed)
     publish_again(ws)
     listed = run_loom("mix", "list", "-w", ws).stdout

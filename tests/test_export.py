@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, copy_curated, run_loom, training_spec, write_spec
+from conftest import compiled, LOOM, copy_curated, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import RowGroupCache, SequenceReader, load_schedule
 from mixtures.export import FORMATS, plan_export, run_export
@@ -54,7 +54,7 @@ def expected(ws, phase: str | None = None) -> tuple[np.ndarray, np.ndarray]:
 
 def reader_of(ws):
     """The mixture's schedule, and the trainer's reader of its sequences."""
-    folder = ws / "mixtures" / "exportmix"
+    folder = compiled(ws, "exportmix")
     schedule, data = load_schedule(folder, Workspace(ws))
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
     return schedule, SequenceReader(schedule, folder, data, sources)

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote
 
-from conftest import chromium, needs_chromium, open_page, run_loom
+from conftest import compiled, chromium, needs_chromium, open_page, run_loom
 
 pytestmark = needs_chromium()
 
@@ -14,7 +14,7 @@ pytestmark = needs_chromium()
 def test_the_index_links_every_page_of_the_workspace(quickstart_ws, tmp_path):
     ws = tmp_path / "ws"
     shutil.copytree(quickstart_ws[0], ws, ignore=shutil.ignore_patterns("checkpoints"))
-    shutil.copy(ws / "mixtures" / "sample" / "mixture.toml", ws / "mixtures" / "draft.toml")
+    shutil.copy(compiled(ws, "sample") / "mixture.toml", ws / "mixtures" / "draft.toml")
     result = run_loom("-w", ws, "report")
     index = ws / "index.html"
     assert str(index) in result.stdout and index.is_file()

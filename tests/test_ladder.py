@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOOM, TOY_LADDER as TOY, copy_curated, run_loom, training_spec, write_spec
+from conftest import compiled, LOOM, TOY_LADDER as TOY, copy_curated, run_loom, training_spec, write_spec
 from loom.errors import UserError
 from sweeps.spec import parse_ladder_spec
 
@@ -87,7 +87,7 @@ def test_every_rung_reads_each_component_as_often_as_the_target_would(toy_ladder
     ws, _ = toy_ladder
     target_tokens = 61_440
     for rung, tokens in (("r0", 6_144), ("r1", 10_240), ("r2", 15_360)):
-        meta = json.loads((ws / "mixtures" / f"toy-{rung}" / "schedule.json").read_text())
+        meta = json.loads((compiled(ws, f"toy-{rung}") / "schedule.json").read_text())
         for component in meta["components"]:
             expected = max(1, component["available_sequences"] * tokens // target_tokens)
             assert component["pool_sequences"] == expected, (rung, component["key"])

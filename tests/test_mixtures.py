@@ -10,10 +10,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import GOOD_SPEC, copy_curated, published, run_loom, write_spec
+from conftest import GOOD_SPEC, compiled, copy_curated, published, run_loom, write_spec
 from loom.errors import UserError
 from loom.workspace import Workspace
-from mixtures import SequenceIndex, load_schedule, load_spec
+from mixtures import SequenceIndex, compile_mixture, current_build, load_schedule, load_spec
 from mixtures.plan import plan_phases
 from mixtures.schedule import Schedule
 from mixtures.spec import parse_spec
@@ -113,7 +113,7 @@ def mix_ws(tmp_path_factory, curated_slice, slice_tokenizer):
 def built(mix_ws):
     write_spec(mix_ws, "good", GOOD_SPEC)
     result = run_loom("-w", mix_ws, "mix", "build", "good")
-    return mix_ws / "mixtures" / "good", result
+    return compiled(mix_ws, "good"), result
 
 
 def test_build_writes_the_plan_schedule_and_resolved_spec(built, mix_ws):
@@ -167,7 +167,7 @@ def test_a_schedule_built_on_other_data_is_refused(built, mix_ws, tmp_path):
     pq.write_table(shards.set_column(shards.schema.get_field_index("fingerprint"), "fingerprint", fingerprints),
                    published(changed) / "manifest" / "shards.parquet")
     with pytest.raises(UserError, match="built on other curated data"):
-        load_schedule(changed / "mixtures" / "good", Workspace(changed))
+        load_schedule(compiled(changed, "good"), Workspace(changed))
 
 
 ERRORS = [
@@ -194,9 +194,23 @@ def test_each_bad_mixture_is_refused_with_one_line(mix_ws, name, body, message, 
     result = run_loom("-w", mix_ws, "mix", "build", name, check=False)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and message in lines[0], result.stderr
-    assert not (mix_ws / "mixtures" / name / "schedule.json").exists()
+    assert not (mix_ws / "mixtures" / name / "current.json").exists()
+    assert not list((mix_ws / "mixtures" / name).glob("builds/*"))
 
 
 def test_an_unknown_mixture_name_lists_the_known_ones(mix_ws):
     result = run_loom("-w", mix_ws, "mix", "build", "nosuch", check=False)
     assert result.returncode == 2 and "no mixture named 'nosuch'; known:" in result.stderr and "sample" in result.stderr
+
+
+def test_a_mixture_compiled_before_builds_is_read_as_it_is_then_rebuilt_as_a_build(built, mix_ws):
+    write_spec(mix_ws, "legacy", GOOD_SPEC)
+    folder = mix_ws / "mixtures" / "legacy"
+    compile_mixture(load_spec(mix_ws / "mixtures" / "legacy.toml"), Workspace(mix_ws), folder)  # the old layout
+    assert current_build(folder).id == "" and load_schedule(folder, Workspace(mix_ws))[0].steps > 0
+    assert "Plan of legacy" in run_loom("-w", mix_ws, "mix", "show", "legacy").stdout
+    query = "SELECT DISTINCT p.mixture FROM mixture_plan p JOIN mixture_documents d USING (mixture) ORDER BY 1"
+    assert run_loom("-w", mix_ws, "sql", query, "--format", "csv").stdout.split() == ["mixture", "good", "legacy"]
+    run_loom("-w", mix_ws, "mix", "build", "legacy")
+    build = current_build(folder)
+    assert build.id and build.schedule.is_file() and not (folder / "schedule.json").exists()

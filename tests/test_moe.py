@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import LOOM, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
+from conftest import compiled, LOOM, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import TrainConfig, model_config
@@ -160,9 +160,9 @@ def balancing(moe_ws):
     optimizer and bias update. After TRAINED steps every layer's router_bias is set so far apart that experts 0
     and 1 win every token, and training goes on for RECOVERY steps. Returns the worst
     layer's max violation per step."""
-    schedule, data = load_schedule(moe_ws / "mixtures" / "moemix", Workspace(moe_ws))
+    schedule, data = load_schedule(compiled(moe_ws, "moemix"), Workspace(moe_ws))
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
-    reader = SequenceReader(schedule, moe_ws / "mixtures" / "moemix", data, sources)
+    reader = SequenceReader(schedule, compiled(moe_ws, "moemix"), data, sources)
     batches = list(RankLoader(schedule, reader, 0, 1, 0, schedule.steps))
     torch.manual_seed(0)
     config = model_config("tiny-moe", schedule.meta["vocab_size"], d_model=32)

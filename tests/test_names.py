@@ -3,7 +3,7 @@ numbers are finite; a workspace whose path has quotes, spaces and non-ASCII lett
 
 import pytest
 
-from conftest import TINY_MODEL, copy_curated, run_loom, write_spec
+from conftest import compiled, TINY_MODEL, copy_curated, run_loom, write_spec
 from loom.errors import UserError
 from loom.names import check_name
 
@@ -55,7 +55,7 @@ def test_a_name_that_could_leave_its_folder_is_one_line_naming_the_rule_and_a_fi
 
 
 def test_the_odd_workspace_path_builds_trains_and_reports(odd_ws):
-    assert (odd_ws / "mixtures" / "tiny" / "schedule.json").is_file()
+    assert (compiled(odd_ws, "tiny") / "schedule.json").is_file()
     assert len((odd_ws / "runs" / "first" / "metrics.jsonl").read_text().splitlines()) == 6
     reported = run_loom("-w", odd_ws, "report", "run", "first")
     assert "report.html" in reported.stdout and (odd_ws / "runs" / "first" / "report.html").is_file()

@@ -4,7 +4,7 @@ import json
 
 import pyarrow.parquet as pq
 
-from conftest import published, run_loom
+from conftest import compiled, published, run_loom
 
 BUNDLED = ("web", "docs", "code", "fortunes", "reference")
 
@@ -24,7 +24,7 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
         assert f"│ {source:<9} │ {inputs:>7,} │" in out  # the summary's "docs in" is the funnel's count
     assert sum(1 for row in funnel if row["source"] == "web") == 192  # 32 handbook pages in 6 languages
     assert {row["quality_bucket"] for row in documents} == {0, 1, 2, 3, 4}
-    assert "Mixture 'sample':" in out and (ws / "mixtures" / "sample" / "schedule.json").exists()
+    assert "Mixture 'sample':" in out and (compiled(ws, "sample") / "schedule.json").exists()
 
     run = ws / "runs" / "quickstart"
     assert f"Run report: {run / 'report.html'}" in out

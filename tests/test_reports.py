@@ -8,7 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import chromium, needs_chromium, only_the_inline_script, open_page, published, run_loom, write_spec
+from conftest import compiled, chromium, needs_chromium, only_the_inline_script, open_page, published, run_loom, write_spec
 from test_report_scale import bars, chart, legend_colors, spot_ids
 
 PAYLOADS = [
@@ -34,7 +34,7 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
     dom, console = open_page(report, tmp_path)
     assert console == "", console
     assert dom.title == "Loom mixture five"
-    plan = pq.read_table(ws / "mixtures" / "five" / "plan.parquet").to_pylist()
+    plan = pq.read_table(compiled(ws, "five") / "plan.parquet").to_pylist()
     for phase in ("pretrain", "midtrain"):
         rows = [r for r in dom.tables[f"plan-{phase}"] if r]
         expected = [r for r in plan if r["phase"] == phase]
@@ -45,7 +45,7 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
     assert len(components) == len(plan)  # one block per phase and component
     assert dom.charts["funnel-chart"] >= 5 and dom.charts["languages"] > 1
     assert {f"length-{s}" for s in ("web", "docs", "code", "fortunes", "reference")} <= dom.charts.keys()
-    meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
+    meta = json.loads((compiled(ws, "five") / "schedule.json").read_text())
     assert f"<b>{meta['tokens']:,}</b>" in text
     funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
@@ -55,7 +55,7 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
 def test_the_mixture_reports_phases_are_as_wide_as_their_tokens(five_source_mixture):
     ws, report = five_source_mixture
     text = report.read_text()
-    meta = json.loads((ws / "mixtures" / "five" / "schedule.json").read_text())
+    meta = json.loads((compiled(ws, "five") / "schedule.json").read_text())
     blocks = re.findall(r'<rect class="phase" data-phase="([^"]*)" data-tokens="(\d+)"[^>]*\swidth="([\d.]+)"', text)
     per_step = meta["seq_len"] * meta["global_batch"]
     tokens = [(p["end_step"] - p["start_step"]) * per_step for p in meta["phases"]]
@@ -113,7 +113,7 @@ def test_a_copied_workspace_shows_its_own_tokenizer(five_source_mixture, tmp_pat
     from reports.build import mixture_report
 
     text = mixture_report(copy, "five").read_text()
-    meta = json.loads((copy / "mixtures" / "five" / "schedule.json").read_text())
+    meta = json.loads((compiled(copy, "five") / "schedule.json").read_text())
     assert f"tokenizer models/tokenizer.json (fingerprint {meta['tokenizer_fingerprint']})" in text
     assert str(ws) not in text
 

@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from conftest import (
-    TINY_MODEL, chromium, copy_curated, needs_chromium, only_the_inline_script, open_page, run_loom, training_spec,
-    write_spec,
+    TINY_MODEL, chromium, compiled, copy_curated, needs_chromium, only_the_inline_script, open_page, run_loom,
+    training_spec, write_spec,
 )
 from trainer.config import LRSchedule
 
@@ -64,7 +64,7 @@ def test_the_run_report_shows_the_settings_the_run_trained_with(run_ws, tmp_path
                                          config["weight_decay"], config["seed"]]  # what SHORT asked for
     text = report.read_text()
     only_the_inline_script(text, dom)
-    build = json.loads((run_ws / "mixtures" / "runmix" / "schedule.json").read_text())
+    build = json.loads((compiled(run_ws, "runmix") / "schedule.json").read_text())
     assert info["schedule_fingerprint"] in text and build["manifest_fingerprint"] in text
     shot = tmp_path / "run.png"
     chromium(report.as_uri(), tmp_path, "--hide-scrollbars", "--window-size=1200,2400", f"--screenshot={shot}")
@@ -144,7 +144,7 @@ def test_the_run_report_draws_the_quickstart_runs_curves(quickstart_ws, tmp_path
     assert len(train_line) == len(records) == 60  # one point per step
     sources = {s for r in records for s in r["loss_by_source"]}
     assert {a["data-name"] for a in lines["source-loss-chart"]} == sources
-    switch = next(p for p in json.loads((ws / "mixtures" / "sample" / "schedule.json").read_text())["phases"]
+    switch = next(p for p in json.loads((compiled(ws, "sample") / "schedule.json").read_text())["phases"]
                   if p["name"] == "midtrain")["start_step"]
     markers = [a for tag, a in dom.shapes["lr-chart"] if tag == "line" and a.get("class") == "marker"]
     assert len(markers) == 1 and f"from step {switch}" in report.read_text()  # the LR chart spans the plan

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOOM, TOY_LADDER, as_in_a_terminal, copy_curated, run_loom, training_spec, write_spec
+from conftest import compiled, LOOM, TOY_LADDER, as_in_a_terminal, copy_curated, run_loom, training_spec, write_spec
 from trainer.metrics import read_metrics, read_run
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the slice's training mixture (pretrain: web docs code fortunes)
@@ -55,7 +55,7 @@ def test_every_proxy_trains_its_design_and_is_scored_from_its_own_metrics(toy_se
         weights = proxy["weights"]["pretrain"]
         designs.add(tuple(weights.values()))
         assert sum(weights.values()) == pytest.approx(1) and all((w * 8).is_integer() for w in weights.values())
-        plan = pq.read_table(ws / "mixtures" / proxy["run"] / "plan.parquet").to_pylist()
+        plan = pq.read_table(compiled(ws, proxy["run"]) / "plan.parquet").to_pylist()
         realized = {r["component"]: r["realized_share"] for r in plan if r["phase"] == "pretrain"}
         assert realized == {k: w for k, w in weights.items() if w > 0}
         # the objective: the mean of the per-source validation losses at the run's last evaluation
@@ -68,7 +68,7 @@ def test_every_proxy_trains_its_design_and_is_scored_from_its_own_metrics(toy_se
 def test_each_proxy_reads_its_components_as_often_as_the_target_run_would(toy_search):
     ws, _, _, search = toy_search
     for proxy in search["proxies"]:
-        meta = json.loads((ws / "mixtures" / proxy["run"] / "schedule.json").read_text())
+        meta = json.loads((compiled(ws, proxy["run"]) / "schedule.json").read_text())
         for component in meta["components"]:
             assert component["pool_sequences"] == max(1, component["available_sequences"] * 6_144 // TARGET_TOKENS)
 
@@ -94,7 +94,7 @@ def test_the_chosen_mixture_is_a_spec_that_compiles_to_its_weights_within_the_ca
     spec = (ws / "mixtures" / "toys.toml").read_text()
     assert spec.startswith("# as resolved by `loom mix search toys`") and f"total_tokens = {TARGET_TOKENS}" in spec
     run_loom("-w", ws, "mix", "build", "toys")
-    plan = pq.read_table(ws / "mixtures" / "toys" / "plan.parquet").to_pylist()
+    plan = pq.read_table(compiled(ws, "toys") / "plan.parquet").to_pylist()
     realized = {r["component"]: r["realized_share"] for r in plan if r["phase"] == "pretrain"}
     assert realized == {k: w for k, w in weights.items() if w > 0}
     midtrain = {r["component"]: r["target_share"] for r in plan if r["phase"] == "midtrain"}
@@ -114,8 +114,8 @@ def test_confirm_trains_the_chosen_mixture_and_the_baselines_alike(toy_search):
         assert run["objective"] == pytest.approx(sum(by_source.values()) / len(by_source))
     best = min(confirm["runs"], key=lambda r: r["objective"])["mixture"]
     assert confirm["best"] == best and f"Best measured: {best}" in result.stdout
-    searched = json.loads((ws / "mixtures" / "toys-searched" / "schedule.json").read_text())
-    assert searched["seed"] == json.loads((ws / "mixtures" / "toys-unimax" / "schedule.json").read_text())["seed"]
+    searched = json.loads((compiled(ws, "toys-searched") / "schedule.json").read_text())
+    assert searched["seed"] == json.loads((compiled(ws, "toys-unimax") / "schedule.json").read_text())["seed"]
     page = (ws / "searches" / "toys" / "report.html").read_text()
     for kind in ("proxies", "confirm"):  # the search's runs overlaid, linked from its page
         assert f'href="../../reports/compare/search-toys-{kind}.html"' in page

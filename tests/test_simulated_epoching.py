@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import GOOD_SPEC, copy_curated, run_loom, write_spec
+from conftest import compiled, GOOD_SPEC, copy_curated, run_loom, write_spec
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import Schedule, compile_mixture, load_spec
@@ -182,7 +182,7 @@ def test_a_target_of_the_mixtures_own_tokens_changes_nothing(pool_ws):
 def test_mix_build_takes_target_tokens_and_show_prints_the_pools(pool_ws):
     write_spec(pool_ws, "good", GOOD_SPEC)
     built = run_loom("-w", pool_ws, "mix", "build", "good", "--steps", RUNG_STEPS, "--target-tokens", TARGET_TOKENS)
-    out = pool_ws / "mixtures" / "good"
+    out = compiled(pool_ws, "good")
     meta = json.loads((out / "schedule.json").read_text())
     assert all(c["pool_sequences"] == max(1, c["available_sequences"] // 10) for c in meta["components"])
     assert load_spec(out / "mixture.toml").target_tokens == TARGET_TOKENS

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, published, run_loom
+from conftest import compiled, REPO, published, run_loom
 from reports.views import connect
 
 README_QUERIES = re.findall(r'^loom sql "(.*)"$', (REPO / "README.md").read_text(), flags=re.MULTILINE)
@@ -77,13 +77,13 @@ def test_quality_by_language(tables):
 
 def test_shards_a_mixtures_midtrain_phase_uses(tables):
     ws, t = tables
-    plan = pq.read_table(ws / "mixtures" / "sample" / "plan.parquet").to_pylist()
+    plan = pq.read_table(compiled(ws, "sample") / "plan.parquet").to_pylist()
     midtrain = {row["component"] for row in plan if row["phase"] == "midtrain"}
-    meta = json.loads((ws / "mixtures" / "sample" / "schedule.json").read_text())
+    meta = json.loads((compiled(ws, "sample") / "schedule.json").read_text())
     expected = Counter()
     for component in meta["components"]:
         if component["key"] in midtrain:
-            for doc in pq.read_table(ws / "mixtures" / "sample" / component["file"]).to_pylist():
+            for doc in pq.read_table(compiled(ws, "sample") / component["file"]).to_pylist():
                 expected[doc["shard"]] += 1
     assert {r[0]: int(r[1]) for r in sql_csv(ws, README_QUERIES[4])} == dict(expected)
 

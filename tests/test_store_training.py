@@ -16,6 +16,8 @@ from test_trainer import SPEC
 
 from loom.io import as_path, write_text
 from loom.workspace import Workspace
+from mixtures import compiled_mixtures
+from mixtures.compiled import mixture_build
 from trainer.metrics import INTERRUPTED, run_status
 
 STEPS = ["--checkpoint-every", 4, "--eval-every", 4, "--report-every", 4, "--warmup-steps", 2]
@@ -27,13 +29,15 @@ LAST = "checkpoints/step-0000012"
 
 def upload_workspace(local: Path, url: str) -> None:
     """What training reads (published.json, the generation, the tokenizer, the compiled mixtures) put on the store,
-    with the `_SUCCESS` marker a generation published on a store has."""
+    with the `_SUCCESS` marker a generation, and a mixture's build, published on a store has."""
     target = as_path(url)
     for part in ("generations", "models", "mixtures"):
         target.fs.put(f"{local / part}/", f"{target.path}/{part}/", recursive=True)
     target.fs.put_file(str(local / "published.json"), f"{target.path}/published.json")
     gen = Workspace(target).generation(Workspace(local).published().id)
     write_text(gen.id + "\n", gen.success_marker)
+    for name, build in compiled_mixtures(local / "mixtures").items():
+        write_text(build.id + "\n", mixture_build(target / "mixtures" / name, build.id).success_marker)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD_SPEC, published, run_loom, write_spec
+from conftest import compiled, GOOD_SPEC, published, run_loom, write_spec
 
 TINY_SOURCES = """tokenizer = "tok/custom.json"
 [[source]]
@@ -51,7 +51,7 @@ def test_mix_build_uses_the_datas_tokenizer_without_the_workspaces(tiny):
     write_spec(ws, "notes", "seq_len = 16\nglobal_batch = 2\ntotal_tokens = 320\nvalidation_tokens = 0\n"
                             "[weights]\nnotes = 1.0\n[midtrain]\nnotes = 1.0\n")
     run_loom("-w", ws, "mix", "build", "notes")  # no models/tokenizer.json in this workspace
-    resolved = (ws / "mixtures" / "notes" / "mixture.toml").read_text()
+    resolved = (compiled(ws, "notes") / "mixture.toml").read_text()
     assert "tokenizer" not in resolved  # outside the workspace: the data's, wherever it is
     (ws / "models").mkdir()
     (ws / "models" / "tokenizer.json").write_text("{}")  # another file there changes nothing

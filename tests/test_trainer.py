@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
+from conftest import compiled, LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
 from loom.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule, model_config
@@ -123,7 +123,7 @@ def test_stopping_and_resuming_gives_the_same_run_bitwise(runs):
 
 def test_the_phase_switch_and_the_lr_decay_start_at_the_mixtures_step(runs):
     ws, _ = runs
-    meta = json.loads((ws / "mixtures" / "tinymix" / "schedule.json").read_text())
+    meta = json.loads((compiled(ws, "tinymix") / "schedule.json").read_text())
     switch = meta["phases"][1]["start_step"]
     assert switch == round(0.8 * 12)
     records = metrics(ws, "one")
@@ -186,9 +186,9 @@ def test_a_run_is_not_overwritten_and_a_changed_mixture_is_not_resumed(runs):
 
 
 def test_ranks_read_disjoint_halves_of_the_one_rank_batch(train_ws):
-    schedule, data = load_schedule(train_ws / "mixtures" / "tinymix", Workspace(train_ws))
+    schedule, data = load_schedule(compiled(train_ws, "tinymix"), Workspace(train_ws))
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
-    reader = SequenceReader(schedule, train_ws / "mixtures" / "tinymix", data, sources)
+    reader = SequenceReader(schedule, compiled(train_ws, "tinymix"), data, sources)
     whole = list(RankLoader(schedule, reader, 0, 1, 3, 5))
     halves = [list(RankLoader(schedule, reader, r, 2, 3, 5)) for r in (0, 1)]
     for step, batch in enumerate(whole):

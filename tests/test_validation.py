@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
-from conftest import EXAMPLES, TINY_MODEL, copy_curated, published, run_loom, write_spec
+from conftest import compiled, EXAMPLES, TINY_MODEL, copy_curated, published, run_loom, write_spec
 from loom.errors import UserError
 from loom.workspace import Workspace
 from mixtures import Schedule, SequenceIndex, compile_mixture, load_spec
@@ -56,7 +56,7 @@ def held_out_documents(out) -> dict[str, set]:
 
 
 def test_no_token_of_a_validation_document_is_trained_on(val_ws):
-    out = val_ws / "mixtures" / "heldout"
+    out = compiled(val_ws, "heldout")
     meta = json.loads((out / "schedule.json").read_text())
     held_out = held_out_documents(out)
     assert set(held_out) == {"code", "docs", "web"} and all(held_out.values())
@@ -98,7 +98,7 @@ def eval_run(val_ws):
 
 
 def test_eval_sets_are_compiled_and_their_loss_and_bpb_recorded(val_ws, eval_run):
-    out = val_ws / "mixtures" / "heldout"
+    out = compiled(val_ws, "heldout")
     meta = json.loads((out / "schedule.json").read_text())
     sets = {e["name"]: e for e in meta["evals"]}
     tokenizer = Tokenizer.from_file(str(val_ws / "models" / "tokenizer.json"))

@@ -14,7 +14,7 @@ from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UserError, error_line
 from loom.io import storage_errors  # noqa: E402
 from loom.workspace import Workspace  # noqa: E402
 from trainer.distributed import exit_rank  # noqa: E402
-from trainer.launch import RUN_LOCK_HELD, run_lock  # noqa: E402
+from trainer.launch import MIXTURE_BUILD, RUN_LOCK_HELD, run_lock  # noqa: E402
 from trainer.options import config_from_options, train_options  # noqa: E402
 from trainer.loop import train  # noqa: E402
 
@@ -41,7 +41,7 @@ def main(workspace, **options):
         first_rank = os.environ.get("RANK", "0") == "0"  # started by torchrun directly, rank 0 holds the lock
         takes_lock = first_rank and not os.environ.get(RUN_LOCK_HELD)
         with storage_errors(root), run_lock(config) if takes_lock else nullcontext():
-            train(config, report=report_hook())
+            train(config, report=report_hook(), build_id=os.environ.get(MIXTURE_BUILD))
     except UserError as err:
         click.echo(error_line(err), err=True)
         exit_rank(EXIT_USER_ERROR)

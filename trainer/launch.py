@@ -11,6 +11,7 @@ from loom.io import as_path
 from loom.lock import exclusive
 from loom.procs import dying_with_this_process
 from loom.workspace import Workspace
+from mixtures import reading
 from trainer import metrics
 from trainer.config import TrainConfig
 from trainer.loop import ReportHook, Run, write_report
@@ -22,6 +23,7 @@ from trainer.options import config_to_args
 # With the folder that holds Loom's packages on PYTHONPATH, the real packages are found first.
 PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
 RUN_LOCK_HELD = "LOOM_RUN_LOCK_HELD"  # set for ranks whose launcher holds the run's lock
+MIXTURE_BUILD = "LOOM_MIXTURE_BUILD"  # the mixture build every rank reads: the one the launcher holds
 
 
 def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
@@ -31,14 +33,20 @@ def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
 
 
 def launch_ranks(config: TrainConfig, nproc: int, report: ReportHook | None = None) -> None:
-    Run(config).check_world_size(nproc)  # bad input is refused here, once, before any rank starts
+    """The ranks read one build of the mixture, which the launcher holds until they are gone."""
+    with reading(config.mixture_dir) as build:
+        Run(config, build).check_world_size(nproc)  # bad input is refused here, once, before any rank starts
+        run_ranks(config, nproc, build.id, report)
+
+
+def run_ranks(config: TrainConfig, nproc: int, build_id: str, report: ReportHook | None) -> None:
     threads = max(1, (os.cpu_count() or 1) // nproc)  # the cores shared out, unless the user chose
     command = [sys.executable, "-m", "trainer.torchrun", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "trainer", *config_to_args(config)]
     env = dying_with_this_process({  # torchrun, and through it the ranks, end with this process
         **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
         "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")])),
-        RUN_LOCK_HELD: "1"})
+        RUN_LOCK_HELD: "1", MIXTURE_BUILD: build_id})
     with subprocess.Popen(command, env=env) as torchrun:
         try:
             returncode = torchrun.wait()

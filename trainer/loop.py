@@ -14,7 +14,7 @@ import torch
 from loom.errors import UserError
 from loom.io import as_path
 from loom.workspace import Workspace
-from mixtures import SCHEDULE_FILE, SequenceReader, load_schedule, schedule_fingerprint, target_shares
+from mixtures import Build, SequenceReader, load_schedule, reading, schedule_fingerprint, target_shares
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients
 from trainer.config import TrainConfig, lr_schedule, model_config
@@ -33,12 +33,11 @@ ReportHook = Callable[[Path], object]
 class Run:
     """Everything a run needs before its first step, checked before any compute is spent."""
 
-    def __init__(self, config: TrainConfig):
+    def __init__(self, config: TrainConfig, build: Build):
+        """`build`: the mixture's build the run reads, every file of it (see mixtures.reading)."""
         self.config = config
-        folder = config.mixture_dir
-        if not (folder / SCHEDULE_FILE).is_file():
-            raise UserError(f"mixture '{config.mixture}' is not compiled in {config.workspace}; "
-                            f"run `loom mix build {config.mixture}` first")
+        self.build = build
+        folder = build.root
         try:
             self.schedule, self.data = load_schedule(folder, Workspace(as_path(config.workspace)))
         except FileNotFoundError as err:  # the published generation is incomplete (on a store: no _SUCCESS) or gone
@@ -114,6 +113,7 @@ class Run:
             metrics.DECAY_START: self.lr.decay_start, metrics.WARMUP_STEPS: self.lr.warmup,
             metrics.SOURCES: self.sources, metrics.COMPONENTS: self.schedule.components,
             metrics.TARGET_SHARES: self.target_shares, metrics.SCHEDULE_FINGERPRINT: self.fingerprint,
+            metrics.BUILD: self.build.id,
             metrics.CONFIG: json.loads(self.config.to_json()),
         }
 
@@ -126,18 +126,21 @@ def make_optimizer(model, config: TrainConfig) -> torch.optim.Optimizer:
                              lr=config.lr, betas=(0.9, config.beta2), eps=1e-8)
 
 
-def train(config: TrainConfig, report: ReportHook | None = None, log=print) -> Path:
-    """Runs (or resumes) a training run; joins torchrun's process group when started by torchrun."""
+def train(config: TrainConfig, report: ReportHook | None = None, log=print, build_id: str | None = None) -> Path:
+    """Runs (or resumes) a training run; joins torchrun's process group when started by torchrun. It reads the
+    mixture's current build (or build `build_id`, the one torchrun's launcher holds), held for the run's length so
+    that a rebuild neither changes nor removes it."""
     ranks = setup(config.device)
     try:
         if ranks.device.type == "cpu" and ranks.world_size > 1:
             torch.set_num_threads(1)
-        run = Run(config)
-        if finished := run.nothing_to_train():
-            if ranks.is_main:
-                log(finished)
-            return config.run_dir
-        return _train(run, ranks, report, log)
+        with reading(config.mixture_dir, build_id) as build:
+            run = Run(config, build)
+            if finished := run.nothing_to_train():
+                if ranks.is_main:
+                    log(finished)
+                return config.run_dir
+            return _train(run, ranks, report, log)
     finally:
         teardown()
 
@@ -159,18 +162,18 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         start_step, tokens_seen = state["step"], state["tokens_seen"]
         if checkpoint.SPIKES in state:  # checkpoints written before it was saved start the detector afresh
             spikes.load_state(state[checkpoint.SPIKES])
-    if ranks.is_main:
+    meta = schedule.meta
+    reader = SequenceReader(schedule, run.build.root, run.data, run.sources)
+    per_rank = schedule.global_batch // ranks.world_size
+    validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
+    evals = eval_set_batches(schedule, run.build.root, ranks.rank, ranks.world_size, per_rank)
+    loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)
+    if ranks.is_main:  # after the data is read: a failure before the first step leaves run.json as it was
         metrics.write_run(run_dir, {**run.describe(), metrics.STATUS: metrics.RUNNING,
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
                                     metrics.PRECISION: precision(ranks, config.fsdp),
                                     metrics.STARTED_AT: time.time()})
         metrics.keep_metrics_before(run_dir, start_step)
-    meta = schedule.meta
-    reader = SequenceReader(schedule, config.mixture_dir, run.data, run.sources)
-    per_rank = schedule.global_batch // ranks.world_size
-    validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
-    evals = eval_set_batches(schedule, config.mixture_dir, ranks.rank, ranks.world_size, per_rank)
-    loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)
     autocast = precision(ranks, config.fsdp) == BF16_AUTOCAST
     throughput = Throughput(flops_per_token(run.model_config, meta["seq_len"]), ranks.world_size,
                             device_peak(ranks.device, config.peak_tflops), log if ranks.is_main else lambda _: None)

@@ -68,6 +68,7 @@ SOURCES = "sources"
 COMPONENTS = "components"
 TARGET_SHARES = "target_shares"  # per phase, a share per component
 SCHEDULE_FINGERPRINT = "schedule_fingerprint"
+BUILD = "build"  # the id of the mixture build the run trains on (mixtures.builds); "" before builds
 CONFIG = "config"
 STATUS = "status"  # RUNNING, then FINISHED, STOPPED (at --max-steps) or FAILED; readers see run_status
 WORLD_SIZE = "world_size"

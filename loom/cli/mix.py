@@ -35,27 +35,27 @@ def mix_list(ws: Workspace):
 
 
 def mixture_specs(ws: Workspace) -> dict[str, Path]:
-    """Every mixture by name: the named specs (the workspace's, then the built-in ones), then each compiled folder
-    that none names (one built from a path), with the spec as it was resolved there."""
-    from mixtures import SCHEDULE_FILE, spec_files
-    from mixtures.compiled import SPEC_FILE
+    """Every mixture by name: the named specs (the workspace's, then the built-in ones), then each compiled mixture
+    that none names (one built from a path), with the spec as its current build resolved it (relative to the
+    workspace: a build's path is long)."""
+    from mixtures import compiled_mixtures, spec_files
 
     specs = spec_files(ws.mixtures, builtin_mixtures())
-    for schedule in sorted(ws.mixtures.glob(f"*/{SCHEDULE_FILE}")):
-        specs.setdefault(schedule.parent.name, schedule.parent / SPEC_FILE)
+    for name, build in compiled_mixtures(ws.mixtures).items():
+        specs.setdefault(name, Path(str(build.spec)[len(str(ws.root)) + 1:]))
     return specs
 
 
 def compiled_state(ws: Workspace, name: str) -> str:
     """Whether mixture `name` is compiled: "no", "yes", or STALE, compiled on curated data the workspace no longer
     publishes, which the trainer refuses (the check is mixtures.load_schedule's)."""
-    from mixtures import SCHEDULE_FILE, load_schedule
+    from mixtures import current_build, load_schedule
 
-    folder = ws.mixture_dir(name)
-    if not (folder / SCHEDULE_FILE).exists():
+    build = current_build(ws.mixture_dir(name))
+    if build is None:
         return "no"
     try:
-        load_schedule(folder, ws)
+        load_schedule(build.root, ws)
     except UserError:
         return STALE
     return "yes"
@@ -79,12 +79,10 @@ def mix_build(ws: Workspace, name, total_tokens, steps, target_tokens):
 @click.pass_obj
 def mix_show(ws: Workspace, name):
     """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
-    from mixtures import PLAN_FILE
+    from mixtures import reading
 
-    out = ws.mixture_dir(check_name("mixture", name))
-    if not (out / PLAN_FILE).exists():
-        raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}`")
-    print_plan(out)
+    with reading(ws.mixture_dir(check_name("mixture", name))) as build:
+        print_plan(build)
 
 
 def builtin_mixtures() -> Path:
@@ -92,7 +90,8 @@ def builtin_mixtures() -> Path:
 
 
 def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> None:
-    from mixtures import compile_mixture, find_spec, load_spec, schedule_fingerprint
+    from mixtures import build_mixture as compile_and_publish
+    from mixtures import find_spec, load_spec, schedule_fingerprint
     from reports.build import mixture_report
 
     spec = load_spec(find_spec(name, ws.mixtures, builtin_mixtures()))
@@ -104,8 +103,8 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
         remove_temporary_files(out)
         former = build_fingerprint(out)
-        meta = compile_mixture(spec, ws, out)
-    print_plan(out)
+        build, meta = compile_and_publish(spec, ws)
+        print_plan(build)  # under the lock: no other rebuild removes the build meanwhile
     note_orphaned_runs(ws, spec.name, former, schedule_fingerprint(meta))
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
@@ -118,16 +117,17 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     for e in meta["evals"]:
         console.print(f"Eval set '{e['name']}': {e['documents']:,} documents, {e['sequences']:,} sequences, "
                       f"{e['scored_bytes']:,} bytes scored")
-    console.print(f"Schedule: {out}/schedule.json, plan.parquet, sequences/, validation.parquet")
+    console.print(f"Build {build.id}: {build.root}/schedule.json, plan.parquet, sequences/, validation.parquet")
     console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
 
 
 def build_fingerprint(out: Path) -> str | None:
-    """The schedule fingerprint of the build in `out` (the one runs record), or None where none is compiled."""
-    from mixtures import SCHEDULE_FILE, schedule_fingerprint
+    """The schedule fingerprint of the current build of the mixture in `out` (the one runs record), or None where
+    none is compiled."""
+    from mixtures import current_build, schedule_fingerprint
 
-    schedule = out / SCHEDULE_FILE
-    return schedule_fingerprint(json.loads(read_text(schedule))) if schedule.exists() else None
+    build = current_build(out)
+    return schedule_fingerprint(json.loads(read_text(build.schedule))) if build is not None else None
 
 
 def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -> None:
@@ -144,14 +144,14 @@ def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -
              "spec under another name")
 
 
-def print_plan(out: Path) -> None:
-    """The plan as a table, with a `pool` column (sequences read of those available) where simulated epoching
-    cut a pool."""
+def print_plan(build) -> None:
+    """The plan of a build as a table, with a `pool` column (sequences read of those available) where simulated
+    epoching cut a pool."""
     from mixtures import read_plan
 
-    rows = read_plan(out)
+    rows = read_plan(build.root)
     pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
-    table = Table(title=f"Plan of {out.name}")
+    table = Table(title=f"Plan of {build.mixture}")
     columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
                "validation_tokens") + (("pool",) if pooled else ())
     for column in columns:

@@ -90,9 +90,9 @@ def sources_change(ws: Workspace, gen: Generation, published: float) -> str:
 
 
 def print_mixtures(ws: Workspace) -> None:
-    from mixtures import SCHEDULE_FILE
+    from mixtures import compiled_mixtures
 
-    compiled = sorted(p.parent.name for p in ws.mixtures.glob(f"*/{SCHEDULE_FILE}"))
+    compiled = compiled_mixtures(ws.mixtures)
     specs_only = sorted(p.stem for p in ws.mixtures.glob("*.toml") if p.stem not in compiled)
     if not compiled and not specs_only:
         say("Mixtures: none yet (`loom mix list` shows the built-in ones; `loom mix build NAME` compiles one)")
@@ -100,8 +100,8 @@ def print_mixtures(ws: Workspace) -> None:
     table = Table(title="Mixtures")
     for column in ("mixture", "compiled", "steps", "tokens", "compiled at"):
         table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
-    for name in compiled:
-        schedule = ws.mixture_dir(name) / SCHEDULE_FILE
+    for name, build in compiled.items():
+        schedule = build.schedule
         meta = json.loads(schedule.read_text(encoding="utf-8"))
         state = compiled_state(ws, name)
         table.add_row(name, MIXTURE_STATES.get(state, state), f"{meta['steps']:,}", f"{meta['tokens']:,}",

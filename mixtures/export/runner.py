@@ -8,7 +8,9 @@ records how far the files go; a killed export rerun cuts its files back to that 
 for byte as an uninterrupted one. Memory: two chunks (32 MB each at most, as int32), the curated row groups kept
 between chunks (CACHE_BYTES, 256 MB, decoded, and the four read ahead).
 export.json, written last, says what the export is (the same fields for every format) and that it is finished:
-a rerun with the same schedule fingerprint does nothing; a mixture rebuilt since starts the export again."""
+a rerun with the same schedule fingerprint does nothing; a mixture rebuilt since starts the export again. The
+export reads one build of the mixture, held while it runs (mixtures.builds), so a rebuild meanwhile changes nothing
+it reads."""
 
 import json
 import sys
@@ -24,9 +26,8 @@ from loom.errors import UserError
 from loom.io import TEMPORARY_GLOB, path_text, remove_temporary_files, write_text
 from loom.names import check_name
 from loom.workspace import Generation, Workspace
-from mixtures import (SCHEDULE_FILE, RowGroupCache, Schedule, SequenceReader, load_schedule, load_spec,
-                      mixture_tokenizer, schedule_fingerprint)
-from mixtures.compiled import SPEC_FILE
+from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_build, load_schedule, load_spec,
+                      mixture_tokenizer, reading, schedule_fingerprint)
 from mixtures.export.megatron import MegatronWriter, megatron_dtype
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
 from mixtures.export.parquet_parts import ParquetWriter
@@ -50,6 +51,7 @@ class ExportPlan:
     out: Path
     workspace: Path
     mixture_dir: Path
+    build: Build  # the mixture's build the export reads, every file of it; held while the export runs
     schedule: Schedule = field(repr=False)
     data: Generation
     info: dict  # export.json
@@ -82,10 +84,11 @@ def plan_export(ws: Workspace, name: str, fmt: str, phase: str | None = None, ou
         raise UserError(f"`loom mix export` writes to a local workspace only ({ws.root} is on a store); copy it to a "
                         "local folder and export there")
     folder = ws.mixture_dir(name)
-    if not (folder / SCHEDULE_FILE).is_file():
+    build = current_build(folder)
+    if build is None:
         raise UserError(f"mixture '{name}' is not compiled in {ws.root}; run `loom mix build {name}` first")
     try:
-        schedule, data = load_schedule(folder, ws)
+        schedule, data = load_schedule(build.root, ws)
     except FileNotFoundError as err:
         raise UserError(f"cannot read the curated data of mixture '{name}': {err}; run `loom curate` and "
                         f"`loom mix build {name}` again") from None
@@ -93,9 +96,9 @@ def plan_export(ws: Workspace, name: str, fmt: str, phase: str | None = None, ou
     target = output_folder(ws, name, fmt, phase, out)
     width = schedule.meta["seq_len"] + 1
     steps_per_chunk = chunk_steps or max(1, CHUNK_TOKENS // (schedule.global_batch * width))
-    info = sidecar(schedule, fmt, start, end, steps_per_chunk, eos_id(ws, folder))
+    info = sidecar(schedule, fmt, start, end, steps_per_chunk, eos_id(ws, build))
     check_holds_only_an_export(target, writer_for(fmt, target, info))
-    return ExportPlan(target, Path(ws.root).resolve(), folder, schedule, data, info)
+    return ExportPlan(target, Path(ws.root).resolve(), folder, build, schedule, data, info)
 
 
 def phase_steps(schedule: Schedule, phase: str | None) -> tuple[int, int]:
@@ -137,9 +140,9 @@ def check_holds_only_an_export(folder: Path, writer: FormatWriter) -> None:
                             "so the export leaves it alone; remove it, or name another folder with --out")
 
 
-def eos_id(ws: Workspace, folder: Path) -> int:
+def eos_id(ws: Workspace, build: Build) -> int:
     """The end-of-sequence id of the tokenizer the mixture was built with (the spec's, as resolved)."""
-    return load_tokenizer(path_text(mixture_tokenizer(load_spec(folder / SPEC_FILE), ws)))[1]
+    return load_tokenizer(path_text(mixture_tokenizer(load_spec(build.spec), ws)))[1]
 
 
 def sidecar(schedule: Schedule, fmt: str, start: int, end: int, chunk_steps: int, eos: int) -> dict:
@@ -167,7 +170,13 @@ def writer_for(fmt: str, folder: Path, info: dict) -> FormatWriter:
 def run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None] = lambda steps, tokens: None,
                note: Callable[[str], None] = lambda line: None) -> ExportResult:
     """Writes the export (call it holding the lock of `plan.lock_target`); `on_chunk(steps, tokens)` is told
-    the totals done after each chunk."""
+    the totals done after each chunk. The plan's build of the mixture is held meanwhile: a rebuild neither changes
+    nor removes it."""
+    with reading(plan.mixture_dir, plan.build.id):
+        return _run_export(plan, on_chunk, note)
+
+
+def _run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None], note: Callable[[str], None]) -> ExportResult:
     info, out = plan.info, plan.out
     writer = writer_for(info["format"], out, info)
     if is_finished(plan):
@@ -182,8 +191,6 @@ def run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None] = lambda s
     writer.resume(resumable and resumable["writer"])
     first = resumable["next_step"] if resumable else plan.steps.start
     write_chunks(plan, writer, first, on_chunk)
-    if schedule_fingerprint(Schedule.load(plan.mixture_dir).meta) != info["schedule_fingerprint"]:
-        raise UserError(f"mixture '{info['mixture']}' was rebuilt during the export; run the export again")
     writer.finish(info["sequences"])
     write_text(json.dumps(info, indent=2), out / SIDECAR)
     (out / PROGRESS).unlink()
@@ -218,7 +225,7 @@ def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: C
     info, schedule = plan.info, plan.schedule
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
     cache = RowGroupCache(plan.data.root, capacity=sys.maxsize, max_bytes=CACHE_BYTES)
-    reader = SequenceReader(schedule, plan.mixture_dir, plan.data, sources, cache)
+    reader = SequenceReader(schedule, plan.build.root, plan.data, sources, cache)
     per_step = schedule.global_batch * info["tokens_per_sequence"]
 
     def write_and_record(start: int, end: int, tokens: np.ndarray) -> None:

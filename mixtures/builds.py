@@ -1,0 +1,179 @@
+"""Publishing a compiled mixture as a build, and reading one whole.
+
+`loom mix build` (holding the mixture's lock) compiles into a new build folder: locally under a temporary name,
+renamed into builds/<id>/ when complete; on an object store (no rename) in place, then its `_SUCCESS` marker.
+Only then does current.json, replaced atomically, name it. A rebuild never changes a file of a published build,
+so a reader that resolved the pointer once (a trainer for its run's length, an export while it runs) reads one
+build whole while the next is published. A rebuild that compiles the same schedule as the current build keeps
+that build (the runs on it stay resumable) and drops the new one.
+
+Old builds are removed by the next `loom mix build`: locally each one whose readers.lock it can take exclusively
+(a reader holds it shared), renamed away first so a reader resolving it meanwhile sees it gone and resolves the
+pointer again. On a store (no flock) the KEEP_ON_STORE newest builds stay, the current one always."""
+
+import fcntl
+import json
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from loom.errors import UserError
+from loom.io import as_path, is_remote, read_text, remove_tree, write_text
+from mixtures.compiled import (BUILD_FILES, READERS_LOCK, SUCCESS_FILE, Build, builds_dir, current_build, current_file,
+                               mixture_build)
+from mixtures.schedule import schedule_fingerprint
+
+KEEP_ON_STORE = 3  # builds kept on an object store, where a reader cannot be seen: the newest, the current one always
+
+
+def new_build_id() -> str:
+    """Ordered by time (what a store's clean-up keeps the newest by), unique however close two builds are."""
+    return "b-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def publish_build(folder: Path, write: Callable[[Path], dict]) -> tuple[Build, dict]:
+    """Compiles a new build of the mixture in `folder` with `write(build_root) -> schedule meta`, publishes it, and
+    removes the builds no reader holds. Call it holding the mixture's lock."""
+    folder = as_path(folder)
+    previous = current_build(folder)
+    build = mixture_build(folder, new_build_id())
+    staging = build.root if is_remote(folder) else builds_dir(folder) / f".{build.id}.tmp-{os.getpid()}"
+    try:
+        meta = write(staging)
+    except BaseException:
+        remove_tree(staging)  # a refused spec leaves nothing behind
+        raise
+    if is_remote(folder):
+        write_text(build.id + "\n", build.success_marker)
+    else:
+        (staging / READERS_LOCK).touch()
+        staging.rename(build.root)
+    if previous is not None and previous.id and schedule_fingerprint(load_meta(previous)) == schedule_fingerprint(meta):
+        remove_tree(build.root)
+        build = previous
+    else:
+        write_text(json.dumps({"build": build.id, "published": time.time()}), current_file(folder))
+    if previous is not None and not previous.id:
+        remove_unbuilt_files(folder)
+    remove_old_builds(folder, keep=build.id)
+    return build, meta
+
+
+def load_meta(build: Build) -> dict:
+    return json.loads(read_text(build.schedule))
+
+
+def remove_unbuilt_files(folder: Path) -> None:
+    """The files a mixture compiled before builds kept in its own folder, once a build replaces them."""
+    for name in BUILD_FILES:
+        path = folder / name
+        if path.is_dir():
+            remove_tree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def remove_old_builds(folder: Path, keep: str) -> list[str]:
+    """Removes the builds other than `keep` that no reader holds, and what killed builds left; returns the ids of
+    those kept because a reader holds them."""
+    root = builds_dir(folder)
+    if not root.exists():
+        return []
+    if is_remote(root):
+        return _remove_old_builds_on_store(root, keep)
+    held = []
+    for entry in sorted(root.iterdir()):
+        if entry.name == keep:
+            continue
+        if entry.name.startswith("."):  # a killed build's staging folder, or a removal cut short
+            remove_tree(entry)
+        elif not _remove_unheld(entry):
+            held.append(entry.name)
+    return held
+
+
+def _remove_unheld(root: Path) -> bool:
+    """Removes a local build unless a reader holds its lock: renamed away under the exclusive lock (a reader that
+    opened the lock meanwhile finds its path gone and resolves the pointer again), then deleted."""
+    try:
+        fd = os.open(root / READERS_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        fd = None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+        trash = root.with_name(f".{root.name}.removing-{os.getpid()}")
+        root.rename(trash)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    remove_tree(trash)
+    return True
+
+
+def _remove_old_builds_on_store(root, keep: str) -> list[str]:
+    builds = sorted(p.name for p in root.iterdir())
+    complete = [b for b in builds if (root / b / SUCCESS_FILE).exists()]
+    kept = set(complete[-KEEP_ON_STORE:]) | {keep}
+    for name in builds:
+        if name not in kept:
+            remove_tree(root / name)
+    return []
+
+
+@contextmanager
+def reading(folder: Path, build_id: str | None = None) -> Iterator[Build]:
+    """The mixture's current build (or build `build_id`), held for the block so that no rebuild removes it: a
+    shared flock on its readers.lock (a local build), nothing on a store or for build "" (nothing removes them)."""
+    folder = as_path(folder)
+    while True:
+        try:
+            build = mixture_build(folder, build_id) if build_id is not None else current_build(folder)
+        except FileNotFoundError as err:  # on a store: current.json names a build without its _SUCCESS
+            raise UserError(f"mixture '{folder.name}' cannot be read: {err}; run `loom mix build {folder.name}` "
+                            "again") from None
+        if build is None or (build_id is not None and not build.schedule.exists()):
+            raise not_compiled(folder, build_id)
+        if not build.id or is_remote(folder):
+            yield build
+            return
+        fd = _hold(build)
+        if fd is not None:
+            break
+        if build_id is not None:
+            raise not_compiled(folder, build_id)
+    try:
+        yield build
+    finally:
+        os.close(fd)
+
+
+def _hold(build: Build) -> int | None:
+    """A descriptor holding the build's lock shared, or None where the build was removed before it was held."""
+    path = build.readers_lock
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a rebuild renames the build away
+    try:
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            return fd
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+    return None
+
+
+def not_compiled(folder: Path, build_id: str | None) -> UserError:
+    name, workspace = folder.name, folder.parent.parent
+    if build_id is not None:
+        return UserError(f"build {build_id or '(before builds)'} of mixture '{name}' is gone from {workspace} (a "
+                         "rebuild replaced it); run the command again to read the current build")
+    return UserError(f"mixture '{name}' is not compiled in {workspace}; run `loom mix build {name}` first")
