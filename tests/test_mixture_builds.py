@@ -101,13 +101,18 @@ def test_trains_started_during_rebuilds_each_read_one_build_whole(curated_slice,
 
     rebuilding = threading.Thread(target=rebuild)
     rebuilding.start()
+    trained, statuses = [], []
     try:
-        trained = [run_loom("-w", ws, "train", "--mixture", "race", "--run-name", f"r{i}", *TINY_MODEL, "--max-steps", 2,
-                            "--eval-every", 1, "--checkpoint-every", 100, check=False) for i in range(3)]
+        for i in range(3):
+            trained.append(run_loom("-w", ws, "train", "--mixture", "race", "--run-name", f"r{i}", *TINY_MODEL,
+                                    "--max-steps", 2, "--eval-every", 1, "--checkpoint-every", 100, check=False))
+            statuses += [run_loom("-w", ws, "status", check=False) for _ in range(3)]  # short readers race too
     finally:
         stop.set()
         rebuilding.join()
     assert len(rebuilt) >= 2, "the mixture was rebuilt during the trains"
+    for status in statuses:
+        assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
     for i, result in enumerate(trained):
         assert "Traceback" not in result.stderr, result.stderr
         if result.returncode:

@@ -90,7 +90,7 @@ def sources_change(ws: Workspace, gen: Generation, published: float) -> str:
 
 
 def print_mixtures(ws: Workspace) -> None:
-    from mixtures import compiled_mixtures
+    from mixtures import compiled_mixtures, reading
 
     compiled = compiled_mixtures(ws.mixtures)
     specs_only = sorted(p.stem for p in ws.mixtures.glob("*.toml") if p.stem not in compiled)
@@ -100,12 +100,12 @@ def print_mixtures(ws: Workspace) -> None:
     table = Table(title="Mixtures")
     for column in ("mixture", "compiled", "steps", "tokens", "compiled at"):
         table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
-    for name, build in compiled.items():
-        schedule = build.schedule
-        meta = json.loads(schedule.read_text(encoding="utf-8"))
+    for name in compiled:
+        with reading(ws.mixture_dir(name)) as build:  # held: a rebuild meanwhile removes no file of it
+            meta = json.loads(build.schedule.read_text(encoding="utf-8"))
+            compiled_at = when(build.schedule.stat().st_mtime)
         state = compiled_state(ws, name)
-        table.add_row(name, MIXTURE_STATES.get(state, state), f"{meta['steps']:,}", f"{meta['tokens']:,}",
-                      when(schedule.stat().st_mtime))
+        table.add_row(name, MIXTURE_STATES.get(state, state), f"{meta['steps']:,}", f"{meta['tokens']:,}", compiled_at)
     for name in specs_only:
         table.add_row(name, f"not compiled (`loom mix build {name}`)", "", "", "")
     console.print(table)
