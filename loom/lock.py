@@ -151,7 +151,7 @@ def is_held(path) -> bool:
         holder = _object_holder(path.fs, path.path)
         return holder is not None and not _died_here(holder)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO there: no wait
     except FileNotFoundError:
         return False
     except OSError:

@@ -4,7 +4,7 @@ packages use of a mixture is imported from here."""
 from pathlib import Path
 
 from loom.workspace import Generation, Workspace
-from mixtures.builds import publish_build, reading
+from mixtures.builds import current_schedule, publish_build, reading
 from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_plan
 from mixtures.manifest import shard_sources
@@ -14,7 +14,7 @@ from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
 __all__ = ["PLAN_FILE", "SCHEDULE_FILE", "Build", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex",
            "SequenceReader", "build_mixture", "compile_mixture", "compiled_mixtures", "current_build", "find_spec",
-           "load_schedule", "load_spec", "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint",
+           "current_schedule", "load_schedule", "load_spec", "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint",
            "shard_sources", "spec_files", "target_shares"]
 
 

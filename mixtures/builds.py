@@ -22,8 +22,8 @@ from typing import Callable, Iterator
 
 from loom.errors import UserError
 from loom.io import as_path, is_remote, read_text, remove_tree, write_text
-from mixtures.compiled import (BUILD_FILES, READERS_LOCK, SUCCESS_FILE, Build, builds_dir, current_build, current_file,
-                               mixture_build)
+from mixtures.compiled import (BUILD_FILES, READERS_LOCK, SCHEDULE_FILE, SUCCESS_FILE, Build, builds_dir,
+                               current_build, current_file, mixture_build)
 from mixtures.schedule import schedule_fingerprint
 
 KEEP_ON_STORE = 3  # builds kept on an object store, where a reader cannot be seen: the newest, the current one always
@@ -51,12 +51,12 @@ def publish_build(folder: Path, write: Callable[[Path], dict]) -> tuple[Build, d
     else:
         (staging / READERS_LOCK).touch()
         staging.rename(build.root)
-    if previous is not None and previous.id and schedule_fingerprint(load_meta(previous)) == schedule_fingerprint(meta):
+    if previous is not None and previous.id and same_build(previous, build):
         remove_tree(build.root)
         build = previous
     else:
         write_text(json.dumps({"build": build.id, "published": time.time()}), current_file(folder))
-    if previous is not None and not previous.id:
+    if (folder / SCHEDULE_FILE).exists():
         remove_unbuilt_files(folder)
     remove_old_builds(folder, keep=build.id)
     return build, meta
@@ -66,14 +66,45 @@ def load_meta(build: Build) -> dict:
     return json.loads(read_text(build.schedule))
 
 
+def same_build(previous: Build, new: Build) -> bool:
+    """The same schedule from the same resolved spec (a spec setting that binds nothing, such as a looser
+    max_epochs, still makes a new build: what a sweep compares its spec with is the build's mixture.toml)."""
+    return (schedule_fingerprint(load_meta(previous)) == schedule_fingerprint(load_meta(new))
+            and spec_text(previous) == spec_text(new))
+
+
+def spec_text(build: Build) -> str | None:
+    try:
+        return read_text(build.spec)
+    except FileNotFoundError:
+        return None
+
+
+def current_schedule(folder: Path) -> dict | None:
+    """The current build's schedule.json (None where the mixture is not compiled), read while the build is held,
+    so a rebuild meanwhile removes nothing of it."""
+    if current_build(folder) is None:
+        return None
+    with reading(folder) as build:
+        return load_meta(build)
+
+
 def remove_unbuilt_files(folder: Path) -> None:
-    """The files a mixture compiled before builds kept in its own folder, once a build replaces them."""
-    for name in BUILD_FILES:
-        path = folder / name
-        if path.is_dir():
-            remove_tree(path)
-        elif path.exists():
-            path.unlink()
+    """The files a mixture compiled before builds kept in its own folder, once a build replaces them; left for a
+    later build while a reader holds them (its shared flock on the folder's readers.lock)."""
+    fd = None if is_remote(folder) else _take_unheld(folder / READERS_LOCK)
+    if fd is False:
+        return
+    try:
+        for name in BUILD_FILES:
+            path = folder / name
+            if path.is_dir():
+                remove_tree(path)
+            elif path.exists():
+                path.unlink()
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def remove_old_builds(folder: Path, keep: str) -> list[str]:
@@ -98,23 +129,36 @@ def remove_old_builds(folder: Path, keep: str) -> list[str]:
 def _remove_unheld(root: Path) -> bool:
     """Removes a local build unless a reader holds its lock: renamed away under the exclusive lock (a reader that
     opened the lock meanwhile finds its path gone and resolves the pointer again), then deleted."""
+    fd = _take_unheld(root / READERS_LOCK)
+    if fd is False:
+        return False
+    trash = root.with_name(f".{root.name}.removing-{os.getpid()}")
     try:
-        fd = os.open(root / READERS_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        fd = None
-    try:
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-        trash = root.with_name(f".{root.name}.removing-{os.getpid()}")
         root.rename(trash)
+    except OSError:  # not ours to move (a shared workspace): kept, as a held one is
+        return False
     finally:
         if fd is not None:
             os.close(fd)
     remove_tree(trash)
     return True
+
+
+def _take_unheld(lock: Path) -> int | None | bool:
+    """The lock of what is about to be removed, taken exclusively: its descriptor, None where there is no lock
+    file, False where a reader holds it (or it cannot be taken: then what it guards is kept)."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # RDWR: NFS's flock needs it
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    return fd
 
 
 def _remove_old_builds_on_store(root, keep: str) -> list[str]:
@@ -132,6 +176,7 @@ def reading(folder: Path, build_id: str | None = None) -> Iterator[Build]:
     """The mixture's current build (or build `build_id`), held for the block so that no rebuild removes it: a
     shared flock on its readers.lock (a local build), nothing on a store or for build "" (nothing removes them)."""
     folder = as_path(folder)
+    missed = None
     while True:
         try:
             build = mixture_build(folder, build_id) if build_id is not None else current_build(folder)
@@ -140,7 +185,7 @@ def reading(folder: Path, build_id: str | None = None) -> Iterator[Build]:
                             "again") from None
         if build is None or (build_id is not None and not build.schedule.exists()):
             raise not_compiled(folder, build_id)
-        if not build.id or is_remote(folder):
+        if is_remote(folder):
             yield build
             return
         fd = _hold(build)
@@ -148,22 +193,35 @@ def reading(folder: Path, build_id: str | None = None) -> Iterator[Build]:
             break
         if build_id is not None:
             raise not_compiled(folder, build_id)
+        if build == missed:  # the pointer names the same build again: it is missing, not replaced meanwhile
+            raise UserError(f"mixture '{folder.name}': {current_file(folder)} names build {build.id}, which is "
+                            f"missing; run `loom mix build {folder.name}` again")
+        missed = build
     try:
         yield build
     finally:
-        os.close(fd)
+        if fd != UNHELD:
+            os.close(fd)
+
+
+UNHELD = -1  # a build read without holding it: its lock cannot be opened or made (a workspace this user may only read)
 
 
 def _hold(build: Build) -> int | None:
-    """A descriptor holding the build's lock shared, or None where the build was removed before it was held."""
+    """A descriptor holding the build's lock shared (made if missing: a build copied from a store has none), or
+    None where the build was removed before it was held."""
     path = build.readers_lock
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
+    if not build.schedule.exists():
         return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:  # its folder renamed away meanwhile
+        return None
+    except OSError:  # not ours to make (a read-only workspace), or not a file: read as it is
+        return UNHELD
     fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a rebuild renames the build away
     try:
-        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+        if os.stat(path).st_ino == os.fstat(fd).st_ino and build.schedule.exists():
             return fd
     except FileNotFoundError:
         pass

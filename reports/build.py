@@ -5,7 +5,7 @@ from pathlib import Path
 from loom.errors import UserError
 from loom.io import as_path, write_text
 from loom.workspace import Workspace
-from mixtures import current_build
+from mixtures import current_schedule
 from reports import mixture, sections
 from reports.contamination import decontamination
 from reports.colors import workspace_colors
@@ -36,10 +36,9 @@ def mixture_report(root: Path, name: str) -> Path:
     """`mixtures/NAME/report.html`: what the mixture is made of, phase by phase, and of what data."""
     ws = Workspace(as_path(root))
     folder = ws.mixture_dir(name)
-    build = current_build(folder)
-    if build is None:
+    meta = current_schedule(folder)  # read while its build is held
+    if meta is None:
         raise UserError(f"mixture '{name}' is not compiled in {root}; run `loom mix build {name}`")
-    meta = sections.load_json(build.schedule)
     curation = sections.load_json(ws.generation(meta.get("generation", "")).curation_info)
     con, _ = connect(root)
     colors = workspace_colors(root)

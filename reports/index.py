@@ -14,7 +14,7 @@ from urllib.parse import quote
 from loom.errors import UserError
 from loom.io import as_path, read_parquet, write_text
 from loom.workspace import Workspace
-from mixtures import compiled_mixtures
+from mixtures import compiled_mixtures, current_schedule
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, Html, esc, number, page, table
 from trainer.metrics import (
@@ -107,8 +107,10 @@ def mixtures_section(ws: Workspace) -> str:
     compiled = compiled_mixtures(folder)
     specs = sorted(p.stem for p in folder.glob("*.toml")) if folder.exists() else []
     rows = []
-    for name, build in compiled.items():
-        meta = json.loads(build.schedule.read_text())
+    for name in compiled:
+        meta = current_schedule(ws.mixture_dir(name))
+        if meta is None:  # its folder removed meanwhile
+            continue
         phases = ", ".join(f"{p['name']} {p['end_step'] - p['start_step']:,}" for p in meta["phases"])
         rows.append([link(ws, ws.mixture_dir(name) / REPORT_FILE, name, f"loom report mixture {name}"),
                      meta["tokens"], meta["steps"], phases, meta["manifest_fingerprint"]])

@@ -4,10 +4,13 @@ train` started while `loom mix build` rebuilds the same mixture, with real proce
 import json
 import threading
 
+import pytest
+
 from conftest import TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
+from loom.errors import UserError
 from mixtures import current_build, reading, schedule_fingerprint
 from mixtures.builds import publish_build
-from mixtures.compiled import CURRENT_FILE, SCHEDULE_FILE
+from mixtures.compiled import CURRENT_FILE, SCHEDULE_FILE, SPEC_FILE
 
 
 def writer(steps: int):
@@ -58,6 +61,47 @@ def test_a_folder_compiled_before_builds_is_read_as_it_is_until_rebuilt(tmp_path
         assert build.id == "" and build.root == folder and json.loads(build.schedule.read_text())["steps"] == 10
     new, _ = publish_build(folder, writer(20))
     assert current_build(folder) == new and not (folder / SCHEDULE_FILE).exists() and not (folder / "sequences").exists()
+
+
+def test_a_folder_compiled_before_builds_is_kept_while_a_reader_holds_it(tmp_path):
+    folder = tmp_path / "mixtures" / "m"
+    writer(10)(folder)
+    with reading(folder) as old:
+        publish_build(folder, writer(20))
+        assert json.loads(old.schedule.read_text())["steps"] == 10  # its files are still there
+        assert (folder / "sequences" / "component-000.parquet").exists()
+    publish_build(folder, writer(30))
+    assert not (folder / SCHEDULE_FILE).exists() and not (folder / "sequences").exists()
+
+
+def test_a_build_without_its_readers_lock_is_read_and_a_missing_build_is_one_line(tmp_path):
+    """A build copied from a store has no readers.lock: it is made. A pointer to a build that is not there is one
+    line, not a reader resolving it for ever."""
+    folder = tmp_path / "mixtures" / "m"
+    build, _ = publish_build(folder, writer(10))
+    build.readers_lock.unlink()
+    with reading(folder) as held:
+        assert held == build and build.readers_lock.exists()
+    (folder / CURRENT_FILE).write_text(json.dumps({"build": "b-gone"}))
+    with pytest.raises(UserError, match="names build b-gone, which is missing; run `loom mix build m` again"):
+        with reading(folder):
+            pass
+
+
+def test_a_rebuild_of_the_same_schedule_from_another_spec_is_a_new_build(tmp_path):
+    """What a sweep compares its spec with is the build's mixture.toml: a spec setting that binds nothing
+    (max_epochs looser) still publishes it."""
+    folder = tmp_path / "mixtures" / "m"
+
+    def with_spec(text):
+        def write(root):
+            meta = writer(10)(root)
+            (root / SPEC_FILE).write_text(text)
+            return meta
+        return write
+    first, _ = publish_build(folder, with_spec("max_epochs = 4\n"))
+    second, _ = publish_build(folder, with_spec("max_epochs = 8\n"))
+    assert second != first and current_build(folder) == second and second.spec.read_text() == "max_epochs = 8\n"
 
 
 def test_a_refused_build_leaves_nothing(tmp_path):
@@ -113,6 +157,7 @@ def test_trains_started_during_rebuilds_each_read_one_build_whole(curated_slice,
     assert len(rebuilt) >= 2, "the mixture was rebuilt during the trains"
     for status in statuses:
         assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+    assert any(result.returncode == 0 for result in trained), "no train ran: the race was not tried"
     for i, result in enumerate(trained):
         assert "Traceback" not in result.stderr, result.stderr
         if result.returncode:

@@ -1,7 +1,6 @@
 """`loom mix list|build|show`: named mixtures, compiled into schedules, and their plans."""
 
 import dataclasses
-import json
 from pathlib import Path
 
 import click
@@ -9,7 +8,7 @@ from rich.table import Table
 
 from loom.cli.console import LoomGroup, console, note
 from loom.errors import UserError
-from loom.io import read_text, remove_temporary_files
+from loom.io import remove_temporary_files
 from loom.lock import exclusive
 from loom.names import check_name
 from loom.workspace import Workspace, examples_dir
@@ -124,10 +123,10 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
 def build_fingerprint(out: Path) -> str | None:
     """The schedule fingerprint of the current build of the mixture in `out` (the one runs record), or None where
     none is compiled."""
-    from mixtures import current_build, schedule_fingerprint
+    from mixtures import current_schedule, schedule_fingerprint
 
-    build = current_build(out)
-    return schedule_fingerprint(json.loads(read_text(build.schedule))) if build is not None else None
+    meta = current_schedule(out)
+    return schedule_fingerprint(meta) if meta is not None else None
 
 
 def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -> None:
