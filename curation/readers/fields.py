@@ -1,6 +1,7 @@
 """A record from a row's fields: the text field taken out, the rest kept as the document's metadata (a NaN or
 infinite number there stored as null: JSON has no such numbers, and meta is JSON); the records of what is not
-one (a document over the size limit), and the error for a file of the wrong kind."""
+one (a document over the size limit), the error for a file of the wrong kind, and a file's name as a record's
+detail spells it."""
 
 import math
 
@@ -43,6 +44,11 @@ def too_large(index: int, size: int, limit: int, start: bytes, where: str = "") 
     """A document over the source's `max_doc_bytes`: set aside with only its first bytes, never held whole."""
     return Record(index=index, problem="too_large", detail=f"{where}{size} bytes, over max_doc_bytes = {limit}",
                   raw=start[:RAW_PREVIEW_CHARS].decode("utf-8", "replace"))
+
+
+def name_of(path) -> str:
+    """The file's name (the last part of a local path or a URL)."""
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
 def wrong_container(source, shard, what: str, right_format: str) -> UserError:

@@ -7,7 +7,7 @@ import re
 from typing import Iterator
 
 from curation.document import Record
-from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
+from curation.readers.fields import RAW_PREVIEW_CHARS, name_of, record_from_fields, too_large, wrong_container
 from curation.readers.spans import ByteRange, by_size
 from curation.readers.streams import BOM, Corrupt, Line, Truncated, decompressed, lines, sniff
 from curation.readers.zstd_frames import zstd_frames
@@ -96,10 +96,6 @@ def any_record(found: Iterator[Line], limit: int) -> bool:
         return any(line.size > limit or line.data.strip() for line in found)
     except (Truncated, Corrupt):
         return True
-
-
-def name_of(path) -> str:
-    return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
 def parse_line(source, line: Line, index: int) -> Record:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.document import Record
-from curation.readers.fields import RAW_PREVIEW_CHARS, record_from_fields, too_large, wrong_container
+from curation.readers.fields import RAW_PREVIEW_CHARS, name_of, record_from_fields, too_large, wrong_container
 from curation.readers.spans import RowGroups, by_size
 from curation.readers.streams import sniff
 from loom.io import file_size, parquet_file
@@ -88,10 +88,6 @@ def footer(path):
         return parquet_file(path).metadata
     except Exception:  # pyarrow raises several types for a damaged footer
         return None
-
-
-def name_of(path) -> str:
-    return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
 def batch_records(source, batch: pa.RecordBatch, index: int) -> Iterator[Record]:
