@@ -13,8 +13,8 @@ from mixtures.sequences import RowGroupCache, SequenceReader
 from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
 __all__ = ["PLAN_FILE", "SCHEDULE_FILE", "Build", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex",
-           "SequenceReader", "build_mixture", "compile_mixture", "compiled_mixtures", "current_build", "find_spec",
-           "current_schedule", "load_schedule", "load_spec", "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint",
+           "SequenceReader", "build_mixture", "compile_mixture", "compiled_mixtures", "current_build", "current_schedule",
+           "find_spec", "load_schedule", "load_spec", "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint",
            "shard_sources", "spec_files", "target_shares"]
 
 

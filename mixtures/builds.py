@@ -4,8 +4,8 @@
 renamed into builds/<id>/ when complete; on an object store (no rename) in place, then its `_SUCCESS` marker.
 Only then does current.json, replaced atomically, name it. A rebuild never changes a file of a published build,
 so a reader that resolved the pointer once (a trainer for its run's length, an export while it runs) reads one
-build whole while the next is published. A rebuild that compiles the same schedule as the current build keeps
-that build (the runs on it stay resumable) and drops the new one.
+build whole while the next is published. A rebuild that compiles the same schedule from the same spec as the
+current build keeps that build (the runs on it stay resumable) and drops the new one.
 
 Old builds are removed by the next `loom mix build`: locally each one whose readers.lock it can take exclusively
 (a reader holds it shared), renamed away first so a reader resolving it meanwhile sees it gone and resolves the
@@ -107,41 +107,38 @@ def remove_unbuilt_files(folder: Path) -> None:
             os.close(fd)
 
 
-def remove_old_builds(folder: Path, keep: str) -> list[str]:
-    """Removes the builds other than `keep` that no reader holds, and what killed builds left; returns the ids of
-    those kept because a reader holds them."""
+def remove_old_builds(folder: Path, keep: str) -> None:
+    """Removes the builds other than `keep` that no reader holds, and what killed builds left."""
     root = builds_dir(folder)
     if not root.exists():
-        return []
+        return
     if is_remote(root):
-        return _remove_old_builds_on_store(root, keep)
-    held = []
+        _remove_old_builds_on_store(root, keep)
+        return
     for entry in sorted(root.iterdir()):
         if entry.name == keep:
             continue
         if entry.name.startswith("."):  # a killed build's staging folder, or a removal cut short
             remove_tree(entry)
-        elif not _remove_unheld(entry):
-            held.append(entry.name)
-    return held
+        else:
+            _remove_unheld(entry)
 
 
-def _remove_unheld(root: Path) -> bool:
+def _remove_unheld(root: Path) -> None:
     """Removes a local build unless a reader holds its lock: renamed away under the exclusive lock (a reader that
     opened the lock meanwhile finds its path gone and resolves the pointer again), then deleted."""
     fd = _take_unheld(root / READERS_LOCK)
     if fd is False:
-        return False
+        return
     trash = root.with_name(f".{root.name}.removing-{os.getpid()}")
     try:
         root.rename(trash)
     except OSError:  # not ours to move (a shared workspace): kept, as a held one is
-        return False
+        return
     finally:
         if fd is not None:
             os.close(fd)
     remove_tree(trash)
-    return True
 
 
 def _take_unheld(lock: Path) -> int | None | bool:
@@ -161,20 +158,19 @@ def _take_unheld(lock: Path) -> int | None | bool:
     return fd
 
 
-def _remove_old_builds_on_store(root, keep: str) -> list[str]:
+def _remove_old_builds_on_store(root, keep: str) -> None:
     builds = sorted(p.name for p in root.iterdir())
     complete = [b for b in builds if (root / b / SUCCESS_FILE).exists()]
     kept = set(complete[-KEEP_ON_STORE:]) | {keep}
     for name in builds:
         if name not in kept:
             remove_tree(root / name)
-    return []
 
 
 @contextmanager
 def reading(folder: Path, build_id: str | None = None) -> Iterator[Build]:
     """The mixture's current build (or build `build_id`), held for the block so that no rebuild removes it: a
-    shared flock on its readers.lock (a local build), nothing on a store or for build "" (nothing removes them)."""
+    shared flock on its readers.lock (for build "", the mixture folder's); nothing on a store (no flock)."""
     folder = as_path(folder)
     missed = None
     while True:
@@ -211,7 +207,7 @@ def _hold(build: Build) -> int | None:
     """A descriptor holding the build's lock shared (made if missing: a build copied from a store has none), or
     None where the build was removed before it was held."""
     path = build.readers_lock
-    if not build.schedule.exists():
+    if not build.schedule.exists():  # before a lock is made in what may be a removed build's folder
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)

@@ -3,6 +3,7 @@ that a budget over an epoch cap or a bad key is refused before compute is spent.
 the same spec, on the data published now, is kept: a rerun compiles nothing again."""
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
@@ -12,7 +13,7 @@ from loom.errors import UserError
 from loom.io import read_text, remove_temporary_files
 from loom.lock import exclusive
 from loom.workspace import Workspace
-from mixtures import MixtureSpec, build_mixture, current_build, load_spec
+from mixtures import MixtureSpec, build_mixture, current_build, load_spec, reading
 from mixtures.compile import check_current
 
 
@@ -35,14 +36,20 @@ def compile_all(ws: Workspace, wanted: list[tuple[str, MixtureSpec]], console: C
 
 def _current(ws: Workspace, out: Path, wanted: MixtureSpec) -> bool:
     """Whether the mixture's current build is compiled from this spec, on the data published now."""
-    build = current_build(out)
-    if build is None or not build.spec.exists():
+    if current_build(out) is None:
         return False
-    try:
-        check_current(json.loads(read_text(build.schedule)), ws)
-    except UserError:
-        return False
-    return _compiled_as(load_spec(build.spec)) == _compiled_as(wanted)
+    with ExitStack() as held:
+        try:
+            build = held.enter_context(reading(out))  # held: a rebuild meanwhile removes no file of it
+        except UserError:  # its build is missing: compiled again
+            return False
+        if not build.spec.exists():
+            return False
+        try:
+            check_current(json.loads(read_text(build.schedule)), ws)
+        except UserError:
+            return False
+        return _compiled_as(load_spec(build.spec)) == _compiled_as(wanted)
 
 
 def _compiled_as(spec: MixtureSpec) -> tuple:

@@ -48,13 +48,23 @@ def mixture_specs(ws: Workspace) -> dict[str, Path]:
 def compiled_state(ws: Workspace, name: str) -> str:
     """Whether mixture `name` is compiled: "no", "yes", or STALE, compiled on curated data the workspace no longer
     publishes, which the trainer refuses (the check is mixtures.load_schedule's)."""
-    from mixtures import current_build, load_schedule, reading
+    from mixtures import current_build, reading
 
     if current_build(ws.mixture_dir(name)) is None:
         return "no"
     try:
         with reading(ws.mixture_dir(name)) as build:  # held: a rebuild meanwhile removes no file of it
-            load_schedule(build.root, ws)
+            return build_state(ws, build)
+    except UserError:
+        return STALE
+
+
+def build_state(ws: Workspace, build) -> str:
+    """"yes" for a build the trainer takes, or STALE."""
+    from mixtures import load_schedule
+
+    try:
+        load_schedule(build.root, ws)
     except UserError:
         return STALE
     return "yes"

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from loom.cli.console import console
-from loom.cli.mix import compiled_state
+from loom.cli.mix import build_state
 from loom.workspace import Generation, Workspace
 
 MIXTURE_STATES = {"yes": "current", "no": "not compiled"}  # and mix.STALE as it is
@@ -104,7 +104,7 @@ def print_mixtures(ws: Workspace) -> None:
         with reading(ws.mixture_dir(name)) as build:  # held: a rebuild meanwhile removes no file of it
             meta = json.loads(build.schedule.read_text(encoding="utf-8"))
             compiled_at = when(build.schedule.stat().st_mtime)
-        state = compiled_state(ws, name)
+            state = build_state(ws, build)
         table.add_row(name, MIXTURE_STATES.get(state, state), f"{meta['steps']:,}", f"{meta['tokens']:,}", compiled_at)
     for name in specs_only:
         table.add_row(name, f"not compiled (`loom mix build {name}`)", "", "", "")
