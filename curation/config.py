@@ -4,15 +4,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from curation.languages import is_language, unknown_language
-from curation.readers import FORMATS, reader_for
+from curation.readers import READERS
+from curation.steps.filters import FILTERS, web_filters
 from loom.errors import UserError, reject_unknown_keys
-from loom.io import RECORD_SUFFIXES, expand_glob, is_url, read_toml, register_storage_options
+from loom.io import is_url, read_toml
 from loom.names import NAME, check_name, is_name
 
-HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")
-# A source that does not set `filters` gets the heuristic filters only if it is web text: they are tuned on web
+# A source that does not set `filters` gets the web filters only if it is web text: they are tuned on web
 # pages and remove most of other kinds (documentation, code, glossaries, man pages are short or full of markup).
-WEB_FORMATS = ("html-dir", "warc")
 WEB_TAG = "web"
 SOURCE_NAME = NAME  # a source's name, also the first part of a mixture's slice key
 DEFAULT_MAX_DOC_BYTES = 8 * 1024 * 1024
@@ -23,8 +22,9 @@ MIN_SHARD_BYTES = 1024
 @dataclass(frozen=True)
 class SourceConfig:
     """One raw corpus. Paths are globs; each matching file (or folder or glob of files, for *-dir formats) is cut
-    into shards of about `shard_bytes` (curation.readers.spans). A source that does not set `filters` gets all
-    of HEURISTIC_FILTERS when it is web text (format html-dir or warc, or tagged "web") and none otherwise."""
+    into shards of about `shard_bytes` (curation.readers.spans); what they match is curation.readers.inputs'. A
+    source that does not set `filters` gets the web filters (curation.steps.filters) when it is web text (a format
+    READERS marks as web, html-dir or warc, or tagged "web") and none otherwise."""
 
     name: str
     format: str
@@ -34,7 +34,7 @@ class SourceConfig:
     tags: tuple[str, ...] = ()
     languages: tuple[str, ...] = ()  # allowed languages (lid.176 codes); empty allows all
     min_lang_score: float = 0.0
-    filters: tuple[str, ...] | None = None  # None (not set): HEURISTIC_FILTERS for a web source, none for others
+    filters: tuple[str, ...] | None = None  # None (not set): the web filters for a web source, none for others
     filter_languages: tuple[str, ...] = ("en",)  # the heuristic filters are tuned for these; "*" is all
     filter_options: dict = field(default_factory=dict)  # filter name -> datatrove constructor arguments
     quality_threshold: float | None = None  # remove documents whose quality score is lower
@@ -47,69 +47,15 @@ class SourceConfig:
 
     def __post_init__(self):
         if self.filters is None:  # not set: every heuristic filter for web text, none for any other
-            object.__setattr__(self, "filters", HEURISTIC_FILTERS if self.is_web else ())
+            object.__setattr__(self, "filters", web_filters() if self.is_web else ())
 
     @property
     def is_web(self) -> bool:
         """Web text: a crawl (`warc`), saved pages (`html-dir`) or a source tagged "web"."""
-        return self.format in WEB_FORMATS or WEB_TAG in self.tags
-
-    def inputs(self) -> list[tuple[str, list[str] | None]]:
-        """What `paths` match, in a stable order: (file, None) for each file; for a *-dir format, (folder, None)
-        for each folder and (pattern, its files of the format) for a glob of files. Raises UserError when a path
-        matches nothing."""
-        reader = reader_for(self.format)
-        want_dirs = reader.shard_kind == "folder"
-        found: list[tuple[str, list[str] | None]] = []
-        self.register_storage_options()
-        globbed: set[str] = set()  # files of the globs before: a file two globs match is read once
-        for pattern in self.paths:
-            full = full_pattern(pattern, self.base_dir)
-            matches = [(str(p), None) for p in expand_glob(full, folders=want_dirs)]
-            if want_dirs and (files := reader.documents(expand_glob(full))):
-                if new_files := [f for f in files if f not in globbed]:
-                    matches.append((full, new_files))
-                    globbed.update(new_files)
-                elif not matches:
-                    continue
-            if not matches:
-                kind = f"folder or {'/'.join(reader.suffixes)} file" if want_dirs else "file"
-                raise UserError(
-                    f"source '{self.name}': path '{pattern}' matches no {kind}{looked_in(pattern, self.base_dir)}; "
-                    "fix `paths` in sources.toml"
-                )
-            found.extend(m for m in matches if m not in found)
-        return found
-
-    def register_storage_options(self) -> None:
-        """Hands this source's `storage_options` to loom.io for the URLs under its paths, in this process."""
-        for pattern in self.paths:
-            if self.storage_options and is_url(pattern):
-                register_storage_options(url_prefix(pattern), self.storage_options)
+        return (self.format in READERS and READERS[self.format].web) or WEB_TAG in self.tags
 
     def filters_apply_to(self, lang: str) -> bool:
         return "*" in self.filter_languages or lang in self.filter_languages
-
-
-def is_relative(pattern: str) -> bool:
-    return not (is_url(pattern) or Path(pattern).is_absolute())
-
-
-def full_pattern(pattern: str, base_dir: str) -> str:
-    """A path or glob of sources.toml as it is looked up: a relative one from `base_dir` (`root`, or the file's
-    folder)."""
-    return str(Path(base_dir) / pattern) if is_relative(pattern) else pattern
-
-
-def looked_in(pattern: str, base_dir: str) -> str:
-    """The clause a 'matches no file' line ends with: where a relative pattern was looked up; nothing for another."""
-    return f" (looked in {base_dir})" if is_relative(pattern) else ""
-
-
-def url_prefix(pattern: str) -> str:
-    """The part of a URL glob before its first wildcard, up to a `/`: what every match starts with."""
-    fixed = pattern[:min((pattern.index(c) for c in "*?[" if c in pattern), default=len(pattern))]
-    return fixed if fixed == pattern else fixed[:fixed.rindex("/") + 1]
 
 
 SOURCE_KEYS = {f.name for f in fields(SourceConfig)} - {"base_dir"}
@@ -155,24 +101,6 @@ class EvalSetConfig:
     paths: tuple[str, ...]  # files or globs (.jsonl, .jsonl.gz, .parquet), relative to base_dir
     text: str = "text"  # the field that holds each record's text
     base_dir: str = "."
-
-    def files(self) -> list[str]:
-        """Every file `paths` match, in a stable order; a UserError for a pattern that matches none, or a file
-        of another kind."""
-        found = []
-        for pattern in self.paths:
-            matches = [str(f) for f in expand_glob(full_pattern(pattern, self.base_dir))]
-            if not matches:
-                raise UserError(f"eval set '{self.name}': path '{pattern}' matches no file"
-                                f"{looked_in(pattern, self.base_dir)}; fix `paths` in [[decontaminate.eval]] of "
-                                "sources.toml")
-            for file in matches:
-                if not file.endswith(RECORD_SUFFIXES):
-                    raise UserError(f"eval set '{self.name}': {file} is not {', '.join(RECORD_SUFFIXES)}; convert it "
-                                    "or fix `paths`")
-                if file not in found:
-                    found.append(file)
-        return found
 
 
 SCOPES = ("paragraph", "document")
@@ -342,8 +270,8 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     where = f"{path}: source '{name}'"
     reject_unknown_keys(entry, SOURCE_KEYS, where)
     fmt = entry.get("format")
-    if fmt not in FORMATS:
-        raise UserError(f"{where}: `format` = {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
+    if fmt not in READERS:
+        raise UserError(f"{where}: `format` = {fmt!r} is unknown; use one of {', '.join(READERS)}")
     values = dict(entry)
     for key in ("paths", "tags", "languages", "filters", "filter_languages"):
         if key in values:
@@ -357,12 +285,12 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         wildcard = ("*",) if key == "filter_languages" else ()
         if bad := [code for code in values.get(key, ()) if not is_language(code) and code not in wildcard]:
             raise UserError(f"{where}: in `{key}`, {unknown_language(bad[0])}")
-    bad_filters = [f for f in values.get("filters", ()) if f not in HEURISTIC_FILTERS]
+    bad_filters = [f for f in values.get("filters", ()) if f not in FILTERS]
     if bad_filters:
-        raise UserError(f"{where}: unknown filter '{bad_filters[0]}' in `filters`; use any of {', '.join(HEURISTIC_FILTERS)}")
+        raise UserError(f"{where}: unknown filter '{bad_filters[0]}' in `filters`; use any of {', '.join(FILTERS)}")
     options = values.get("filter_options", {})
-    if not isinstance(options, dict) or any(k not in HEURISTIC_FILTERS or not isinstance(v, dict) for k, v in options.items()):
-        raise UserError(f"{where}: `filter_options` must be tables named after filters ({', '.join(HEURISTIC_FILTERS)})")
+    if not isinstance(options, dict) or any(k not in FILTERS or not isinstance(v, dict) for k, v in options.items()):
+        raise UserError(f"{where}: `filter_options` must be tables named after filters ({', '.join(FILTERS)})")
     score = values.get("min_lang_score", 0.0)
     if not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
         raise UserError(f"{where}: `min_lang_score` must be a number between 0 and 1")

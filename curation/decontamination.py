@@ -24,6 +24,7 @@ import xxhash
 from rbloom import Bloom
 
 from curation.config import DecontaminationConfig, EvalSetConfig
+from curation.readers.inputs import eval_set_files
 from curation.steps.normalize import normalize_text
 from loom.errors import UserError
 from loom.io import read_records
@@ -73,7 +74,7 @@ def prehashed(value: int) -> int:
 def eval_texts(e: EvalSetConfig) -> list[str]:
     """The texts of an eval set's records, normalized as curation stores documents."""
     texts = []
-    for file in e.files():
+    for file in eval_set_files(e):
         records = read_records(file, e.text)
         missing = next((i for i, r in enumerate(records) if not isinstance(r.get(e.text), str)), None)
         if missing is not None:

@@ -5,11 +5,11 @@ import json
 import math
 from dataclasses import dataclass
 
-from curation.config import HEURISTIC_FILTERS, SourceConfig
+from curation.config import SourceConfig
+from curation.steps.filters import FILTERS
 from loom.sql import literal
 
 MOST = 0.5  # losing more than this share of a source's records to one filter is a warning
-TUNABLE = (*HEURISTIC_FILTERS, "langid")  # the filtering stages a source's settings turn off or loosen
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,10 @@ def source_warnings(source: SourceConfig, counts: list[Removals]) -> list[str]:
 
 
 def by_stage(removals: list[Removals]) -> list[tuple[str, int]]:
-    """The documents each stage a setting can turn off (TUNABLE) filtered out, the most first."""
+    """The documents each stage a setting can turn off or loosen (a filter, langid) filtered out, the most first."""
     totals: dict[str, int] = {}
     for c in removals:
-        if c.fate == "filtered" and c.stage in TUNABLE:
+        if c.fate == "filtered" and (c.stage in FILTERS or c.stage == "langid"):
             totals[c.stage] = totals.get(c.stage, 0) + c.n
     return sorted(totals.items(), key=lambda item: -item[1])
 
@@ -77,7 +77,7 @@ def reasons(removals: list[Removals], shown: int = 3) -> str:
 def setting(source: SourceConfig, removals: Removals) -> str | None:
     """The change to sources.toml that keeps what `removals` counts, as a clause; None when no setting does."""
     where = "for it in sources.toml"
-    if removals.stage in HEURISTIC_FILTERS:
+    if removals.stage in FILTERS:
         others = [f for f in source.filters if f != removals.stage]
         instead = f"filters = {json.dumps(others)} (or filters = [])" if others else "filters = []"
         return f"if that is not noise, set {instead} {where}"

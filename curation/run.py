@@ -14,6 +14,7 @@ from distributed import WorkerPlugin
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
 from curation.publish import publish
+from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
 from loom.errors import UserError
@@ -135,7 +136,7 @@ class SourceStorageOptions(WorkerPlugin):
 
     def setup(self, worker=None) -> None:
         for source in self.sources:
-            source.register_storage_options()
+            register_source_storage(source)
 
 
 def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES) -> list[dict]:

@@ -8,12 +8,9 @@ from typing import Iterator
 from curation.config import CurationConfig, SourceConfig
 from loom.errors import UserError
 from loom.io import as_path
-from curation.readers import read_shard, source_shards
+from curation.readers import READERS, format_of_file, read_shard, source_shards
 from curation.document import Doc
 from curation.steps import reading_steps
-
-FILE_SUFFIXES = {".jsonl": "jsonl", ".gz": "jsonl.gz", ".zst": "jsonl.zst", ".parquet": "parquet"}
-
 
 class _Discard:
     def remove(self, doc, stage, reason, fate="filtered", detail=""):
@@ -35,12 +32,14 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
 
 
 def file_source(path: Path, text_field: str = "text") -> SourceConfig:
-    """A file given on the command line instead of a source name: JSON lines or Parquet whose records hold their
-    text in `text_field`, or a WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
-    fmt = "warc" if ".warc" in path.suffixes else FILE_SUFFIXES.get(path.suffix)
+    """A file given on the command line instead of a source name, read as the format its name says
+    (curation.readers.format_of_file): JSON lines or Parquet whose records hold their text in `text_field`, or a
+    WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
+    fmt = format_of_file(path)
     if fmt is None or not path.is_file():
-        raise UserError(f"'{path}' is neither a source in sources.toml nor a .jsonl, .jsonl.gz, .jsonl.zst or "
-                        f".parquet file with a `{text_field}` field, nor a .warc or .warc.gz file")
+        endings = ", ".join(f.file_suffixes[0] for f in READERS.values() if f.file_suffixes)
+        raise UserError(f"'{path}' is neither a source in sources.toml nor a file of a format Loom reads ({endings}) "
+                        f"whose records have a `{text_field}` field")
     return SourceConfig(name="file", format=fmt, paths=(str(path.resolve()),), text_field=text_field)
 
 

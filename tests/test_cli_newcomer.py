@@ -10,6 +10,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from conftest import EXAMPLES, REPO, as_in_a_terminal, run_loom
 from curation.config import SourceConfig, load_config
+from curation.readers import reader_for
+from curation.readers.inputs import source_inputs
 from loom.errors import EXIT_INTERRUPTED, INTERRUPTED, UserError
 
 
@@ -65,7 +67,7 @@ def test_init_writes_a_sources_toml_that_curation_reads(tmp_path):
     assert (ws / "models").is_dir() and (ws / "mixtures").is_dir()
     assert f"loom -w '{ws}' tokenizer train" in result.stdout  # the next commands, naming this workspace
     (source,) = load_config(ws / "sources.toml").sources
-    inputs = [path for path, _ in source.inputs()]
+    inputs = [path for path, _ in source_inputs(source, reader_for(source.format))]
     assert inputs == sorted(str(p) for p in (EXAMPLES / "corpora" / "docs").glob("*.jsonl.gz")) and inputs
 
     again = run_loom("-w", ws, "init", check=False)
@@ -115,6 +117,6 @@ def test_a_path_that_matches_nothing_says_where_it_looked_only_when_relative(tmp
     pattern = "missing/*.jsonl" if relative else str(tmp_path / "missing" / "*.jsonl")
     source = SourceConfig(name="web", format="jsonl", paths=(pattern,), base_dir=str(tmp_path))
     with pytest.raises(UserError) as err:
-        source.inputs()
+        source_inputs(source, reader_for(source.format))
     assert f"path '{pattern}' matches no file" in str(err.value)
     assert (f"(looked in {tmp_path})" in str(err.value)) == relative

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import published, run_loom
-from curation.config import HEURISTIC_FILTERS, SourceConfig
+from curation.config import SourceConfig
 from curation.funnel_warnings import Removals, source_warnings
 
 NOTES = ["Run apt-get update before installing.", "The daemon reads its socket path from /etc/foo.conf.",
@@ -16,6 +16,7 @@ RELEASE_NOTES = ["The package fixes a crash when the configuration file lacks it
                  "This upload builds the documentation with the new theme and drops the old search index.",
                  "Translations for Basque and Galician were added by the localisation team this month.",
                  "The watch file now follows the upstream tags instead of the tarballs on the mirror."]
+HEURISTIC_FILTERS = ("gopher_repetition", "gopher_quality", "c4", "fineweb")  # the web filters, in order
 
 
 @pytest.mark.parametrize("fmt, tags, expected", [

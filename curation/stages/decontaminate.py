@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from curation.config import DecontaminationConfig
 from curation.decontamination import eval_filter, eval_texts, load_filter, prepare, prepared_overlap
+from curation.readers.inputs import eval_set_files
 from curation.schema import CONTAMINATION, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
@@ -106,7 +107,7 @@ class Decontaminate(GlobalStage):
         """The settings and each eval set's files by content, so that a changed set redoes the stage."""
         config = ctx.config.decontaminate
         settings = {k: v for k, v in asdict(config).items() if k != "evals"}
-        sets = [(e.name, e.text, [(f, file_digest(f)) for f in e.files()]) for e in config.evals]
+        sets = [(e.name, e.text, [(f, file_digest(f)) for f in eval_set_files(e)]) for e in config.evals]
         return settings_json((settings, sets))
 
     def filters_folder(self, ws) -> Path:

@@ -3,8 +3,11 @@ defaults and their own spaCy word tokenizer), beside the filter stage's own, in 
 text's index to (filter, reason), `kept` maps it to the text as kept (C4 may drop lines). The tests and
 bench/filters.py compare the two."""
 
-from curation.config import HEURISTIC_FILTERS, SourceConfig
+from curation.config import SourceConfig
 from curation.document import Doc
+from curation.steps.filters import FILTERS, DatatroveFilter
+
+DATATROVE_FILTERS = tuple(name for name, f in FILTERS.items() if isinstance(f.build, DatatroveFilter))
 
 
 class _Removals(dict):
@@ -18,7 +21,7 @@ def every_language_filters():
     """Loom's filter stage with the four filters, judging every document whatever its language."""
     from curation.steps.filters import HeuristicFilters
 
-    return HeuristicFilters(SourceConfig(name="all", format="jsonl", paths=("x",), filters=HEURISTIC_FILTERS,
+    return HeuristicFilters(SourceConfig(name="all", format="jsonl", paths=("x",), filters=DATATROVE_FILTERS,
                                          filter_languages=("*",)))
 
 
@@ -35,10 +38,9 @@ def datatrove_verdicts(texts: list[str]) -> tuple[dict, dict]:
     from datatrove.data import Document
     from datatrove.utils.word_tokenizers import load_word_tokenizer
 
-    from curation.steps.filters import _datatrove_filters
     from curation.steps.normalize import normalize_text
 
-    filters = [(name, _datatrove_filters()[name]()) for name in HEURISTIC_FILTERS]
+    filters = [(name, FILTERS[name].build.reference_class()()) for name in DATATROVE_FILTERS]
     load_word_tokenizer("en").word_tokenize("IS_ALPHA")  # see SharedWordTokenizer._is_alpha_words
     removed, kept = {}, {}
     for i, text in enumerate(texts):

@@ -1,28 +1,96 @@
-"""datatrove's heuristic filters (Gopher repetition and quality, C4, FineWeb), sharing one word tokenizer."""
+"""The filters a source's `filters` names: FILTERS maps each name to a Filter, its help text (`loom curate
+--help`), whether a web source that does not set `filters` gets it, and how it is built. The four datatrove
+heuristic filters (Gopher repetition and quality, C4, FineWeb) share one word tokenizer. HeuristicFilters is the
+step that runs a source's filters in order.
+
+How to add a filter: a module with a class whose `filter(doc)` gives datatrove's verdict (True to keep, or
+(False, reason)), and one line in FILTERS: `"name": Filter(help, lambda options, words: MyFilter(**options))`."""
 
 import functools
 import inspect
+from dataclasses import dataclass
+from importlib import import_module
 from itertools import islice
+from typing import Callable
 
 from curation.document import Doc, Funnel
 from curation.steps.normalize import document_id, normalize_text
 from loom.errors import UserError
 
 
-def _datatrove_filters() -> dict:
-    from datatrove.pipeline.filters import (
-        C4QualityFilter,
-        FineWebQualityFilter,
-        GopherQualityFilter,
-        GopherRepetitionFilter,
-    )
+@dataclass(frozen=True)
+class Filter:
+    """One filter of sources.toml. `build(options, words)`: an object with datatrove's `filter(doc)`, made with the
+    source's filter_options (a dict; an unknown option is a UserError) and the word tokenizer the filters share."""
 
-    return {
-        "gopher_repetition": GopherRepetitionFilter,
-        "gopher_quality": GopherQualityFilter,
-        "c4": C4QualityFilter,
-        "fineweb": FineWebQualityFilter,
-    }
+    help: str
+    build: Callable[[dict, object], object]
+    web_default: bool = False  # a web source that does not set `filters` gets it
+
+    def make(self, name: str, options: dict, source_name: str):
+        try:
+            return self.build(options, _english_word_tokenizer())
+        except UnknownOption as err:
+            raise UserError(f"source '{source_name}': filter_options.{name} has unknown option '{err.option}'; "
+                            f"known: {', '.join(err.known)}") from None
+
+
+class UnknownOption(Exception):
+    def __init__(self, option: str, known: list[str]):
+        super().__init__(option)
+        self.option, self.known = option, known
+
+
+@dataclass(frozen=True)
+class DatatroveFilter:
+    """Builds one of datatrove's heuristic filters (`class_name` in datatrove.pipeline.filters), or Loom's own
+    rules for it (`fast`, "module:Class", a class with `covers(reference)`) where they judge the same."""
+
+    class_name: str
+    fast: str | None = None  # None: datatrove's class judges, given the shared words
+
+    def reference_class(self) -> type:
+        from datatrove.pipeline import filters
+
+        return getattr(filters, self.class_name)
+
+    def __call__(self, options: dict, words):
+        cls = self.reference_class()
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "exclusion_writer"}
+        if unknown := set(options) - accepted:
+            raise UnknownOption(sorted(unknown)[0], sorted(accepted))
+        # One word tokenizer shared by every filter: given a language name, datatrove builds a spaCy pipeline
+        # per call, which cost a quarter of the filtering time; this one also shares each text's words.
+        reference = cls(**{"language": words, **options})
+        fast = self.fast and getattr(import_module(self.fast.split(":")[0]), self.fast.split(":")[1])
+        # Loom's own Gopher and C4 rules take every option from datatrove's instance; datatrove's class itself
+        # judges where they cannot (another word tokenizer named by `language`, an n-gram size below 1, C4 on
+        # sentences instead of lines). FineWeb's only use of words is their number: its own class, given the
+        # shared words, is as quick.
+        if not fast or "language" in options or not fast.covers(reference):
+            return reference
+        if hasattr(fast, "judge"):  # Gopher's rules judge (text, words): the words the filters share
+            return SharedWordsFilter(fast(reference), words)
+        return fast(reference, words)
+
+
+FILTERS = {
+    "gopher_repetition": Filter("Gopher's repetition rules: duplicate lines, paragraphs and n-grams",
+                                DatatroveFilter("GopherRepetitionFilter", "curation.steps.gopher:GopherRepetition"),
+                                web_default=True),
+    "gopher_quality": Filter("Gopher's quality rules: word count and length, symbols, bullets, stop words",
+                             DatatroveFilter("GopherQualityFilter", "curation.steps.gopher:GopherQuality"),
+                             web_default=True),
+    "c4": Filter("C4's rules: lines that end in punctuation, no code or boilerplate (drops such lines)",
+                 DatatroveFilter("C4QualityFilter", "curation.steps.c4:C4Quality"), web_default=True),
+    "fineweb": Filter("FineWeb's rules: line punctuation, short lines, duplicated lines' characters",
+                      DatatroveFilter("FineWebQualityFilter"), web_default=True),
+}
+
+
+def web_filters() -> tuple[str, ...]:
+    """What a web source that does not set `filters` gets: every filter that says so, in FILTERS' order."""
+    return tuple(name for name, f in FILTERS.items() if f.web_default)
 
 
 @functools.cache
@@ -34,36 +102,7 @@ def _english_word_tokenizer():
 
 def build_filter(name: str, options: dict, source_name: str):
     """The filter `name` with the source's options: an object with datatrove's `filter(doc)`."""
-    cls = _datatrove_filters()[name]
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "exclusion_writer"}
-    unknown = set(options) - accepted
-    if unknown:
-        raise UserError(
-            f"source '{source_name}': filter_options.{name} has unknown option '{sorted(unknown)[0]}'; "
-            f"known: {', '.join(sorted(accepted))}"
-        )
-    # One word tokenizer shared by every filter: given a language name, datatrove builds a spaCy pipeline
-    # per call, which cost a quarter of the filtering time; this one also shares each text's words.
-    words = _english_word_tokenizer()
-    reference = cls(**{"language": words, **options})
-    fast = _fast_rules().get(name)
-    # Loom's own Gopher and C4 rules take every option from datatrove's instance; datatrove's class itself
-    # judges where they cannot (another word tokenizer named by `language`, an n-gram size below 1, C4 on
-    # sentences instead of lines). FineWeb's only use of words is their number: its own class, given the
-    # shared words, is as quick.
-    if fast is None or "language" in options or not fast.covers(reference):
-        return reference
-    if name == "c4":
-        return fast(reference, words)
-    return SharedWordsFilter(fast(reference), words)
-
-
-@functools.cache
-def _fast_rules() -> dict:
-    from curation.steps.c4 import C4Quality
-    from curation.steps.gopher import GopherQuality, GopherRepetition
-
-    return {"gopher_repetition": GopherRepetition, "gopher_quality": GopherQuality, "c4": C4Quality}
+    return FILTERS[name].make(name, options, source_name)
 
 
 class SharedWordsFilter:
@@ -78,8 +117,8 @@ class SharedWordsFilter:
 
 
 class HeuristicFilters:
-    """datatrove's Gopher repetition and quality, C4 and FineWeb filters, in the source's order. They are
-    tuned for English, so they judge only documents in the source's `filter_languages`. The first filter
+    """The source's filters (FILTERS), in the source's order. The heuristic ones are tuned for English, so they
+    judge only documents in the source's `filter_languages`. The first filter
     that rejects a document names the reason; C4's filter may also drop lines, as in C4 itself."""
 
     name = "filters"
