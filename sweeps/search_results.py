@@ -14,13 +14,12 @@ from sweeps.objective import score
 from sweeps.plan import LadderPlan
 from sweeps.results import final_losses, metric_values, run_status
 from sweeps.search_plan import SearchOptions, SearchPlan
-from sweeps.surrogate import bootstrap_interval, fit_surrogate, leave_one_out, objective, spearman
+from sweeps.surrogate import SURROGATES, bootstrap_interval, fit_surrogate, leave_one_out, objective, spearman
 from trainer import metrics
 
 SEARCH_FILE = "search.json"
 CONFIDENCE = 0.9
 BOOTSTRAP_REFITS = 200
-LAWS = {"loglinear": "L = c + exp(t . w)", "linear": "L = t . w"}
 
 
 def run_record(workspace: Path, run_name: str, weights: dict[str, float]) -> dict:
@@ -79,7 +78,7 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
     for i, predicted in zip(done, held_out):
         proxies[i]["loo_predicted"] = float(predicted)
     results["surrogate"] = {
-        **surrogate.to_json(), "model": options.surrogate, "law": LAWS[options.surrogate], "metrics": names,
+        **surrogate.to_json(), "model": options.surrogate, "law": SURROGATES[options.surrogate].search_law, "metrics": names,
         "n_proxies": len(done),
         "held_out": {"method": "leave-one-out", "spearman": spearman(held_out, measured),
                      "mean_abs_error": float(np.mean(np.abs(held_out - measured)))}}

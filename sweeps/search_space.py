@@ -5,17 +5,21 @@ the prior, or a space-filling maximin pick) and the baselines (proportional, uni
 
 UniMax is Chung et al. (2023): a uniform budget across components, each capped at max_epochs of its tokens, the
 leftover spread uniformly over the uncapped (water-filling).
+
+DESIGNS maps each `--design` name to a Design: its help text and its sampler. How to add a design: a module with a
+function (space, rng, count, concentration) -> distinct feasible quantized mixtures (`distinct_feasible` draws
+them), and one line in DESIGNS.
 """
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable
 
 import numpy as np
 
 from loom.errors import UserError
 from mixtures.schedule import largest_remainder
 
-DESIGNS = ("dirichlet", "spacefill")
 DEFAULT_CONCENTRATION = 1.0  # with a uniform prior, Dirichlet(1): every mixture of a phase equally likely
 PRIOR_FLOOR = 0.01  # a prior's zero, floored: designs still try the component, and KL to the prior stays finite
 DRAWS_PER_DESIGN = 200  # rejection sampling gives up after this many draws per design asked for
@@ -166,6 +170,34 @@ def _best_move(space, counts, key, slack, row) -> tuple[int, int, int] | None:
     return best
 
 
+@dataclass(frozen=True)
+class Design:
+    """How the proxies' mixtures are drawn. `sample(space, rng, count, concentration)`: up to `count` distinct,
+    feasible, quantized mixtures (x), fewer only when the caps leave no more."""
+
+    help: str
+    sample: Callable[["SearchSpace", np.random.Generator, int, float], list[np.ndarray]]
+
+
+def dirichlet(space: SearchSpace, rng, count: int, concentration: float) -> list[np.ndarray]:
+    """Dirichlet draws around the (floored) prior, alpha = concentration x components x prior."""
+    alphas = [concentration * len(p) * w for p, w in zip(space.prior, space.split(floored_prior(space)))]
+    return distinct_feasible(space, rng, alphas, count, count * DRAWS_PER_DESIGN)
+
+
+def spacefill(space: SearchSpace, rng, count: int, concentration: float) -> list[np.ndarray]:
+    """A maximin pick from a pool of uniform draws, starting nearest the prior."""
+    alphas = [np.ones(len(k)) for k in space.keys]
+    pool = distinct_feasible(space, rng, alphas, None, max(MIN_CANDIDATES, count * SPACEFILL_CANDIDATES))
+    return _maximin(pool, count, floored_prior(space))
+
+
+DESIGNS = {
+    "dirichlet": Design("around the prior", dirichlet),
+    "spacefill": Design("spread over the whole simplex, within the caps", spacefill),
+}
+
+
 def sample_designs(space: SearchSpace, count: int, design: str = "dirichlet",
                    concentration: float = DEFAULT_CONCENTRATION, seed: int = 0) -> np.ndarray:
     """[count, dims]: feasible, quantized, pairwise distinct mixtures for the proxies (see DESIGNS)."""
@@ -173,21 +205,14 @@ def sample_designs(space: SearchSpace, count: int, design: str = "dirichlet",
         raise UserError(f"unknown design '{design}'; use one of {', '.join(DESIGNS)}")
     if count < 1 or concentration <= 0:
         raise UserError(f"the design needs a positive count and concentration; got {count} and {concentration}")
-    rng = np.random.default_rng(seed)
-    if design == "dirichlet":
-        alphas = [concentration * len(p) * w for p, w in zip(space.prior, space.split(floored_prior(space)))]
-        designs = _distinct_feasible(space, rng, alphas, count, count * DRAWS_PER_DESIGN)
-    else:
-        alphas = [np.ones(len(k)) for k in space.keys]
-        pool = _distinct_feasible(space, rng, alphas, None, max(MIN_CANDIDATES, count * SPACEFILL_CANDIDATES))
-        designs = _maximin(pool, count, floored_prior(space))
+    designs = DESIGNS[design].sample(space, np.random.default_rng(seed), count, concentration)
     if len(designs) < count:
         raise UserError(f"found only {len(designs)} distinct mixtures within the epoch caps of the {count} asked "
                         f"for: lower the count, or raise global_batch or max_epochs")
     return np.array(designs)
 
 
-def _distinct_feasible(space, rng, alphas, wanted: int | None, draws: int) -> list[np.ndarray]:
+def distinct_feasible(space, rng, alphas, wanted: int | None, draws: int) -> list[np.ndarray]:
     """Distinct quantized feasible draws, in the order drawn: until `wanted` are found or `draws` are spent."""
     found, seen = [], set()
     batch = min(draws, 512)

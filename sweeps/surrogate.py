@@ -7,6 +7,9 @@ log-loss residuals from a grid of starts (sweeps.robust.best_of), as the ladder'
 least squares, with no intercept: each phase's weights sum to 1, so an intercept is already in t. With several
 phases t is not unique (a constant added to one phase's t and taken from another's changes nothing); the
 predictions are.
+
+SURROGATES maps each `--surrogate` name to its law: help text, formulas, and how it is fitted, predicts and
+differentiates. How to add a surrogate: a module with a class like Linear below, and one line in SURROGATES.
 """
 
 from dataclasses import dataclass, field
@@ -17,8 +20,6 @@ from scipy import stats
 from sweeps import intervals
 from sweeps.robust import best_of
 
-SURROGATES = ("loglinear", "linear")
-LAWS = {"loglinear": "y = c + exp(t . x)", "linear": "y = t . x"}
 # A proxy's loss is noisy by a few tenths of a percent; a residual past 1% (log-loss) counts as an outlier (a
 # diverged or mis-logged proxy) and weighs linearly, not quadratically.
 HUBER_DELTA = 0.01
@@ -26,10 +27,52 @@ C_FRACTIONS = (0.0, 0.5, 0.8, 0.9, 0.95)  # starts: c as these fractions of min(
 T_BOUND = 50.0
 
 
+class LogLinear:
+    """y = c + exp(t . x), 0 <= c < min(y): Huber on log-loss residuals from a grid of starts."""
+
+    help = "c + exp(t . w), RegMix's and Olmix's mixing law"
+    law = "y = c + exp(t . x)"
+    search_law = "L = c + exp(t . w)"  # as search.json and its page write it, over the weights w
+    intercept = True  # a parameter besides one slope per weight
+    positive = True  # fits positive losses only
+
+    def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
+        """(c, t); `start` (c, t) starts the fit instead of the grid."""
+        return _fit_loglinear(X, y, None if start is None else [np.append(*start)])
+
+    def predict(self, intercepts, slopes, X) -> np.ndarray:
+        return intercepts + np.exp(np.asarray(X, dtype=float) @ slopes.T)
+
+    def jacobian(self, intercepts, slopes, x) -> np.ndarray:
+        return np.exp(slopes @ np.asarray(x, dtype=float))[:, None] * slopes
+
+
+class Linear:
+    """y = t . x by least squares, with no intercept."""
+
+    help = "t . w, by least squares"
+    law = "y = t . x"
+    search_law = "L = t . w"
+    intercept = False
+    positive = False
+
+    def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
+        return 0.0, np.linalg.lstsq(X, y, rcond=None)[0]
+
+    def predict(self, intercepts, slopes, X) -> np.ndarray:
+        return np.asarray(X, dtype=float) @ slopes.T
+
+    def jacobian(self, intercepts, slopes, x) -> np.ndarray:
+        return slopes.copy()
+
+
+SURROGATES = {"loglinear": LogLinear(), "linear": Linear()}
+
+
 @dataclass(frozen=True, eq=False)  # its arrays have no one truth value to compare by
 class Surrogate:
-    """Per metric m: intercept c_m (0 for linear), slopes t_m over x, and the residual scale of its fit (the rms
-    of y_pred - y over the points' degrees of freedom)."""
+    """Per metric m: intercept c_m (0 without one), slopes t_m over x, and the residual scale of its fit (the rms
+    of y_pred - y over the points' degrees of freedom). `model`: its name in SURROGATES."""
     model: str
     intercepts: np.ndarray = field(repr=False)  # [m]
     slopes: np.ndarray = field(repr=False)  # [m, dims]
@@ -38,39 +81,34 @@ class Surrogate:
 
     def predict(self, X) -> np.ndarray:
         """[n, m] for X [n, dims] (or [m] for one x)."""
-        linear = np.asarray(X, dtype=float) @ self.slopes.T
-        return self.intercepts + np.exp(linear) if self.model == "loglinear" else linear
+        return SURROGATES[self.model].predict(self.intercepts, self.slopes, X)
 
     def jacobian(self, x) -> np.ndarray:
         """d predict(x) / dx, [m, dims], for one x."""
-        if self.model == "linear":
-            return self.slopes.copy()
-        return np.exp(self.slopes @ np.asarray(x, dtype=float))[:, None] * self.slopes
+        return SURROGATES[self.model].jacobian(self.intercepts, self.slopes, x)
 
     def to_json(self) -> dict:
         metrics = [{"c": float(c), "t": [float(v) for v in t], "residual_scale": float(s)}
                    for c, t, s in zip(self.intercepts, self.slopes, self.residual_scales)]
-        return {"model": self.model, "law": LAWS[self.model], "n_points": self.n_points, "metrics": metrics}
+        return {"model": self.model, "law": SURROGATES[self.model].law, "n_points": self.n_points,
+                "metrics": metrics}
 
 
 def minimum_points(model: str, dims: int) -> int:
     """The parameters of one metric's law plus one, so that a fit has a residual to measure."""
-    return dims + 2 if model == "loglinear" else dims + 1
+    return dims + 1 + SURROGATES[model].intercept
 
 
 def fit_surrogate(X, Y, model: str = "loglinear", starts: "Surrogate | None" = None) -> Surrogate:
     """One law per column of Y [n, m] over the rows of X [n, dims]. `starts`: a fit whose parameters start each
     metric's fit instead of the grid (refits on resampled points)."""
     X, Y = _check(X, Y, model)
+    law = SURROGATES[model]
     intercepts, slopes, scales = [], [], []
     for m in range(Y.shape[1]):
         y = Y[:, m]
-        if model == "linear":
-            t, c = np.linalg.lstsq(X, y, rcond=None)[0], 0.0
-        else:
-            warm = None if starts is None else [np.append(starts.intercepts[m], starts.slopes[m])]
-            c, t = _fit_loglinear(X, y, warm)
-        prediction = c + (np.exp(X @ t) if model == "loglinear" else X @ t)
+        c, t = law.fit(X, y, None if starts is None else (starts.intercepts[m], starts.slopes[m]))
+        prediction = law.predict(c, t, X)  # t one metric's slopes: [n]
         dof = len(y) - minimum_points(model, X.shape[1]) + 1
         intercepts.append(c)
         slopes.append(t)
@@ -93,8 +131,8 @@ def _check(X, Y, model: str) -> tuple[np.ndarray, np.ndarray]:
     if len(X) < needed:
         raise ValueError(f"a {model} surrogate over {X.shape[1]} weights needs at least {needed} mixtures; got "
                          f"{len(X)}: sample {needed - len(X)} more")
-    if model == "loglinear" and np.any(Y <= 0):
-        raise ValueError("a loglinear surrogate needs positive losses")
+    if SURROGATES[model].positive and np.any(Y <= 0):
+        raise ValueError(f"a {model} surrogate needs positive losses")
     return X, Y
 
 
