@@ -18,6 +18,7 @@ from conftest import compiled, LOOM, copy_curated, run_loom, training_spec, writ
 from loom.workspace import Workspace
 from mixtures import RowGroupCache, SequenceReader, load_schedule
 from mixtures.export import FORMATS, plan_export, run_export
+from mixtures.export.formats import ExportFormat
 from mixtures.export.runner import CACHE_BYTES
 from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
 from mixtures.sequences import copy_runs, joined_runs
@@ -214,7 +215,7 @@ class FailsAtStep14(NumpyWriter):
 
 @pytest.mark.timeout(120)  # the writer thread's error must end the export, not leave it waiting
 def test_a_write_that_fails_on_the_writer_thread_fails_the_export_with_its_error(export_ws, monkeypatch):
-    monkeypatch.setitem(FORMATS, "numpy", (FailsAtStep14, numpy_dtype))
+    monkeypatch.setitem(FORMATS, "numpy", ExportFormat("fails at step 14", FailsAtStep14, numpy_dtype))
     monkeypatch.setattr(FailsAtStep14, "written", [])
     plan = plan_export(Workspace(export_ws), "exportmix", "numpy", out=str(export_ws / "exports" / "failing"),
                        chunk_steps=7)

@@ -28,16 +28,9 @@ from loom.names import check_name
 from loom.workspace import Generation, Workspace
 from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_build, load_schedule, load_spec,
                       mixture_tokenizer, reading, schedule_fingerprint)
-from mixtures.export.megatron import MegatronWriter, megatron_dtype
-from mixtures.export.numpy_memmap import NumpyWriter, numpy_dtype
-from mixtures.export.parquet_parts import ParquetWriter
+from mixtures.export.formats import FORMATS
 from mixtures.export.writer import FormatWriter
 
-FORMATS = {  # name -> (writer, the token dtype for a vocabulary size)
-    "megatron": (MegatronWriter, megatron_dtype),
-    "numpy": (NumpyWriter, numpy_dtype),
-    "parquet": (ParquetWriter, lambda vocab_size: np.dtype(np.int32)),
-}
 SIDECAR = "export.json"
 PROGRESS = "progress.json"
 CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
@@ -78,8 +71,10 @@ class ExportResult:
 
 def plan_export(ws: Workspace, name: str, fmt: str, phase: str | None = None, out: str | None = None,
                 chunk_steps: int | None = None) -> ExportPlan:
-    """Every check before anything is written: the workspace, the mixture, the phase, the output folder."""
+    """Every check before anything is written: the format, the workspace, the mixture, the phase, the output folder."""
     check_name("mixture", name)
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format '{fmt}'; use one of {', '.join(FORMATS)}")
     if ws.remote:
         raise UserError(f"`loom mix export` writes to a local workspace only ({ws.root} is on a store); copy it to a "
                         "local folder and export there")
@@ -148,12 +143,11 @@ def eos_id(ws: Workspace, build: Build) -> int:
 def sidecar(schedule: Schedule, fmt: str, start: int, end: int, chunk_steps: int, eos: int) -> dict:
     """export.json: what the export is, the same fields for every format."""
     meta = schedule.meta
-    _, dtype_for = FORMATS[fmt]
     width = meta["seq_len"] + 1
     sequences = (end - start) * schedule.global_batch
     phases = [{"name": p.name, "start_step": max(p.start_step, start), "end_step": min(p.end_step, end)}
               for p in schedule.phases if p.start_step < end and p.end_step > start]
-    return {"mixture": meta["name"], "format": fmt, "dtype": dtype_for(meta["vocab_size"]).name,
+    return {"mixture": meta["name"], "format": fmt, "dtype": FORMATS[fmt].dtype(meta["vocab_size"]).name,
             "seq_len": meta["seq_len"], "tokens_per_sequence": width, "global_batch": schedule.global_batch,
             "steps": {"start": start, "end": end}, "sequences": sequences, "tokens": sequences * width,
             "eos_id": eos, "vocab_size": meta["vocab_size"], "schedule_fingerprint": schedule_fingerprint(meta),
@@ -163,8 +157,7 @@ def sidecar(schedule: Schedule, fmt: str, start: int, end: int, chunk_steps: int
 
 
 def writer_for(fmt: str, folder: Path, info: dict) -> FormatWriter:
-    writer, _ = FORMATS[fmt]
-    return writer(folder, np.dtype(info["dtype"]), info["tokens_per_sequence"])
+    return FORMATS[fmt].writer(folder, np.dtype(info["dtype"]), info["tokens_per_sequence"])
 
 
 def run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None] = lambda steps, tokens: None,
