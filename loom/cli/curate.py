@@ -9,12 +9,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from loom.cli.console import console, note, workspace_lock
-from loom.cli.options import sources_option, sources_path, workers_option
+from loom.cli.options import registry, sources_option, sources_path, workers_option
 from loom.io import as_path, remove_temporary_files
 from loom.workspace import Workspace
 
 
-@click.command()
+class CurateCommand(click.Command):
+    """`loom curate`, whose help ends with the formats and filters sources.toml may name (read from their
+    registries only when the help is shown)."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        for title, path in (("Formats (a source's `format`)", "curation.readers:READERS"),
+                            ("Filters (a source's `filters`)", "curation.steps.filters:FILTERS")):
+            with formatter.section(title):
+                formatter.write_dl([(name, entry.help) for name, entry in registry(path).items()])
+
+
+@click.command(cls=CurateCommand)
 @sources_option
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on an existing Dask cluster instead of a local one")
 @workers_option

@@ -1,5 +1,5 @@
-"""`loom mix export NAME --format megatron|numpy|parquet`: a compiled mixture's sequences, in the order `loom train`
-reads them, in a file another trainer reads."""
+"""`loom mix export NAME --format FORMAT` (mixtures.export.formats): a compiled mixture's sequences, in the order
+`loom train` reads them, in a file another trainer reads."""
 
 from contextlib import contextmanager, nullcontext
 
@@ -7,17 +7,15 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from loom.cli.console import Interrupted, console, note
+from loom.cli.options import RegistryOption
 from loom.lock import exclusive
 from loom.workspace import Workspace
-
-FORMAT_NAMES = ("megatron", "numpy", "parquet")  # mixtures.export.FORMATS, named here so `--help` imports nothing
 
 
 @click.command("export")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(FORMAT_NAMES), required=True,
-              help="megatron: Megatron-LM's .bin/.idx; numpy: a flat token file (nanoGPT, OLMo); parquet: parts of "
-                   "input_ids rows (HF datasets)")
+@click.option("--format", "fmt", cls=RegistryOption, registry="mixtures.export.formats:FORMATS", required=True,
+              help="The file format")
 @click.option("--phase", metavar="PHASE", help="Export only this phase's steps (e.g. midtrain)")
 @click.option("--out", metavar="DIR", help="Output folder inside the workspace [default: WORKSPACE/exports/NAME/"
                                            "FORMAT[-PHASE]]")

@@ -8,6 +8,7 @@ from rich.table import Table
 from loom.cli.console import Interrupted, console, note
 from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
+from loom.cli.options import RegistryOption
 from loom.names import check_name
 from loom.workspace import Workspace
 
@@ -20,8 +21,8 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
 @click.option("--from", "from_mixture", required=True, metavar="MIX",
               help="The mixture whose components and phases are searched (a name or a path to a spec)")
 @click.option("--proxies", type=click.IntRange(min=1), default=12, show_default=True, help="Proxy runs to train")
-@click.option("--design", default="spacefill", show_default=True,
-              help="spacefill (spread over the whole simplex, within the caps) or dirichlet (around the prior)")
+@click.option("--design", cls=RegistryOption, registry="sweeps.search_space:DESIGNS", choice=False,
+              default="spacefill", show_default=True, help="How the proxies' mixtures are drawn")
 @click.option("--concentration", type=float, default=1.0, show_default=True,
               help="Dirichlet designs: alpha = this x components x prior (1 with a uniform prior: every mixture "
                    "equally likely; higher gathers them around the prior)")
@@ -31,8 +32,8 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
               help="The phase whose weights are searched (repeatable; all for every phase) [default: the first]")
 @click.option("--objective", default="sources", show_default=True, metavar="TERMS",
               help="sources, evals, val_loss, source:NAME, eval:NAME, each with an optional =WEIGHT, comma separated")
-@click.option("--surrogate", type=click.Choice(["loglinear", "linear"]), default="loglinear", show_default=True,
-              help="The law fitted to each objective term: c + exp(t . w), or t . w")
+@click.option("--surrogate", cls=RegistryOption, registry="sweeps.surrogate:SURROGATES", default="loglinear",
+              show_default=True, help="The law fitted to each objective term")
 @click.option("--kl", "kl_weight", type=float, default=0.05, show_default=True,
               help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective")
 @click.option("--ladder", "ladder_spec", metavar="PRESET|FILE",
