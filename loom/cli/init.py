@@ -18,14 +18,14 @@ STARTER_SOURCES = """\
 # An example to start from: the documentation pages bundled with Loom. Replace it with your own data.
 [[source]]
 name = "docs"                       # 1-64 of [a-z0-9_-]: the name mixtures, reports and `loom sql` use
-format = "jsonl.gz"                 # jsonl | jsonl.gz | jsonl.zst | parquet | text-dir | html-dir | warc
+format = "jsonl.gz"                 # any format `loom curate --help` lists
 paths = ["{docs}/*.jsonl.gz"]
 text_field = "text"                 # the field that holds each record's text
 id_field = "id"                     # optional: the source's own id, kept in meta as source_id
 tags = ["docs", "en"]               # domains, for mixtures
-filters = ["gopher_repetition"]     # datatrove's filters; without this key a web source (html-dir, warc or
-                                    # tagged "web") gets all four: gopher_repetition, gopher_quality, c4, fineweb,
-                                    # and any other none (reStructuredText fails the last three)
+filters = ["gopher_repetition"]     # any of the filters `loom curate --help` lists; without this key a web
+                                    # source (of a web format, or tagged "web") gets every web filter, and any
+                                    # other none (reStructuredText fails all but gopher_repetition)
 """
 
 
