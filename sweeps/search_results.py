@@ -78,8 +78,8 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
     for i, predicted in zip(done, held_out):
         proxies[i]["loo_predicted"] = float(predicted)
     results["surrogate"] = {
-        **surrogate.to_json(), "model": options.surrogate, "law": SURROGATES[options.surrogate].search_law, "metrics": names,
-        "n_proxies": len(done),
+        **surrogate.to_json(), "model": options.surrogate, "law": SURROGATES[options.surrogate].search_law,
+        "metrics": names, "n_proxies": len(done),
         "held_out": {"method": "leave-one-out", "spearman": spearman(held_out, measured),
                      "mean_abs_error": float(np.mean(np.abs(held_out - measured)))}}
     best_proxies = X[np.argsort(measured)[:3]]

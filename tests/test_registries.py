@@ -6,7 +6,6 @@ fits the dummy surrogate, an export writes the dummy format."""
 import json
 import os
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -54,6 +54,12 @@ class DatatroveFilter:
 
         return getattr(filters, self.class_name)
 
+    def fast_class(self) -> type | None:
+        if self.fast is None:
+            return None
+        module, name = self.fast.split(":")
+        return getattr(import_module(module), name)
+
     def __call__(self, options: dict, words):
         cls = self.reference_class()
         accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "exclusion_writer"}
@@ -62,7 +68,7 @@ class DatatroveFilter:
         # One word tokenizer shared by every filter: given a language name, datatrove builds a spaCy pipeline
         # per call, which cost a quarter of the filtering time; this one also shares each text's words.
         reference = cls(**{"language": words, **options})
-        fast = self.fast and getattr(import_module(self.fast.split(":")[0]), self.fast.split(":")[1])
+        fast = self.fast_class()
         # Loom's own Gopher and C4 rules take every option from datatrove's instance; datatrove's class itself
         # judges where they cannot (another word tokenizer named by `language`, an n-gram size below 1, C4 on
         # sentences instead of lines). FineWeb's only use of words is their number: its own class, given the
@@ -118,8 +124,8 @@ class SharedWordsFilter:
 
 class HeuristicFilters:
     """The source's filters (FILTERS), in the source's order. The heuristic ones are tuned for English, so they
-    judge only documents in the source's `filter_languages`. The first filter
-    that rejects a document names the reason; C4's filter may also drop lines, as in C4 itself."""
+    judge only documents in the source's `filter_languages`. The first filter that rejects a document names the
+    reason; C4's filter may also drop lines, as in C4 itself."""
 
     name = "filters"
     batch_size = 256  # documents per spaCy memory zone (see curation.steps.words)
