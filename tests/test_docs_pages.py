@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,10 +83,13 @@ def run_steps(steps, folder: Path, extra_env: dict[str, str] | None = None) -> N
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(extra_env or {})}
     env.pop("LOOM_WORKSPACE", None)
     for command, shown in steps:
+        started = time.monotonic()
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=folder, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
         assert done.returncode == 0, f"$ {command}\nexit {done.returncode}:\n{done.stdout}"
         assert_shows(command, shown, done.stdout)
+        if os.environ.get("LOOM_DOCS_TIMES"):
+            print(f"{time.monotonic() - started:6.1f}s  {command.splitlines()[0][:100]}", file=sys.stderr)
 
 
 def test_every_page_has_commands_and_every_command_block_is_run_or_says_why_not():
@@ -161,6 +165,24 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
     tables = {"weights", "midtrain", "phase", "eval"}
     assert mixture[""] | {"validation_sequences"} == SPEC_KEYS - tables  # validation_sequences: the older spelling
     assert set(mixture) >= {"weights", "midtrain", "eval.bofh"}
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lowercased, punctuation but `-` and `_` dropped, spaces as `-`."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_between_the_pages_finds_its_file_and_heading():
+    for markdown in [REPO / "README.md", REPO / "bench" / "README.md", *(REPO / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", markdown.read_text(encoding="utf-8")):
+            if re.match(r"\w+://", target):
+                continue
+            path, _, fragment = target.partition("#")
+            linked = (markdown.parent / path).resolve() if path else markdown
+            assert linked.exists(), f"{markdown.relative_to(REPO)}: a link to {target}, which does not exist"
+            if fragment:
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.M)
+                assert fragment in map(anchor, headings), f"{markdown.relative_to(REPO)}: no heading #{fragment}"
 
 
 def page_env(name: str, request) -> dict[str, str]:
