@@ -153,6 +153,7 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
 
     from curation.config import QUALITY_KEYS, SOURCE_KEYS, DecontaminationConfig, DedupConfig
     from mixtures.spec import SPEC_KEYS
+    from sweeps import spec as ladder_spec
 
     sources = documented_keys(page("curation"))
     assert sources[""] == {"root", "tokenizer"}
@@ -165,6 +166,11 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
     tables = {"weights", "midtrain", "phase", "eval"}
     assert mixture[""] | {"validation_sequences"} == SPEC_KEYS - tables  # validation_sequences: the older spelling
     assert set(mixture) >= {"weights", "midtrain", "eval.bofh"}
+    ladder = documented_keys(page("sweeps"))  # the spec's reference block, then the toy ladder's (a bash heredoc)
+    assert ladder[""] == ladder_spec.SPEC_KEYS - {"rung", "target", "lr", "fit", "train"}
+    assert ladder["rung"] | ladder["target"] >= set(ladder_spec.SHAPE_KEYS) - {"n_experts", "top_k"}
+    assert ladder["lr"] == {f.name for f in fields(ladder_spec.LRRule)}
+    assert ladder["fit"] == {f.name for f in fields(ladder_spec.FitConfig)}
 
 
 def anchor(heading: str) -> str:
