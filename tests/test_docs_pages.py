@@ -173,6 +173,28 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
     assert ladder["fit"] == {f.name for f in fields(ladder_spec.FitConfig)}
 
 
+def every_command(group, path=("loom",)):
+    """(the command's words, the click command) of every command under the group, the group itself first."""
+    yield path, group
+    for name, command in getattr(group, "commands", {}).items():
+        yield from every_command(command, (*path, name))
+
+
+def test_the_pages_name_every_command_and_every_option_of_the_cli():
+    import click
+
+    from loom.cli.commands import cli
+
+    text = "\n".join(page(name) for name in PAGES)
+    for words, command in every_command(cli):
+        if len(words) > 1:
+            assert " ".join(words) in text, f"`{' '.join(words)}` is on no page of docs/"
+        for option in command.params:
+            if isinstance(option, click.Option) and option.name not in ("workspace", "help"):
+                flag = max(option.opts, key=len)
+                assert flag in text, f"`{' '.join(words)} {flag}` is on no page of docs/"
+
+
 def anchor(heading: str) -> str:
     """GitHub's anchor of a heading: lowercased, punctuation but `-` and `_` dropped, spaces as `-`."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
