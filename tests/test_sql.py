@@ -1,4 +1,4 @@
-"""`loom sql`: the README's example questions, checked against the same figures computed with pyarrow."""
+"""`loom sql`: the example questions of docs/reports.md, checked against the same figures computed with pyarrow."""
 
 import csv
 import json
@@ -14,7 +14,7 @@ import pytest
 from conftest import compiled, REPO, published, run_loom
 from reports.views import connect
 
-README_QUERIES = re.findall(r'^loom sql "(.*)"$', (REPO / "README.md").read_text(), flags=re.MULTILINE)
+README_QUERIES = re.findall(r'^\$ loom sql "([^"]*)"$', (REPO / "docs" / "reports.md").read_text(), flags=re.MULTILINE)
 
 
 def sql_csv(ws, query: str) -> list[list[str]]:
@@ -29,7 +29,7 @@ def tables(quickstart_ws):
                 for name in ("documents", "funnel")}
 
 
-def test_the_readme_has_five_example_questions():
+def test_the_sql_page_has_five_example_questions():
     assert len(README_QUERIES) == 5
 
 
