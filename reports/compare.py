@@ -9,7 +9,7 @@ from pathlib import Path
 from loom.errors import UserError
 from loom.io import as_path, write_text
 from loom.names import check_name, is_name
-from loom.workspace import Workspace
+from loom.workspace import COMPARE_DIR, Workspace
 from reports.colors import SourceColors
 from reports.html import REPORT_FILE, Html, esc, legend, line_chart, page, table
 from reports.run import TOP_SOURCES, corners, top_sources
@@ -40,7 +40,7 @@ class Run:
 
 
 def compare_path(root, name: str) -> Path:
-    return Workspace(as_path(root)).root / "reports" / "compare" / f"{name}.html"
+    return Workspace(as_path(root)).root.joinpath(*COMPARE_DIR) / f"{name}.html"
 
 
 def default_name(runs: list[str]) -> str:
