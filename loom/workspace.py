@@ -27,6 +27,7 @@ INDEX_FILE = "index.html"  # the workspace's index page
 PAGE_GLOB = "*.html"
 SUCCESS_FILE = "_SUCCESS"  # on an object store, written last into a generation or a build: its commit
 PART_GLOB = "part-*"  # a table's parts (part_name), any suffix
+SPILL_DIR = ".duckdb_tmp"  # where DuckDB spills a `loom sql` query larger than memory (reports.views)
 
 # In a published generation (Generation) and in curation's work/ (curation.stages).
 CURATED_DIR, MANIFEST_DIR, QUARANTINE_DIR = "curated", "manifest", "quarantine"
@@ -46,7 +47,6 @@ SEQUENCES_DIR, VALIDATION_FILE = "sequences", "validation.parquet"
 # In a run's folder (what they hold: trainer.metrics, trainer.checkpoint).
 RUN_FILE, METRICS_FILE = "run.json", "metrics.jsonl"
 CHECKPOINTS_DIR, CHECKPOINT_GLOB, TRAINER_STATE_FILE = "checkpoints", "step-*", "trainer_state.json"
-SPILL_DIR = ".duckdb_tmp"  # where DuckDB spills a `loom sql` query larger than memory (reports.views)
 
 # In an export's folder (mixtures.export; each format's own files are its writer's).
 EXPORT_FILE, EXPORT_PROGRESS_FILE = "export.json", "progress.json"
@@ -57,6 +57,7 @@ LADDER_FIT_FILE = "fit.json"  # its rungs, fits and predictions (sweeps.results)
 LADDER_POINTS_FILE = "points.parquet"  # one row per rung and metric
 SEARCH_SPEC_FILE, SEARCH_FILE = "search.toml", "search.json"
 LOGS_DIR = "logs"  # a rung's or a proxy's `loom train` output
+
 
 def checkpoint_name(step: int) -> str:
     """A checkpoint's folder in CHECKPOINTS_DIR (CHECKPOINT_GLOB finds them; the name orders them by step)."""
