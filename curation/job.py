@@ -11,7 +11,7 @@ from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
 from loom.errors import UserError
 from loom.io import as_path, path_text
-from loom.workspace import Workspace, part_name
+from loom.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, part_name
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def curation_tokenizer(option: Path | None, config: CurationConfig, sources_file
     path = as_path(config.tokenizer)
     if not path.is_file():
         raise UserError(f"{sources_file}: `tokenizer` names no file ({path}); fix it, train one there with "
-                        "`loom tokenizer train`, or remove the key to use WORKSPACE/models/tokenizer.json")
+                        f"`loom tokenizer train`, or remove the key to use WORKSPACE/{MODELS_DIR}/{TOKENIZER_FILE}")
     return path
 
 

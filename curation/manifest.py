@@ -25,7 +25,7 @@ from curation.tokenizer import tokenizer_fingerprint
 from loom.filenames import escaped_path
 from loom.io import atomic_path, duckdb_connect, read_text, write_parquet, write_text
 from loom.sql import literal
-from loom.workspace import Generation, Workspace
+from loom.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
 
 SHARDS = pa.schema(
     [
@@ -64,7 +64,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
         FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
     """, gen.manifest_table("dedup_clusters"))
-    write_text(json.dumps(dedup_report(con, ws, counts), indent=2), gen.manifest / "dedup_report.json")
+    write_text(json.dumps(dedup_report(con, ws, counts), indent=2), gen.manifest / DEDUP_REPORT_FILE)
     quality = json.loads(read_text(QUALITY_SELECT.marker(ws)))
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
@@ -77,7 +77,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     """, gen.manifest_table("quality_buckets"))
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
-        write_text("\n".join(fingerprints) + "\n", gen.curated / source / "_SUCCESS")
+        write_text("\n".join(fingerprints) + "\n", gen.curated / source / SUCCESS_FILE)
 
 
 def decontamination_info(stats: dict) -> dict:

@@ -16,7 +16,14 @@ import time
 from curation.manifest import write_manifest
 from curation.manifest_parts import publish_shards
 from loom.io import as_path, remove_tree, text_digest, write_text
-from loom.workspace import Generation, Workspace
+from loom.lock import exclusive
+from loom.workspace import WORKSPACE_LOCK, Generation, Workspace
+
+
+def curation_lock(ws: Workspace, note=lambda line: None):
+    """The one-writer lock of what curation writes (locks/workspace.lock): work/, generations/, published.json and
+    the models. Hold it around a whole curation (plan, stages, publish) and a model's training into models/."""
+    return exclusive(ws.lock_file(WORKSPACE_LOCK), f"workspace {ws.root}", note)
 
 
 LAYOUT = "manifest parts"  # the generation's layout: a generation built by another layout is rebuilt, not reused

@@ -2,8 +2,11 @@
 packages use of a mixture is imported from here."""
 
 from pathlib import Path
+from typing import Callable
 
-from loom.workspace import Generation, Workspace
+from loom.io import remove_temporary_files
+from loom.lock import exclusive
+from loom.workspace import Generation, Workspace, mixture_lock
 from mixtures.builds import current_schedule, publish_build, reading
 from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_plan
@@ -18,10 +21,15 @@ __all__ = ["PLAN_FILE", "SCHEDULE_FILE", "Build", "MixtureSpec", "RowGroupCache"
            "shard_sources", "spec_files", "target_shares"]
 
 
-def build_mixture(spec: MixtureSpec, ws: Workspace) -> tuple[Build, dict]:
-    """Compiles `spec` into a new build of mixtures/NAME/ and publishes it (see mixtures.builds); call it holding
-    the mixture's lock."""
-    return publish_build(ws.mixture_dir(spec.name), lambda out: compile_mixture(spec, ws, out))
+def build_mixture(spec: MixtureSpec, ws: Workspace, note: Callable[[str], None] = lambda line: None
+                  ) -> tuple[Build, dict]:
+    """Compiles `spec` into a new build of mixtures/NAME/ and publishes it (see mixtures.builds), holding the
+    mixture's lock (a second writer is refused in one line; `note` is told of a lock taken over) with the temporary
+    files a killed build left removed first. Every caller, `loom mix build` and a sweep alike, compiles through it."""
+    folder = ws.mixture_dir(spec.name)
+    with exclusive(ws.lock_file(mixture_lock(spec.name)), f"mixture '{spec.name}' in {ws.root}", note):
+        remove_temporary_files(folder)
+        return publish_build(folder, lambda out: compile_mixture(spec, ws, out))
 
 
 def load_schedule(folder: Path, layout: Workspace) -> tuple[Schedule, Generation]:

@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 
 from loom.errors import UserError
 from loom.io import as_path, is_remote, read_text, remove_tree, write_text
+from loom.workspace import removing_name, staging_name
 from mixtures.compiled import (BUILD_FILES, READERS_LOCK, SCHEDULE_FILE, SUCCESS_FILE, Build, builds_dir,
                                current_build, current_file, mixture_build)
 from mixtures.schedule import schedule_fingerprint
@@ -40,7 +41,7 @@ def publish_build(folder: Path, write: Callable[[Path], dict]) -> tuple[Build, d
     folder = as_path(folder)
     previous = current_build(folder)
     build = mixture_build(folder, new_build_id())
-    staging = build.root if is_remote(folder) else builds_dir(folder) / f".{build.id}.tmp-{os.getpid()}"
+    staging = build.root if is_remote(folder) else builds_dir(folder) / staging_name(build.id)
     try:
         meta = write(staging)
     except BaseException:
@@ -130,7 +131,7 @@ def _remove_unheld(root: Path) -> None:
     fd = _take_unheld(root / READERS_LOCK)
     if fd is False:
         return
-    trash = root.with_name(f".{root.name}.removing-{os.getpid()}")
+    trash = root.with_name(removing_name(root.name))
     try:
         root.rename(trash)
     except OSError:  # not ours to move (a shared workspace): kept, as a held one is

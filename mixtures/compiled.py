@@ -8,19 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loom.io import as_path, is_remote, read_parquet, read_text
+from loom.workspace import (BUILDS_DIR, CURRENT_FILE, EVALS_DIR, PLAN_FILE, READERS_LOCK, SCHEDULE_FILE,  # noqa: F401
+                            SEQUENCES_DIR, SUCCESS_FILE, VALIDATION_FILE)
+from loom.workspace import MIXTURE_SPEC_FILE as SPEC_FILE
 
-SPEC_FILE = "mixture.toml"  # the spec as resolved
-SCHEDULE_FILE = "schedule.json"  # phases, components, fingerprints: what Schedule loads
-PLAN_FILE = "plan.parquet"  # phase x component (schema mixtures.plan.PLAN)
-SEQUENCES_DIR = "sequences"  # a sequence index per component
-VALIDATION_FILE = "validation.parquet"  # the held-out documents of each source (schema: mixtures.heldout.hold_out)
-EVALS_DIR = "evals"  # a tokenized eval set per [eval.NAME] (mixtures.evalsets)
+# The files of a build (their names: loom.workspace): the spec as resolved (SPEC_FILE); phases, components and
+# fingerprints, what Schedule loads (SCHEDULE_FILE); phase x component, schema mixtures.plan.PLAN (PLAN_FILE); a
+# sequence index per component (SEQUENCES_DIR); the held-out documents of each source, schema
+# mixtures.heldout.hold_out (VALIDATION_FILE); a tokenized eval set per [eval.NAME], mixtures.evalsets (EVALS_DIR).
+# In the mixture's folder: CURRENT_FILE, {"build": ID}, the build readers see, and BUILDS_DIR, one folder per build.
+# In a local build, READERS_LOCK, empty: each reader holds a shared flock on it while it reads; in a build on an
+# object store, SUCCESS_FILE, written last: the build's commit.
 BUILD_FILES = (SPEC_FILE, SCHEDULE_FILE, PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, EVALS_DIR)
-
-CURRENT_FILE = "current.json"  # in the mixture's folder: {"build": ID}, the build readers see
-BUILDS_DIR = "builds"  # in the mixture's folder: one folder per build
-READERS_LOCK = "readers.lock"  # in a local build, empty: each reader holds a shared flock on it while it reads
-SUCCESS_FILE = "_SUCCESS"  # in a build on an object store, written last: the build's commit
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pathlib import Path, PurePath
 from loom.errors import UserError, reject_unknown_keys
 from loom.io import as_path, read_toml
 from loom.names import check_name
+from loom.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
@@ -93,8 +94,8 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     if not is_finite_number(max_epochs) or max_epochs <= 0:
         raise UserError(f"{where}: `max_epochs` = {max_epochs!r} must be a positive, finite number")
     _check_validation_budget(ints, where)
-    tokenizer = _workspace_path("tokenizer", raw["tokenizer"], where, "a tokenizer.json",
-                                "models/tokenizer.json") if "tokenizer" in raw else None
+    tokenizer = _workspace_path("tokenizer", raw["tokenizer"], where, f"a {TOKENIZER_FILE}",
+                                f"{MODELS_DIR}/{TOKENIZER_FILE}") if "tokenizer" in raw else None
     return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs),
                        evals=_evals(raw.get("eval", {}), where), **ints)
 
@@ -221,7 +222,7 @@ def spec_files(workspace_mixtures: Path, builtin: Path) -> dict[str, Path]:
     hides a built-in one of the same name."""
     specs = {}
     for folder in (workspace_mixtures, builtin):
-        for path in sorted(folder.glob("*.toml")):
+        for path in sorted(folder.glob(SPEC_GLOB)):
             specs.setdefault(path.stem, path)
     return specs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from loom.errors import UserError
 from loom.io import as_path, write_text
 from loom.names import check_name, is_name
-from loom.workspace import Workspace
+from loom.workspace import COMPARE_DIR, RUNS_DIR, Workspace
 from reports.colors import SourceColors
 from reports.html import REPORT_FILE, Html, esc, legend, line_chart, page, table
 from reports.run import TOP_SOURCES, corners, top_sources
@@ -40,7 +40,7 @@ class Run:
 
 
 def compare_path(root, name: str) -> Path:
-    return Workspace(as_path(root)).root / "reports" / "compare" / f"{name}.html"
+    return Workspace(as_path(root)).root.joinpath(*COMPARE_DIR) / f"{name}.html"
 
 
 def default_name(runs: list[str]) -> str:
@@ -120,7 +120,7 @@ def summary(runs: list[Run]) -> str:
         last = run.records[-1] if run.records else {}
         validated = [r for r in run.records if r.get(VAL_LOSS) is not None]
         link = Html(f'<i class="swatch" style="background:{run.color}"></i>'
-                    f'<a href="../../runs/{esc(run.name)}/{REPORT_FILE}">{esc(run.name)}</a>')
+                    f'<a href="../../{RUNS_DIR}/{esc(run.name)}/{REPORT_FILE}">{esc(run.name)}</a>')
         switches = ", ".join(f"{p['name']} from step {p['start_step']:,}" for p in run.info[PHASES][1:])
         rows.append([link, run.status, last.get(STEP, -1) + 1, run.info[STEPS], switches or "-",
                      last.get(TOKENS_SEEN, 0), last.get(LOSS), validated[-1][VAL_LOSS] if validated else None])

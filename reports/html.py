@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from loom.workspace import REPORT_FILE  # noqa: F401 (a page's name in the folder it reports on)
 from reports.linechart import line_chart  # noqa: F401 (a primitive of this module for its callers)
 from reports.markup import PALETTE, Html, esc, legend, number, palette_colors, scientific, tick_label, ticks  # noqa: F401
 
-REPORT_FILE = "report.html"
-LONG_TABLE_ROWS = 30  # a table longer than this scrolls in a box of its own, its header kept in view  # a page's name in the folder it reports on: a mixture's, a run's
+LONG_TABLE_ROWS = 30  # a table longer than this scrolls in a box of its own, its header kept in view
 
 
 def _inline(source: str) -> str:

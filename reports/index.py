@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from loom.errors import UserError
 from loom.io import as_path, read_parquet, write_text
-from loom.workspace import Workspace
+from loom.workspace import COMPARE_DIR, INDEX_FILE, LADDER_FIT_FILE, PAGE_GLOB, SEARCH_FILE, SPEC_GLOB, Workspace
 from mixtures import compiled_mixtures, current_schedule
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, Html, esc, number, page, table
@@ -21,8 +21,6 @@ from trainer.metrics import (
     LOSS, METRICS_FILE, MIXTURE, RUN_FILE, STARTED_AT, STEP, STEPS, TOKENS_SEEN, VAL_LOSS, run_status,
 )
 
-INDEX_FILE = "index.html"
-COMPARE_DIR = ("reports", "compare")  # WORKSPACE/reports/compare/NAME.html: `loom report compare`
 TAIL_BYTES = 64 * 1024  # enough for a run's last metrics lines, whatever its length
 
 
@@ -105,7 +103,7 @@ def curation_section(ws: Workspace) -> str:
 def mixtures_section(ws: Workspace) -> str:
     folder = ws.mixtures
     compiled = compiled_mixtures(folder)
-    specs = sorted(p.stem for p in folder.glob("*.toml")) if folder.exists() else []
+    specs = sorted(p.stem for p in folder.glob(SPEC_GLOB)) if folder.exists() else []
     rows = []
     for name in compiled:
         meta = current_schedule(ws.mixture_dir(name))
@@ -181,8 +179,9 @@ class Sweep(NamedTuple):
 
 
 SWEEPS = {
-    "ladders": Sweep("Scaling ladders", "ladder", "fit.json", "loom ladder {name} --mixture {mixture}", "ladder_dir"),
-    "searches": Sweep("Mixture searches", "search", "search.json", "loom mix search {name} --from {mixture}",
+    "ladders": Sweep("Scaling ladders", "ladder", LADDER_FIT_FILE, "loom ladder {name} --mixture {mixture}",
+                     "ladder_dir"),
+    "searches": Sweep("Mixture searches", "search", SEARCH_FILE, "loom mix search {name} --from {mixture}",
                       "search_dir"),
 }
 
@@ -233,7 +232,7 @@ def sweep_summary(kind: str, results: dict) -> tuple[str, str]:
 
 def comparisons_section(ws: Workspace) -> str:
     folder = ws.root.joinpath(*COMPARE_DIR)
-    pages = sorted(folder.glob("*.html")) if folder.exists() else []
+    pages = sorted(folder.glob(PAGE_GLOB)) if folder.exists() else []
     if not pages:
         return ""
     return "<h2>Comparisons</h2><ul>" + "".join(f"<li>{link(ws, p, p.stem, '')}</li>" for p in pages) + "</ul>"

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from loom.errors import UserError
 from loom.io import as_path, read_text, write_text
-from loom.workspace import LADDER_FIT_FILE, Workspace
+from loom.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
@@ -199,7 +199,7 @@ def shape_text(rung: dict) -> str:
 
 def rung_table(ladder: dict) -> str:
     fit = (ladder["fits"].get(VAL_LOSS) or {}).get("fit")
-    rows = [[r["rung"], Html(f'<a href="../../runs/{esc(quote(r["run"]))}/{REPORT_FILE}">{esc(r["run"])}</a>'),
+    rows = [[r["rung"], Html(f'<a href="../../{RUNS_DIR}/{esc(quote(r["run"]))}/{REPORT_FILE}">{esc(r["run"])}</a>'),
              shape_text(r), r.get("parameters"), r.get("active_parameters"), r.get("tokens"),
              r.get("tokens_per_parameter"), scientific(r["flops"]) if r.get("flops") else "",
              f"{r['lr']:g}" if r.get("lr") is not None else "", r.get("warmup_steps"), r.get("status", "?"),

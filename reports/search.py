@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from loom.errors import UserError
 from loom.io import as_path, read_text, write_text
-from loom.workspace import Workspace
+from loom.workspace import RUNS_DIR, SEARCH_FILE, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Dot, Html, Line, esc, legend, number, page, scientific, stacked_bars, table, xy_chart,
@@ -17,7 +17,6 @@ from reports.html import (
 from reports.ladder import evaluations, metric_value
 from trainer.metrics import EVAL_LOSS_BY_SET, FINISHED, STEP, VAL_LOSS, VAL_LOSS_BY_SOURCE
 
-SEARCH_FILE = "search.json"
 SEARCHED = "searched"  # the confirm run of the chosen mixture; the others are named by their baseline
 DICT_FIELDS = ("keys", "prior", "objective", "proxy", "surrogate", "chosen", "baselines", "confirm")
 FIT_COLOR = "#222"
@@ -64,7 +63,7 @@ def scrolling(markup: str) -> str:
 
 
 def run_link(run: str | None) -> Html | str:
-    return Html(f'<a href="../../runs/{esc(quote(run))}/{REPORT_FILE}">{esc(run)}</a>') if run else ""
+    return Html(f'<a href="../../{RUNS_DIR}/{esc(quote(run))}/{REPORT_FILE}">{esc(run)}</a>') if run else ""
 
 
 def objective(values: dict, terms: dict) -> float | None:

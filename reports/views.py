@@ -15,7 +15,8 @@ import duckdb
 from loom.errors import UserError
 from loom.io import as_path, duckdb_connect, expand_glob, is_remote
 from loom.sql import literal
-from loom.workspace import Workspace
+from loom.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, PLAN_FILE, QUARANTINE_FILES, RUN_METRICS,
+                            SCHEDULE_FILE, SPILL_DIR, SEQUENCE_FILES, VALIDATION_FILE, Workspace, manifest_files)
 from mixtures import compiled_mixtures
 
 # What `loom sql` runs, a fence behind the sandbox: SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM and VALUES parse as
@@ -25,7 +26,6 @@ READ_ONLY_PRAGMAS = {"database_list", "platform", "show", "show_tables", "show_t
                      "version"}
 EXPLAINED = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^)'\"]*\)\s*)?(?P<statement>.*)",
                        re.IGNORECASE | re.DOTALL)  # options holding a quote are not skipped: the rest fails to parse
-SPILL_FOLDER = ".duckdb_tmp"  # inside the workspace: where DuckDB spills a query larger than memory
 PRAGMA_NAME = re.compile(r"\s*PRAGMA\s+(?P<name>\w+)", re.IGNORECASE)
 
 
@@ -35,9 +35,9 @@ PUBLISHED, WORKSPACE, BUILDS = "published", "workspace", "builds"  # where a vie
 @dataclass(frozen=True)
 class View:
     name: str
-    pattern: str  # files that must exist, relative to the folder(s) the view reads
-    sql: str  # the view's query; {ws:REL} is the path REL inside that folder, as a quoted SQL string (a list of
-    # them, one per build, for BUILDS)
+    pattern: str  # files that must exist, relative to the folder(s) the view reads (loom.workspace names them)
+    sql: str  # the view's query; {files} is `pattern` in that folder, as a quoted SQL string, and {ws:REL} the path
+    # REL inside it (a list of them, one per build, for BUILDS)
     reads: str = WORKSPACE  # WORKSPACE: its own folders; PUBLISHED: the published generation of curated data;
     # BUILDS: the current build of every compiled mixture (mixtures.compiled_mixtures)
 
@@ -55,56 +55,56 @@ class WorkspacePaths:
 
 
 def mixture_of(file: str) -> str:
-    """SQL for a compiled mixture's name from the path of its file `file` (a regex) in its build
-    (mixtures/NAME/builds/ID/...) or in a folder compiled before builds (mixtures/NAME/...)."""
-    return f"regexp_extract(filename, '([^/]+)/(?:builds/[^/]+/)?{file}$', 1)"
+    """SQL for a compiled mixture's name from the path of its file `file` in its build (mixtures/NAME/builds/ID/...)
+    or in a folder compiled before builds (mixtures/NAME/...)."""
+    return f"regexp_extract(filename, '([^/]+)/(?:{BUILDS_DIR}/[^/]+/)?{re.escape(file)}$', 1)"
+
+
+def manifest_view(name: str) -> View:
+    return View(name, manifest_files(name), "SELECT * FROM read_parquet({files})", reads=PUBLISHED)
+
+
+def mixture_table_view(name: str, file: str) -> View:
+    return View(name, file, f"SELECT {mixture_of(file)} AS mixture, * EXCLUDE (filename) "
+                "FROM read_parquet({files}, filename = true, union_by_name = true)", reads=BUILDS)
 
 
 VIEWS = (
-    View("documents", "curated/*/part-*.parquet",
-         "SELECT * FROM read_parquet({ws:curated/*/part-*.parquet}, union_by_name = true)", reads=PUBLISHED),
-    View("doc_stats", "manifest/documents/*.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/documents/*.parquet})", reads=PUBLISHED),
-    View("shards", "manifest/shards.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/shards.parquet})", reads=PUBLISHED),
-    View("funnel", "manifest/funnel/*.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/funnel/*.parquet})", reads=PUBLISHED),
-    View("quarantine", "quarantine/*/*.jsonl", """
+    View("documents", CURATED_FILES, "SELECT * FROM read_parquet({files}, union_by_name = true)", reads=PUBLISHED),
+    View("doc_stats", manifest_files("documents"), "SELECT * FROM read_parquet({files})", reads=PUBLISHED),
+    manifest_view("shards"),
+    manifest_view("funnel"),
+    View("quarantine", QUARANTINE_FILES, """
         SELECT split_part(filename, '/', -2) AS source, input, record, reason, detail, raw
-        FROM read_json({ws:quarantine/*/*.jsonl}, format = 'newline_delimited', filename = true,
+        FROM read_json({files}, format = 'newline_delimited', filename = true,
                        ignore_errors = true, columns = {{input: 'VARCHAR', record: 'BIGINT', reason: 'VARCHAR',
                                                          detail: 'VARCHAR', raw: 'VARCHAR'}})
         WHERE reason IS NOT NULL""", reads=PUBLISHED),
-    View("dedup_clusters", "manifest/dedup_clusters.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/dedup_clusters.parquet})", reads=PUBLISHED),
-    View("quality_buckets", "manifest/quality_buckets.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/quality_buckets.parquet})", reads=PUBLISHED),
-    View("contamination", "manifest/contamination.parquet",
-         "SELECT * FROM read_parquet({ws:manifest/contamination.parquet})", reads=PUBLISHED),
-    View("mixtures", "schedule.json", """
+    manifest_view("dedup_clusters"),
+    manifest_view("quality_buckets"),
+    manifest_view("contamination"),
+    View("mixtures", SCHEDULE_FILE, """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint
-        FROM read_json({ws:schedule.json})""", reads=BUILDS),
-    View("ladder", "ladders/*/points.parquet",
-         "SELECT * FROM read_parquet({ws:ladders/*/points.parquet}, union_by_name = true)"),
-    View("mixture_plan", "plan.parquet", "SELECT " + mixture_of(r"plan\.parquet") + """ AS mixture, * EXCLUDE (filename)
-        FROM read_parquet({ws:plan.parquet}, filename = true, union_by_name = true)""", reads=BUILDS),
-    View("mixture_validation", "validation.parquet", "SELECT " + mixture_of(r"validation\.parquet") + """ AS mixture,
-        * EXCLUDE (filename) FROM read_parquet({ws:validation.parquet}, filename = true)""", reads=BUILDS),
-    View("mixture_documents", "sequences/*.parquet", """
+        FROM read_json({files})""", reads=BUILDS),
+    View("ladder", LADDER_POINTS, "SELECT * FROM read_parquet({files}, union_by_name = true)"),
+    mixture_table_view("mixture_plan", PLAN_FILE),
+    View("mixture_validation", VALIDATION_FILE, f"SELECT {mixture_of(VALIDATION_FILE)} AS mixture, "
+         "* EXCLUDE (filename) FROM read_parquet({files}, filename = true)", reads=BUILDS),
+    View("mixture_documents", SEQUENCE_FILES, f"""
         WITH components AS (
-            SELECT name AS mixture, regexp_replace(filename, '/schedule\\.json$', '') AS root,
+            SELECT name AS mixture, regexp_replace(filename, '/{re.escape(SCHEDULE_FILE)}$', '') AS root,
                    unnest(components, recursive := true)
-            FROM read_json({ws:schedule.json}, filename = true))
+            FROM read_json({{ws:{SCHEDULE_FILE}}}, filename = true))
         SELECT c.mixture, c.key AS component, d.shard, d.row, d.n_tokens, d.offset
-        FROM read_parquet({ws:sequences/*.parquet}, filename = true) d
+        FROM read_parquet({{files}}, filename = true) d
         JOIN components c ON d.filename = c.root || '/' || c.file""", reads=BUILDS),
-    View("metrics", "runs/*/metrics.jsonl", """
+    View("metrics", RUN_METRICS, """
         SELECT split_part(filename, '/', -2) AS run, * EXCLUDE (filename)
-        FROM read_json_auto({ws:runs/*/metrics.jsonl}, format = 'newline_delimited', filename = true,
+        FROM read_json_auto({files}, format = 'newline_delimited', filename = true,
                             union_by_name = true, ignore_errors = true)
         WHERE step IS NOT NULL"""),
-    View("runs", "runs/*/metrics.jsonl", """
+    View("runs", RUN_METRICS, """
         SELECT run, count(*) AS records, max(step) AS last_step, arg_max(loss, step) AS last_loss
         FROM metrics GROUP BY run"""),
 )
@@ -148,7 +148,8 @@ def view_files(view: View, folder: Path) -> list:
 
 
 def create_statement(view: View, folders: list[Path]) -> str:
-    body = " ".join(view.sql.format(ws=WorkspacePaths(folders, many=view.reads == BUILDS)).split())
+    paths = WorkspacePaths(folders, many=view.reads == BUILDS)
+    body = " ".join(view.sql.format(ws=paths, files=format(paths, view.pattern)).split())
     return f"CREATE OR REPLACE VIEW {view.name} AS {body};"
 
 
@@ -209,7 +210,7 @@ def sandboxed_connection(root: Path, folders: dict[str, list[Path]]) -> duckdb.D
 def spill_folder(root: Path) -> Path:
     if is_remote(root):
         return Path(tempfile.gettempdir()) / f"loom-duckdb-{os.getpid()}"
-    return root / SPILL_FOLDER
+    return root / SPILL_DIR  # inside the workspace
 
 
 def linked_targets(root: Path, view_roots: dict[str, list[Path]]) -> tuple[list[str], list[str]]:

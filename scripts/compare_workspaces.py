@@ -2,7 +2,8 @@
 quarantine, the compiled mixtures and the models byte for byte; the one column that holds wall-clock times (manifest/shards.parquet
 `created`) is compared as a table without it. The manifest's documents and funnel are compared as tables, rows in
 order, whether a folder of parts (manifest/funnel/part-*.parquet) or one file from before (manifest/funnel.parquet).
-HTML reports are skipped (they hold paths and times).
+HTML reports are skipped (they hold paths and times). A compiled mixture is compared by its current build (whose
+id, and the time in current.json, differ from run to run): its files as mixtures/NAME/builds/current/...
 
     python scripts/compare_workspaces.py WORKSPACE_A WORKSPACE_B
 
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from loom.workspace import Workspace
+from loom.workspace import BUILDS_DIR, CURRENT_FILE, MIXTURES_DIR, Workspace
+from mixtures.compiled import current_build
 
 PUBLISHED = ("curated", "manifest", "quarantine")  # in the published generation (a workspace from before
 WORKSPACE = ("mixtures", "models")                  # generations has them at its top)
@@ -33,7 +35,23 @@ def output_files(root: Path) -> dict[str, Path]:
             del files[name]
         if parts:
             files[table] = gen / (table if parts[0].startswith(f"{table}/") else f"{table}.parquet")
-    return files
+    return current_builds(root, files)
+
+
+def current_builds(root: Path, files: dict[str, Path]) -> dict[str, Path]:
+    """Each mixture's current build under one name, builds/current/; its other builds and current.json left out."""
+    kept = {}
+    for name, path in files.items():
+        parts = name.split("/")
+        if parts[0] == MIXTURES_DIR and len(parts) > 4 and parts[2] == BUILDS_DIR:
+            build = current_build(root / MIXTURES_DIR / parts[1])
+            if build is None or build.id != parts[3]:
+                continue
+            name = "/".join([*parts[:3], "current", *parts[4:]])
+        elif parts[0] == MIXTURES_DIR and parts[2:] == [CURRENT_FILE]:
+            continue
+        kept[name] = path
+    return kept
 
 
 def same(name: str, a: Path, b: Path) -> bool:

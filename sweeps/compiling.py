@@ -10,8 +10,7 @@ from typing import Callable
 from rich.console import Console
 
 from loom.errors import UserError
-from loom.io import read_text, remove_temporary_files
-from loom.lock import exclusive
+from loom.io import read_text
 from loom.workspace import Workspace
 from mixtures import MixtureSpec, build_mixture, current_build, load_spec, reading
 from mixtures.compile import check_current
@@ -25,12 +24,10 @@ def compile_all(ws: Workspace, wanted: list[tuple[str, MixtureSpec]], console: C
         out = ws.mixture_dir(spec.name)
         if _current(ws, out, spec):
             continue
-        with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
-            remove_temporary_files(out)
-            try:
-                _, meta = build_mixture(spec, ws)
-            except UserError as err:
-                raise UserError(refused(label, err)) from None
+        try:
+            _, meta = build_mixture(spec, ws, note)  # under the mixture's lock, as `loom mix build`
+        except UserError as err:
+            raise UserError(refused(label, err)) from None
         console.print(f"{label}: mixture '{spec.name}' compiled, {meta['steps']:,} steps")
 
 

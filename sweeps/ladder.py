@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 from loom.errors import UserError
 from loom.io import local_file, read_text, write_text
 from loom.lock import exclusive
-from loom.workspace import Workspace
+from loom.workspace import LADDER_SPEC_FILE, LOGS_DIR, Workspace, ladder_lock
 from mixtures import MixtureSpec, mixture_tokenizer
 from sweeps.compiling import compile_all
 from sweeps.plan import LadderPlan, plan_ladder
@@ -21,13 +21,11 @@ from sweeps.results import ladder_results, write_results
 from sweeps.runner import train_rungs
 from sweeps.spec import LadderSpec
 
-LADDER_FILE = "ladder.toml"
-LOGS = "logs"
 
 
 def recorded_spec(ws: Workspace, name: str) -> str | None:
     """The spec (preset name or path) a ladder was started with, from its ladder.toml."""
-    path = ws.ladder_dir(name) / LADDER_FILE
+    path = ws.ladder_dir(name) / LADDER_SPEC_FILE
     if not path.exists():
         return None
     for line in read_text(path).splitlines():
@@ -50,15 +48,15 @@ def run_ladder(ws: Workspace, ladder: LadderPlan, spec: LadderSpec, mixture: Mix
                parallel: int, nproc: int, console: Console, note, report: Callable[[Path], object]) -> dict:
     """Trains the ladder's unfinished rungs and writes its results, and `report(folder)`, as each rung ends."""
     folder = ws.ladder_dir(ladder.name)
-    with exclusive(ws.lock_file(f"ladder-{ladder.name}"), f"ladder '{ladder.name}' in {ws.root}", note):
+    with exclusive(ws.lock_file(ladder_lock(ladder.name)), f"ladder '{ladder.name}' in {ws.root}", note):
         resolved = resolved_toml(ladder, spec, spec_source)
-        started = folder / LADDER_FILE
+        started = folder / LADDER_SPEC_FILE
         if started.exists() and read_text(started) != resolved:
             raise UserError(f"ladder '{ladder.name}' was started with another spec or mixture (see {started}); "
                             "rerun it with the same --spec and --mixture, or give the new ladder another NAME")
         compile_rungs(ws, ladder, mixture, console, note)
         write_text(resolved, started)  # once every rung's mixture compiles: a ladder refused at config starts nothing
-        train_rungs(ws.root, ladder, spec.train, folder / LOGS, parallel, nproc, console,
+        train_rungs(ws.root, ladder, spec.train, folder / LOGS_DIR, parallel, nproc, console,
                     on_finished=lambda: publish(ws, ladder, spec, folder, report))
         return publish(ws, ladder, spec, folder, report)
 

@@ -11,14 +11,13 @@ import numpy as np
 import pyarrow as pa
 
 from loom.io import write_parquet, write_text
-from loom.workspace import LADDER_FIT_FILE
+from loom.workspace import LADDER_FIT_FILE, LADDER_POINTS_FILE, Workspace
 from sweeps.fit import fit_chinchilla, fit_power_law, identifiability, relative_error
 from sweeps.plan import LadderPlan
 from sweeps.spec import FitConfig
 from trainer import metrics
 
 LAW = "L(C) = L_inf + A * C^-alpha"
-POINTS_FILE = "points.parquet"
 CURVE_POINTS = 48
 VAL = "val_loss"
 
@@ -58,7 +57,7 @@ def label(metric: str) -> str:
 def rung_records(workspace: Path, ladder: LadderPlan) -> list[dict]:
     records = []
     for r in ladder.rungs:
-        run_dir = workspace / "runs" / r.name
+        run_dir = Workspace(workspace).run_dir(r.name)
         status = run_status(run_dir)
         records.append({
             "rung": r.rung, "run": r.name, "status": status, **r.shape.__dict__, "parameters": r.parameters,
@@ -152,7 +151,7 @@ def ladder_results(workspace: Path, ladder: LadderPlan, fit: FitConfig) -> dict:
 
 def write_results(folder: Path, results: dict) -> None:
     write_text(json.dumps(results, indent=2), folder / LADDER_FIT_FILE)
-    write_parquet(points_table(results), folder / POINTS_FILE)
+    write_parquet(points_table(results), folder / LADDER_POINTS_FILE)
 
 
 def points_table(results: dict) -> pa.Table:

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from loom.errors import UserError
 from loom.procs import dying_with_this_process
+from loom.workspace import Workspace
 from sweeps.plan import LadderPlan, RungPlan
 from sweeps.results import run_status
 from trainer import checkpoint, metrics
@@ -70,7 +71,7 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
                 console: Console, on_finished=lambda: None, noun: str = "rung") -> None:
     """Trains every unfinished rung, calling `on_finished` as each one ends well; raises UserError naming a
     failed rung once the others have stopped. `noun` names a rung in what is printed (a search's proxies)."""
-    rungs = [Rung(r, workspace / "runs" / r.name, logs / f"{r.rung}.log") for r in ladder.rungs]
+    rungs = [Rung(r, Workspace(workspace).run_dir(r.name), logs / f"{r.rung}.log") for r in ladder.rungs]
     pending = [r for r in rungs if not finished(r.run_dir)]
     for rung in rungs:
         if rung not in pending:

@@ -14,7 +14,7 @@ from rich.console import Console
 from loom.errors import UserError
 from loom.io import read_text, write_text
 from loom.lock import exclusive
-from loom.workspace import Workspace
+from loom.workspace import LOGS_DIR, SEARCHES_DIR, SEARCH_FILE, SEARCH_SPEC_FILE, Workspace, search_lock
 from mixtures.spec import to_toml
 from sweeps.compiling import compile_all
 from sweeps.plan import LadderPlan
@@ -22,8 +22,6 @@ from sweeps.runner import train_rungs
 from sweeps.search_plan import SearchOptions, SearchPlan
 from sweeps.search_results import confirm_records, search_results, write_search
 
-SEARCH_TOML = "search.toml"
-LOGS = "logs"
 # options that change no proxy: a rerun with other values refits, rescores or confirms without retraining
 NOT_TRAINED = {"objective", "surrogate", "kl_weight", "confirm", "confirm_rung"}
 
@@ -39,9 +37,9 @@ def written_by(name: str) -> str:
 def run_search(ws: Workspace, plan: SearchPlan, options: SearchOptions, train: dict, resolved: str, parallel: int,
                nproc: int, console: Console, note, report: Callable[[Path], object]) -> dict:
     folder = ws.search_dir(plan.name)
-    with exclusive(ws.lock_file(f"search-{plan.name}"), f"search '{plan.name}' in {ws.root}", note):
+    with exclusive(ws.lock_file(search_lock(plan.name)), f"search '{plan.name}' in {ws.root}", note):
         check_spec_file(ws, plan)
-        started = folder / SEARCH_TOML
+        started = folder / SEARCH_SPEC_FILE
         if started.exists() and read_text(started) != resolved:
             raise UserError(f"search '{plan.name}' was started with other options or data (see {started}); rerun it "
                             "with the same options, or give the new search another NAME")
@@ -49,7 +47,7 @@ def run_search(ws: Workspace, plan: SearchPlan, options: SearchOptions, train: d
                     console, note, lambda label, err: f"search '{plan.name}', {label}: {err}")
         write_text(resolved, started)
         publish = lambda fit=False: _publish(ws, plan, options, folder, report, fit)  # noqa: E731
-        train_rungs(ws.root, plan.proxies, train, folder / LOGS, parallel, nproc, console, on_finished=publish,
+        train_rungs(ws.root, plan.proxies, train, folder / LOGS_DIR, parallel, nproc, console, on_finished=publish,
                     noun="proxy")
         results = publish(fit=True)
         if results["chosen"] is None:
@@ -59,7 +57,7 @@ def run_search(ws: Workspace, plan: SearchPlan, options: SearchOptions, train: d
         if plan.confirm is not None:
             confirmed = confirm(ws, plan, chosen, console, note)
             with_confirm = lambda: _publish_confirm(ws, plan, results, confirmed, folder, report)  # noqa: E731
-            train_rungs(ws.root, confirmed[0], train, folder / LOGS, parallel, nproc, console,
+            train_rungs(ws.root, confirmed[0], train, folder / LOGS_DIR, parallel, nproc, console,
                         on_finished=with_confirm, noun="confirm")
             with_confirm()
         return results
@@ -96,7 +94,7 @@ def chosen_toml(plan: SearchPlan, x: np.ndarray) -> str:
     budget = {"total_tokens": plan.target_tokens, "steps": None}
     return to_toml(dataclasses.replace(spec, **budget), {"total_tokens": plan.target_tokens},
                    f"weights of {', '.join(plan.space.phases)} chosen from {len(plan.designs)} proxies (see "
-                   f"searches/{plan.name}/search.json); build it with `loom mix build {plan.name}`",
+                   f"{SEARCHES_DIR}/{plan.name}/{SEARCH_FILE}); build it with `loom mix build {plan.name}`",
                    by=written_by(plan.name))
 
 

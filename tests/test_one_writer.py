@@ -1,6 +1,7 @@
 """One writer per target, and readers that only see published data: real `loom` processes racing, killed with
 SIGKILL and interrupted with SIGINT in the middle of a re-curation."""
 
+import dataclasses
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from conftest import (FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy
                       stacks_then_kill, write_spec)
 from loom.errors import UserError
 from loom.lock import exclusive, is_held
-from loom.workspace import Workspace
+from loom.workspace import Workspace, mixture_lock
 
 SPEC = """seq_len = 32
 global_batch = 8
@@ -191,6 +192,23 @@ def test_a_mixture_being_built_is_not_built_twice(ws):
         refused = run_loom("-w", ws, "mix", "build", "tinymix", check=False)
     assert refused.returncode == 2 and f"is in use by pid {os.getpid()}" in refused.stderr
     run_loom("-w", ws, "mix", "build", "tinymix")  # released: builds
+
+
+def test_a_sweeps_mixture_is_compiled_under_the_mixtures_own_lock(ws):
+    """A ladder's or a search's mixtures are compiled through mixtures.build_mixture, which takes the mixture's lock
+    itself: while another writer holds it the sweep is refused, as `loom mix build` is, and so is any caller."""
+    from rich.console import Console
+
+    from mixtures import build_mixture, load_spec
+    from sweeps.compiling import compile_all
+
+    layout = Workspace(ws)
+    spec = dataclasses.replace(load_spec(layout.mixtures / "tinymix.toml"), steps=6)  # not the build there: compiled
+    with exclusive(layout.lock_file(mixture_lock("tinymix")), "mixture 'tinymix'"):
+        with pytest.raises(UserError, match=f"^rung 0: mixture 'tinymix' in .* is in use by pid {os.getpid()}"):
+            compile_all(layout, [("rung 0", spec)], Console(), print, lambda label, err: f"{label}: {err}")
+        with pytest.raises(UserError, match=f"is in use by pid {os.getpid()}"):
+            build_mixture(spec, layout)
 
 
 @pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: torchrun and its ranks quiet

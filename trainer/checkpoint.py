@@ -16,25 +16,25 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from loom.io import as_path, is_remote, read_text, remove_tree, write_text
+from loom.workspace import CHECKPOINT_GLOB, CHECKPOINTS_DIR, TRAINER_STATE_FILE, checkpoint_name
 from trainer.distributed import in_group
 
-STATE_FILE = "trainer_state.json"
 SPIKES = "spike_detector"  # the spike detector's running history, in the state file
 KEEP = 2
 
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:
-    return as_path(run_dir) / "checkpoints" / f"step-{step:07d}"
+    return as_path(run_dir) / CHECKPOINTS_DIR / checkpoint_name(step)
 
 
 def latest(run_dir: Path) -> Path | None:
-    complete = sorted((p.parent for p in (as_path(run_dir) / "checkpoints").glob(f"step-*/{STATE_FILE}")),
-                      key=lambda p: p.name)
+    states = (as_path(run_dir) / CHECKPOINTS_DIR).glob(f"{CHECKPOINT_GLOB}/{TRAINER_STATE_FILE}")
+    complete = sorted((p.parent for p in states), key=lambda p: p.name)
     return complete[-1] if complete else None
 
 
 def read_state(path: Path) -> dict:
-    return json.loads(read_text(path / STATE_FILE))
+    return json.loads(read_text(path / TRAINER_STATE_FILE))
 
 
 def _barrier() -> None:
@@ -66,8 +66,8 @@ def save(model, optimizer, path: Path, state: dict, is_main: bool) -> None:
     dcp.save({"model": model_state, "optimizer": optimizer_state}, **_storage(path, writing=True))
     _barrier()
     if is_main:
-        write_text(json.dumps(state, indent=2), path / STATE_FILE)
-        others = sorted((p for p in path.parent.glob("step-*") if p.name != path.name), key=lambda p: p.name)
+        write_text(json.dumps(state, indent=2), path / TRAINER_STATE_FILE)
+        others = sorted((p for p in path.parent.glob(CHECKPOINT_GLOB) if p.name != path.name), key=lambda p: p.name)
         for old in others[:-(KEEP - 1) or None]:
             remove_tree(old)
     _barrier()

@@ -11,10 +11,7 @@ from pathlib import Path
 
 from loom.io import as_path, copy_file, is_remote, read_text, write_text
 from loom.lock import is_held
-from loom.workspace import Workspace
-
-METRICS_FILE = "metrics.jsonl"
-RUN_FILE = "run.json"
+from loom.workspace import METRICS_FILE, RUN_FILE, Workspace, run_lock
 
 # ---- a metrics.jsonl line, in the order it holds its keys ----
 STEP = "step"
@@ -86,7 +83,7 @@ INTERRUPTED = "interrupted"
 def run_lock_file(run_dir: Path) -> Path:
     """The run's one-writer lock (trainer.launch.run_lock): the workspace's locks/run-NAME.lock."""
     run_dir = as_path(run_dir)
-    return Workspace(run_dir.parent.parent).lock_file(f"run-{run_dir.name}")
+    return Workspace(run_dir.parent.parent).lock_file(run_lock(run_dir.name))
 
 
 def run_status(run_dir: Path, info: dict | None = None) -> str:

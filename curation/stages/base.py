@@ -15,7 +15,7 @@ from curation.schema import REMOVALS
 from curation.stages.parts import all_parts
 from loom.io import done_stats
 from loom.sql import path_list
-from loom.workspace import Workspace
+from loom.workspace import DONE_MARKER, REMOVALS_DIR, Workspace
 
 DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}
 
@@ -86,11 +86,11 @@ class GlobalStage:
         return ""
 
     def marker(self, ws: Workspace) -> Path:
-        return ws.stage_dir(self.name) / "_done"
+        return ws.stage_dir(self.name) / DONE_MARKER
 
     def removed_path(self, ws: Workspace) -> Path:
         """The removals, a table by shard: removals/<source>/part-NNNNN.parquet."""
-        return ws.stage_dir(self.name) / "removals"
+        return ws.stage_dir(self.name) / REMOVALS_DIR
 
     def outputs(self, ws: Workspace) -> list[Path]:
         return [self.removed_path(ws)] if self.removes else []

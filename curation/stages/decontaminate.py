@@ -25,6 +25,7 @@ from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
 from loom.io import as_path, atomic_path, file_digest, mark_done, read_parquet, read_text, remove_tree
+from loom.workspace import EVIDENCE_DIR, FILTERS_DIR
 
 BATCH = 1000
 FATE = "contaminated"
@@ -111,11 +112,11 @@ class Decontaminate(GlobalStage):
         return settings_json((settings, sets))
 
     def filters_folder(self, ws) -> Path:
-        return ws.stage_dir(self.name) / "filters"
+        return ws.stage_dir(self.name) / FILTERS_DIR
 
     def evidence_folder(self, ws) -> Path:
         """A row per contaminated document and set (CONTAMINATION), a table by shard."""
-        return ws.stage_dir(self.name) / "evidence"
+        return ws.stage_dir(self.name) / EVIDENCE_DIR
 
     def evidence_path(self, ws) -> str:
         return all_parts(self.evidence_folder(ws))

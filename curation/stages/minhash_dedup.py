@@ -14,6 +14,7 @@ from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.minhash import MINHASH
 from curation.stages.parts import all_parts, write_by_shard
 from loom.io import mark_done
+from loom.workspace import CLUSTERS_DIR
 
 
 class MinHashDedup(GlobalStage):
@@ -28,7 +29,7 @@ class MinHashDedup(GlobalStage):
 
     def clusters_folder(self, ws) -> Path:
         """Every member of a cluster, a table by shard (the shard of the member)."""
-        return ws.stage_dir(self.name) / "clusters"
+        return ws.stage_dir(self.name) / CLUSTERS_DIR
 
     def clusters_path(self, ws) -> str:
         """All of the clusters table, as a glob for DuckDB."""

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from loom.io import as_path, path_text, remove_tree, text_digest, write_parquet
-from loom.workspace import part_name
+from loom.workspace import PART_GLOB, part_name
 
 WRITTEN = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype="int32"),
                         "rows": pd.Series(dtype="int64")})
@@ -23,7 +23,7 @@ def shard_part(folder: Path, source: str, index: int) -> Path:
 
 def all_parts(folder: Path) -> str:
     """Every part of a by-shard table, as a glob that DuckDB's read_parquet takes."""
-    return f"{path_text(folder)}/*/part-*.parquet"
+    return f"{path_text(folder)}/*/{PART_GLOB}.parquet"
 
 
 def write_shard_rows(rows: pd.DataFrame | pa.Table, folder: Path, source: str, index: int, schema: pa.Schema,

@@ -19,6 +19,7 @@ from curation.stages.base import ShardStage
 from curation.steps import document_steps
 from loom.filenames import escaped_path
 from loom.io import as_path, mark_done, parquet_writer, write_parquet, write_text
+from loom.workspace import QUARANTINE_DIR
 
 WRITE_BATCH = 1000
 
@@ -85,7 +86,7 @@ class Prepare(ShardStage):
 
     def quarantine_path(self, ws, shard) -> Path:
         """The shard's malformed records; published as the generation's quarantine/<source>/part-NNNNN.jsonl."""
-        return ws.stage_part("quarantine", shard.source.name, shard.index, "jsonl")
+        return ws.stage_part(QUARANTINE_DIR, shard.source.name, shard.index, "jsonl")
 
     def outputs(self, ws, shard) -> list[Path]:
         return [*super().outputs(ws, shard), self.funnel_path(ws, shard), self.quarantine_path(ws, shard)]

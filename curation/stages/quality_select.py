@@ -23,6 +23,7 @@ from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.survivors import surviving_batches
 from loom.io import mark_done, remove_tree
+from loom.workspace import BUCKETS_DIR
 
 ACCURACY = 0.001  # DDSketch relative accuracy on the odds: about 20,000 bins, ~170 KB a sketch
 EDGE = 1e-9  # scores are clipped to [EDGE, 1 - EDGE] before the odds
@@ -125,7 +126,7 @@ class QualitySelect(GlobalStage):
 
     def buckets_folder(self, ws) -> Path:
         """Each scored document's bucket, a table by shard."""
-        return ws.stage_dir(self.name) / "buckets"
+        return ws.stage_dir(self.name) / BUCKETS_DIR
 
     def buckets_path(self, ws) -> str:
         """All of the buckets table, as a glob for DuckDB."""

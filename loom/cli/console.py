@@ -12,7 +12,6 @@ from rich.console import Console
 from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
 from loom.filenames import escaped_path
 from loom.io import as_path, path_text, storage_refusal
-from loom.lock import exclusive
 from loom.workspace import Workspace
 
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -70,8 +69,11 @@ def note(line: str) -> None:
 
 
 def workspace_lock(ws: Workspace):
-    """The one-writer lock of what curation writes: work/, generations/, published.json and the models."""
-    return exclusive(ws.lock_file("workspace"), f"workspace {ws.root}", note)
+    """curation's lock (what curation writes: work/, generations/, published.json and the models), telling `note` of
+    a lock taken over."""
+    from curation.publish import curation_lock
+
+    return curation_lock(ws, note)
 
 
 def writes_models(ws: Workspace, output: Path):

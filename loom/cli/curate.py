@@ -11,7 +11,8 @@ from rich.table import Table
 from loom.cli.console import console, note, workspace_lock
 from loom.cli.options import registry, sources_option, sources_path, workers_option
 from loom.io import as_path, remove_temporary_files
-from loom.workspace import Workspace
+from loom.workspace import (CURATED_DIR, MANIFEST_DIR, MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE,
+                            QUARANTINE_DIR, SOURCES_FILE, TOKENIZER_FILE, WORK_DIR, Workspace)
 
 
 class CurateCommand(click.Command):
@@ -30,9 +31,11 @@ class CurateCommand(click.Command):
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on an existing Dask cluster instead of a local one")
 @workers_option
 @click.option("--tokenizer", metavar="FILE",
-              help="A tokenizer.json [default: sources.toml's `tokenizer`, else WORKSPACE/models/tokenizer.json]")
+              help=f"A {TOKENIZER_FILE} [default: {SOURCES_FILE}'s `tokenizer`, else "
+                   f"WORKSPACE/{MODELS_DIR}/{TOKENIZER_FILE}]")
 @click.option("--quality-model", metavar="FILE",
-              help="A `loom quality train` model [default: WORKSPACE/models/quality.bin when it exists]")
+              help=f"A `loom quality train` model [default: WORKSPACE/{MODELS_DIR}/{QUALITY_MODEL_FILE} when it "
+                   "exists]")
 @click.pass_obj
 def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model):
     """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
@@ -75,11 +78,11 @@ def note_ignored_folders(ws: Workspace, sources: set[str]) -> None:
     """Says what this curation leaves out: folders of sources no longer in sources.toml, and the curated data
     of a workspace curated before generations (no view or mixture reads either)."""
     # a source's folder holds its shards' parts; a global stage's `parts/` holds only folders of partitions
-    old = sorted({p.name for p in ws.work.glob("*/*") if p.is_dir() and p.name not in sources and any(p.glob("part-*"))})
+    old = sorted({p.name for p in ws.work.glob("*/*") if p.is_dir() and p.name not in sources and any(p.glob(PART_GLOB))})
     if old:
-        note(f"sources no longer in sources.toml are left out: {', '.join(old)} (their work/*/NAME folders can "
-             "be removed)")
-    legacy = [name for name in ("curated", "manifest", "quarantine") if (ws.root / name).is_dir()]
+        note(f"sources no longer in sources.toml are left out: {', '.join(old)} (their {WORK_DIR}/STAGE/NAME folders "
+             "can be removed)")
+    legacy = [name for name in (CURATED_DIR, MANIFEST_DIR, QUARANTINE_DIR) if (ws.root / name).is_dir()]
     if legacy:
         note(f"{', '.join(legacy)} at the top of {ws.root} are from an older Loom and are no longer read; "
              "remove them once this run has published")
@@ -121,6 +124,6 @@ def print_summary(summary: list[dict]) -> None:
 
 def print_outputs(ws: Workspace) -> None:
     gen = ws.published()
-    console.print(f"Curated Parquet: {gen.curated}/<source>/part-*.parquet")
-    console.print(f"Manifest:        {gen.manifest}/shards.parquet, {{documents,funnel}}/part-*.parquet")
-    console.print(f"Quarantine:      {gen.quarantine}/<source>/part-*.jsonl")
+    console.print(f"Curated Parquet: {gen.curated}/<source>/{PART_GLOB}.parquet")
+    console.print(f"Manifest:        {gen.manifest_table('shards')}, {{{','.join(PART_TABLES)}}}/{PART_GLOB}.parquet")
+    console.print(f"Quarantine:      {gen.quarantine}/<source>/{PART_GLOB}.jsonl")

@@ -8,7 +8,7 @@ import click
 from loom.cli.console import console
 from loom.errors import UserError
 from loom.io import atomic_path, write_text
-from loom.workspace import Workspace, examples_dir
+from loom.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, examples_dir
 
 STARTER_SOURCES = """\
 # The corpora `loom curate` reads: one [[source]] table per corpus. Every key and format is described in
@@ -30,8 +30,9 @@ filters = ["gopher_repetition"]     # any of the filters `loom curate --help` li
 
 
 @click.command()
-@click.option("--tokenizer", metavar="FILE", help="A tokenizer.json to curate with, copied to models/tokenizer.json "
-                                                  "[default: train one with `loom tokenizer train`]")
+@click.option("--tokenizer", metavar="FILE", help=f"A {TOKENIZER_FILE} to curate with, copied to "
+                                                  f"{MODELS_DIR}/{TOKENIZER_FILE} [default: train one with "
+                                                  "`loom tokenizer train`]")
 @click.pass_obj
 def init(ws: Workspace, tokenizer):
     """Create a workspace: a starter sources.toml with one example source, models/ and mixtures/."""

@@ -9,7 +9,7 @@ from rich.table import Table
 from loom.cli.console import Interrupted, console, note
 from loom.cli.mix import builtin_mixtures
 from loom.names import check_name
-from loom.workspace import Workspace, examples_dir
+from loom.workspace import LADDER_FIT_FILE, REPORT_FILE, Workspace, examples_dir
 
 RESUME_LADDER = "interrupted; run the same command again to resume the unfinished rungs (finished ones are kept)"
 
@@ -53,8 +53,8 @@ def ladder(ws: Workspace, name, mixture, spec_name, parallel, nproc, dry_run):
         raise Interrupted(RESUME_LADDER) from None
     print_results(results)
     folder = ws.ladder_dir(name)
-    console.print(f"Fit:    {folder / 'fit.json'} (or `loom sql \"SELECT * FROM ladder\"`)")
-    console.print(f"Report: {folder / 'report.html'}")
+    console.print(f"Fit:    {folder / LADDER_FIT_FILE} (or `loom sql \"SELECT * FROM ladder\"`)")
+    console.print(f"Report: {folder / REPORT_FILE}")
 
 
 def default_preset() -> str:

@@ -8,10 +8,8 @@ from rich.table import Table
 
 from loom.cli.console import LoomGroup, console, note
 from loom.errors import UserError
-from loom.io import remove_temporary_files
-from loom.lock import exclusive
 from loom.names import check_name
-from loom.workspace import Workspace, examples_dir
+from loom.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace, examples_dir
 
 STALE = "stale (curated since)"
 
@@ -100,7 +98,7 @@ def builtin_mixtures() -> Path:
 
 def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> None:
     from mixtures import build_mixture as compile_and_publish
-    from mixtures import find_spec, load_spec, schedule_fingerprint
+    from mixtures import find_spec, load_spec, reading, schedule_fingerprint
     from reports.build import mixture_report
 
     spec = load_spec(find_spec(name, ws.mixtures, builtin_mixtures()))
@@ -109,11 +107,10 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     if target_tokens:
         spec = dataclasses.replace(spec, target_tokens=target_tokens)
     out = ws.mixture_dir(spec.name)
-    with exclusive(ws.lock_file(f"mixture-{spec.name}"), f"mixture '{spec.name}' in {ws.root}", note):
-        remove_temporary_files(out)
-        former = build_fingerprint(out)
-        build, meta = compile_and_publish(spec, ws)
-        print_plan(build)  # under the lock: no other rebuild removes the build meanwhile
+    former = build_fingerprint(out)
+    build, meta = compile_and_publish(spec, ws, note)  # under the mixture's lock
+    with reading(out, build.id) as held:  # no other rebuild removes the build while its plan is read
+        print_plan(held)
     note_orphaned_runs(ws, spec.name, former, schedule_fingerprint(meta))
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
     console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
@@ -126,7 +123,7 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     for e in meta["evals"]:
         console.print(f"Eval set '{e['name']}': {e['documents']:,} documents, {e['sequences']:,} sequences, "
                       f"{e['scored_bytes']:,} bytes scored")
-    console.print(f"Build {build.id}: {build.root}/schedule.json, plan.parquet, sequences/, validation.parquet")
+    console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {SEQUENCES_DIR}/, {VALIDATION_FILE}")
     console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
 
 

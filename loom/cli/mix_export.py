@@ -8,8 +8,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from loom.cli.console import Interrupted, console, note
 from loom.cli.options import RegistryOption
-from loom.lock import exclusive
-from loom.workspace import Workspace
+from loom.workspace import PART_GLOB, Workspace
 
 
 @click.command("export")
@@ -30,13 +29,12 @@ def export(ws: Workspace, name, fmt, phase, out, chunk_steps):
 
     plan = plan_export(ws, name, fmt, phase, out, chunk_steps)
     info = plan.info
-    with exclusive(ws.lock_file(plan.lock_target), f"the export {plan.out}", note):
-        bar = nullcontext(lambda steps, tokens: None) if is_finished(plan) else export_progress(plan)
-        with bar as on_chunk:
-            try:
-                result = run_export(plan, on_chunk, note)
-            except KeyboardInterrupt:
-                raise Interrupted("interrupted; run the same command again to go on from the last chunk") from None
+    bar = nullcontext(lambda steps, tokens: None) if is_finished(plan) else export_progress(plan)
+    with bar as on_chunk:
+        try:
+            result = run_export(plan, on_chunk, note)  # under the export's lock
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted; run the same command again to go on from the last chunk") from None
     if result.finished_already:
         console.print(f"The {fmt} export of '{name}' is finished already for this build of the mixture (schedule "
                       f"{info['schedule_fingerprint']}); nothing to do")
@@ -53,8 +51,10 @@ def shown_files(files: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """The files with their sizes; Parquet parts as one line, their count and total."""
     parts = [size for name, size in files if name.endswith(".parquet")]
     others = [(name, size) for name, size in files if not name.endswith(".parquet")]
+    from mixtures.export.parquet_parts import PARTS_DIR
+
     count = f"{len(parts):,} part{'' if len(parts) == 1 else 's'}"
-    return ([(f"data/part-*.parquet ({count})", sum(parts))] if parts else []) + others
+    return ([(f"{PARTS_DIR}/{PART_GLOB}.parquet ({count})", sum(parts))] if parts else []) + others
 
 
 @contextmanager

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from loom.io import as_path
-from loom.workspace import Workspace
+from loom.workspace import SOURCES_FILE, Workspace
 
-sources_option = click.option("--sources", metavar="FILE", help="Sources config [default: WORKSPACE/sources.toml]")
+sources_option = click.option("--sources", metavar="FILE", help=f"Sources config [default: WORKSPACE/{SOURCES_FILE}]")
 workers_option = click.option("--workers", type=click.IntRange(min=1),
                               help="Local worker processes [default: one per core]")
 

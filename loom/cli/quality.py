@@ -6,7 +6,7 @@ import click
 
 from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import force_option, named_output, sources_option, sources_path
-from loom.workspace import Workspace
+from loom.workspace import MODELS_DIR, QUALITY_MODEL_FILE, Workspace
 
 
 @click.group(cls=LoomGroup)
@@ -34,7 +34,7 @@ def quality():
               help="Quantize to the CUTOFF embedding rows of largest norm (~4 MB); 0 keeps the full model (~517 MB)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", metavar="FILE", help="Where to save it, and its card beside it [default: "
-                                               "WORKSPACE/models/quality.bin, replaced]")
+                                               f"WORKSPACE/{MODELS_DIR}/{QUALITY_MODEL_FILE}, replaced]")
 @force_option
 @click.pass_obj
 def quality_train(ws: Workspace, positive, negative, text_field, sources, output, force, **hyperparameters):

@@ -11,7 +11,7 @@ from loom.cli.options import workers_option
 from loom.cli.quality import train_quality
 from loom.cli.tokenizer import train_tokenizer
 from loom.cli.train import train_run
-from loom.workspace import Workspace, examples_dir
+from loom.workspace import EVALS_DIR, SOURCES_FILE, Workspace, examples_dir
 
 QUICKSTART_STEPS = 60  # about a minute of the tiny model on two CPU cores
 
@@ -44,11 +44,11 @@ def write_bundled_sources(ws: Workspace) -> None:
     examples = examples_dir()
     ws.root.mkdir(parents=True, exist_ok=True)
     if not ws.sources_file.exists():
-        text = (examples / "sources.toml").read_text(encoding="utf-8")
+        text = (examples / SOURCES_FILE).read_text(encoding="utf-8")
         ws.sources_file.write_text(f'root = "{examples}"\n\n{text}', encoding="utf-8")
         console.print(f"Wrote {ws.sources_file} (the bundled sample corpora)")
-    for bundled in sorted((examples / "evals").glob("*.jsonl")):  # the `sample` mixture's eval set
-        copy = ws.root / "evals" / bundled.name
+    for bundled in sorted((examples / EVALS_DIR).glob("*.jsonl")):  # the `sample` mixture's eval set
+        copy = ws.root / EVALS_DIR / bundled.name
         if not copy.exists():
             copy.parent.mkdir(exist_ok=True)
             copy.write_bytes(bundled.read_bytes())

@@ -10,7 +10,7 @@ from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
 from loom.cli.options import RegistryOption
 from loom.names import check_name
-from loom.workspace import Workspace
+from loom.workspace import REPORT_FILE, SEARCH_FILE, Workspace
 
 TRUSTED_SPEARMAN = 0.8  # the goal for the surrogate's held-out rank correlation
 RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"
@@ -79,8 +79,8 @@ def search(ws: Workspace, name, from_mixture, proxies, design, concentration, pr
     print_results(results)
     folder = ws.search_dir(name)
     console.print(f"Mixture: {spec_file(ws, name)} (`loom mix build {name}`)")
-    console.print(f"Search:  {folder / 'search.json'}")
-    console.print(f"Report:  {folder / 'report.html'}")
+    console.print(f"Search:  {folder / SEARCH_FILE}")
+    console.print(f"Report:  {folder / REPORT_FILE}")
 
 
 def _weights_text(weights: dict[str, dict[str, float]]) -> str:

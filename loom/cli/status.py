@@ -10,7 +10,7 @@ from rich.table import Table
 
 from loom.cli.console import console
 from loom.cli.mix import build_state
-from loom.workspace import Generation, Workspace
+from loom.workspace import Generation, SPEC_GLOB, Workspace
 
 MIXTURE_STATES = {"yes": "current", "no": "not compiled"}  # and mix.STALE as it is
 
@@ -93,7 +93,7 @@ def print_mixtures(ws: Workspace) -> None:
     from mixtures import compiled_mixtures, reading
 
     compiled = compiled_mixtures(ws.mixtures)
-    specs_only = sorted(p.stem for p in ws.mixtures.glob("*.toml") if p.stem not in compiled)
+    specs_only = sorted(p.stem for p in ws.mixtures.glob(SPEC_GLOB) if p.stem not in compiled)
     if not compiled and not specs_only:
         say("Mixtures: none yet (`loom mix list` shows the built-in ones; `loom mix build NAME` compiles one)")
         return

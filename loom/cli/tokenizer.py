@@ -7,7 +7,7 @@ import click
 
 from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import force_option, named_output, sources_option, sources_path, tokenizer_path
-from loom.workspace import Workspace
+from loom.workspace import MODELS_DIR, SOURCES_FILE, TOKENIZER_FILE, Workspace
 
 
 @click.group(cls=LoomGroup)
@@ -20,8 +20,8 @@ def tokenizer():
 @click.option("--vocab-size", type=int, default=8192, show_default=True)
 @click.option("--max-docs", type=click.IntRange(min=1), default=2000, show_default=True, help="Documents read per source")
 @click.option("--output", metavar="FILE",
-              help="Where to save it [default: sources.toml's `tokenizer`, else WORKSPACE/models/tokenizer.json, "
-                   "replaced]")
+              help=f"Where to save it [default: {SOURCES_FILE}'s `tokenizer`, else "
+                   f"WORKSPACE/{MODELS_DIR}/{TOKENIZER_FILE}, replaced]")
 @force_option
 @click.pass_obj
 def tokenizer_train(ws: Workspace, sources, vocab_size, max_docs, output, force):

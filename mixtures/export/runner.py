@@ -24,15 +24,15 @@ import numpy as np
 from curation.tokenizer import load_tokenizer
 from loom.errors import UserError
 from loom.io import TEMPORARY_GLOB, path_text, remove_temporary_files, write_text
+from loom.lock import exclusive
 from loom.names import check_name
-from loom.workspace import Generation, Workspace
+from loom.workspace import EXPORT_FILE, EXPORT_PROGRESS_FILE, EXPORTS_DIR, Generation, Workspace, export_lock
 from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_build, load_schedule, load_spec,
                       mixture_tokenizer, reading, schedule_fingerprint)
 from mixtures.export.formats import FORMATS
 from mixtures.export.writer import FormatWriter
 
-SIDECAR = "export.json"
-PROGRESS = "progress.json"
+SIDECAR, PROGRESS = EXPORT_FILE, EXPORT_PROGRESS_FILE
 CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
 CACHE_BYTES = 1 << 28  # curated row groups kept between chunks (decoded): an export of less data reads it once
 BATCH_WINDOW = 1 << 20  # sequences whose places in the data are found at once (two int64 each: 16 MB)
@@ -56,7 +56,7 @@ class ExportPlan:
     @property
     def lock_target(self) -> str:
         """The lock's name in WORKSPACE/locks/: one per output folder."""
-        return "export-" + str(self.out.relative_to(self.workspace)).replace("/", "+")
+        return export_lock(str(self.out.relative_to(self.workspace)).replace("/", "+"))
 
 
 @dataclass
@@ -114,7 +114,7 @@ def output_folder(ws: Workspace, name: str, fmt: str, phase: str | None, out: st
     folder = Path(out).expanduser().resolve()  # a symbolic link is followed, to a folder that must be inside too
     if not folder.is_relative_to(root):
         raise UserError(f"--out {out} leads outside the workspace {root} (Loom writes only inside it); name a folder "
-                        f"in it, e.g. {root / 'exports' / name / fmt}")
+                        f"in it, e.g. {root / EXPORTS_DIR / name / fmt}")
     if folder.exists() and not folder.is_dir():
         raise UserError(f"--out {out} is a file, not a folder; name a folder (an export is several files)")
     return folder
@@ -162,10 +162,10 @@ def writer_for(fmt: str, folder: Path, info: dict) -> FormatWriter:
 
 def run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None] = lambda steps, tokens: None,
                note: Callable[[str], None] = lambda line: None) -> ExportResult:
-    """Writes the export (call it holding the lock of `plan.lock_target`); `on_chunk(steps, tokens)` is told
-    the totals done after each chunk. The plan's build of the mixture is held meanwhile: a rebuild neither changes
-    nor removes it."""
-    with reading(plan.mixture_dir, plan.build.id):
+    """Writes the export, holding its lock (`plan.lock_target`); `on_chunk(steps, tokens)` is told the totals done
+    after each chunk. The plan's build of the mixture is held meanwhile: a rebuild neither changes nor removes it."""
+    lock = Workspace(plan.workspace).lock_file(plan.lock_target)
+    with exclusive(lock, f"the export {plan.out}", note), reading(plan.mixture_dir, plan.build.id):
         return _run_export(plan, on_chunk, note)
 
 
