@@ -24,11 +24,21 @@ DOCS_PER_SHARD = 40
 FORTUNES_FILTERS = 'filters = ["gopher_repetition", "gopher_quality", "c4", "fineweb"]'
 
 
+QUICKSTART_GROUP = "quickstart_ws"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items):
-    """A test on the quickstart workspace is slow: the fixture alone runs `loom quickstart` (about 4 minutes)."""
+    """A test on the quickstart workspace is slow: the fixture alone runs `loom quickstart` (about 4 minutes).
+    Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) each test file goes whole to one worker, which
+    builds its module fixtures once; the quickstart workspace's tests, from several files, go together to one
+    worker, which builds that workspace once, and first, as the longest group."""
     for item in items:
-        if "quickstart_ws" in getattr(item, "fixturenames", ()):
+        uses_quickstart = "quickstart_ws" in getattr(item, "fixturenames", ())
+        if uses_quickstart:
             item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group(QUICKSTART_GROUP if uses_quickstart else item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group").args[0] != QUICKSTART_GROUP)
 
 
 def published(workspace: Path) -> Path:
