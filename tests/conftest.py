@@ -36,7 +36,7 @@ LONGEST_FIRST = (QUICKSTART_GROUP, "test_dedup.py", "test_object_storage.py", "t
 
 
 @functools.cache
-def test_group(path: str) -> str:
+def worker_group(path: str) -> str:
     """The worker group of a test file: every file that uses the quickstart workspace in one group (that workspace
     is built once, by the worker that runs them), any other file a group of its own (its module fixtures built once)."""
     uses_quickstart = "quickstart_ws" in (REPO / path).read_text(encoding="utf-8")
@@ -49,15 +49,16 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "quickstart_ws" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: start_order(test_group(item.nodeid.split("::")[0])))
+    items.sort(key=lambda item: start_order(worker_group(item.nodeid.split("::")[0])))
 
 
 def start_order(group: str) -> int:
     return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown, and so never called, without it
 def pytest_xdist_make_scheduler(config, log):
-    """Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), each test's group (test_group) goes whole to
+    """Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), each test's group (worker_group) goes whole to
     one worker, in the order of the items. xdist's own loadgroup takes groups from a suffix it appends to node ids,
     which pytest 9 no longer lets it change (pytest-xdist issue 1386: every test was sent on its own)."""
     if config.getvalue("dist") != "loadgroup":
@@ -66,7 +67,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ByGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return test_group(nodeid.split("::")[0])
+            return worker_group(nodeid.split("::")[0])
 
     return ByGroup(config, log)
 
