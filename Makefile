@@ -5,16 +5,25 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.loom-installed
 WORKSPACE ?= loom-work
 
-.PHONY: quickstart test test-slow bench install clean
+.PHONY: quickstart test test-slow test-all bench install clean
 
 quickstart: $(STAMP)
 	$(BIN)/loom --workspace $(WORKSPACE) quickstart
 
+# Test files run on TEST_WORKERS processes at once (pytest-xdist), each file whole on one of them, the quickstart
+# workspace's tests together on one and first (tests/conftest.py groups them); TEST_WORKERS=0 runs them in this one.
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not slow" $(PARALLEL)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow $(PARALLEL)
+
+# both in one run, as CI runs them: each session fixture (the slice, its tokenizer, its curation) built once a worker
+test-all: $(STAMP)
+	$(BIN)/python -m pytest $(PARALLEL)
 
 # every bench/*.py but the helpers the scripts share
 BENCHES := $(filter-out bench/loom_job.py bench/bundled_texts.py bench/dedup_corpus.py,$(wildcard bench/*.py))

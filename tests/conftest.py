@@ -1,6 +1,7 @@
 """Shared fixtures: a small slice of the bundled corpora, a tokenizer trained on it, and one curated run; and the
 helpers that open report pages in a real headless Chromium."""
 
+import functools
 import gzip
 import os
 import shutil
@@ -24,11 +25,51 @@ DOCS_PER_SHARD = 40
 FORTUNES_FILTERS = 'filters = ["gopher_repetition", "gopher_quality", "c4", "fineweb"]'
 
 
+QUICKSTART_GROUP = "quickstart_ws"
+# The groups that take longest (a minute or more in CI with their slow tests), started first so that no long one
+# starts last while the other worker runs out of work; a file not named here keeps its place. The order changes
+# how soon the run ends, never a result.
+LONGEST_FIRST = (QUICKSTART_GROUP, "test_dedup.py", "test_object_storage.py", "test_ladder.py", "test_one_writer.py",
+                 "test_search.py", "test_filters_fast.py", "test_store_training.py", "test_resume_and_cluster.py",
+                 "test_shard_cutting.py", "test_store_workspace.py", "test_global_stages.py",
+                 "test_mixture_builds.py", "test_export.py", "test_quality.py", "test_trainer.py")
+
+
+@functools.cache
+def worker_group(path: str) -> str:
+    """The worker group of a test file: every file that uses the quickstart workspace in one group (that workspace
+    is built once, by the worker that runs them), any other file a group of its own (its module fixtures built once)."""
+    uses_quickstart = "quickstart_ws" in (REPO / path).read_text(encoding="utf-8")
+    return QUICKSTART_GROUP if uses_quickstart else Path(path).name
+
+
 def pytest_collection_modifyitems(items):
-    """A test on the quickstart workspace is slow: the fixture alone runs `loom quickstart` (about 4 minutes)."""
+    """A test on the quickstart workspace is slow: the fixture alone runs `loom quickstart` (about 4 minutes). The
+    longest groups run first."""
     for item in items:
         if "quickstart_ws" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: start_order(worker_group(item.nodeid.split("::")[0])))
+
+
+def start_order(group: str) -> int:
+    return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown, and so never called, without it
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), each test's group (worker_group) goes whole to
+    one worker, in the order of the items. xdist's own loadgroup takes groups from a suffix it appends to node ids,
+    which pytest 9 no longer lets it change (pytest-xdist issue 1386: every test was sent on its own)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid.split("::")[0])
+
+    return ByGroup(config, log)
 
 
 def published(workspace: Path) -> Path:
@@ -406,3 +447,4 @@ def s3_server(tmp_path_factory):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+

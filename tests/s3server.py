@@ -77,6 +77,7 @@ def start_s3_server(folder: Path, timeout: float = 90) -> S3Server:
     grpc = free_ports(5)
     args = [binary, "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             f"-s3.config={config}", "-s3.autoCreateBucket=false", "-webdav=false", "-admin.ui=false",
+            "-s3.port.iceberg=0", "-s3.port.lance=0",  # on fixed ports by default: a second server (xdist) failed
             *(f"-{name}={port}" for name, port in ports.items()),
             *(f"-{name}.grpc={port}" for name, port in zip(["master.port", "volume.port", "filer.port", "s3.port",
                                                              "admin.port"], grpc))]

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client
 
-from conftest import FORTUNES_FILTERS, LOOM, published, run_loom
+from conftest import FORTUNES_FILTERS, LOOM, copy_curated, published, run_loom
 
 from loom.workspace import Workspace
 
@@ -62,12 +62,13 @@ def test_a_killed_job_resumes_to_the_same_outputs(tmp_path, curated_slice, slice
 @pytest.mark.slow
 def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes_its_source(tmp_path, curated_slice,
                                                                                             slice_sources, slice_tokenizer):
-    clean_ws, _ = curated_slice
-    ws = tmp_path / "ws"
+    """A copy of the curated slice, curated again from a sources.toml in another folder whose `root` names the
+    slice's: nothing is redone; then one source's filters changed: that source alone is."""
+    ws = copy_curated(curated_slice, slice_tokenizer, tmp_path / "ws")
     sources = tmp_path / "sources.toml"
     sources.write_text(f'root = "{slice_sources.parent}"\n' + slice_sources.read_text())
-    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     first = done_markers(ws, "prepare")
+    assert first
     run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     assert done_markers(ws, "prepare") == first
     sources.write_text(sources.read_text().replace(FORTUNES_FILTERS, 'filters = ["c4"]'))
