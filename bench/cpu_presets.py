@@ -10,8 +10,8 @@ each as the README gives it:
 - `loom mix search best --from sample --confirm --parallel 2`: 12 proxies of the cpu ladder's smallest rung, the
   surrogate's leave-one-out Spearman (target > 0.5), and the confirm runs at the next rung: the searched mixture
   against the proportional (natural) one it started from (target: lower); about 7 minutes.
-The tests prove the same code paths on a toy ladder and a toy search of the curated slice (tests/test_ladder.py,
-tests/test_search.py); these figures are what the presets give at their size. Each target prints PASS or MISS;
+The tests prove the same code paths on a toy ladder and a toy search of the curated slice (tests/sweeps/test_ladder.py,
+tests/sweeps/test_search.py); these figures are what the presets give at their size. Each target prints PASS or MISS;
 the last line is the searched mixture's objective over the proportional one's (< 1.0: the search paid), or the
 ladder's predicted over measured with --only ladder. Exits 1 if a target is missed.
 """

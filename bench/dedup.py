@@ -59,7 +59,7 @@ class StopBeforeTokenize(Exception):
 
 def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], full_job: bool) -> dict:
     from curation.config import DedupConfig, load_config
-    from loom.workspace import Workspace
+    from loom.base.workspace import Workspace
     from curation.job import plan_job
     from curation.run import curate, dask_client
     from curation.tokenizer import train_tokenizer
@@ -100,7 +100,7 @@ def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: b
 
     lines = record_offsets([f"doc-{i:07d}" for i in range(len(texts))], texts, lines)
     from curation.steps.normalize import document_id
-    from loom.workspace import Workspace
+    from loom.base.workspace import Workspace
 
     if not full_job:
         layout = Workspace(ws)

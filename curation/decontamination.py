@@ -26,8 +26,8 @@ from rbloom import Bloom
 from curation.config import DecontaminationConfig, EvalSetConfig
 from curation.readers.inputs import eval_set_files
 from curation.steps.normalize import normalize_text
-from loom.errors import UserError
-from loom.io import read_records
+from loom.base.errors import UserError
+from loom.base.small_files import read_records
 
 WORD = re.compile(r"\w+")
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")  # a blank line, possibly holding spaces

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from curation.config import SourceConfig
 from curation.steps.filters import FILTERS
-from loom.sql import literal
+from loom.base.sql import literal
 
 MOST = 0.5  # losing more than this share of a source's records to one filter is a warning
 

@@ -9,9 +9,9 @@ from curation.quality import check_quality_model
 from curation.readers import source_shards
 from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
-from loom.errors import UserError
-from loom.io import as_path, path_text
-from loom.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, part_name
+from loom.base.errors import UserError
+from loom.base.store import as_path, path_text
+from loom.base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, part_name
 
 
 @dataclass(frozen=True)

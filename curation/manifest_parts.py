@@ -15,9 +15,11 @@ from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import shard_rows
 from curation.stages.tokenize import TOKENIZE
-from loom.io import copy_file, duckdb_connect, read_text, write_parquet
-from loom.sql import literal
-from loom.workspace import Generation
+from loom.base.atomic_files import copy_file
+from loom.base.parquet_files import write_parquet
+from loom.base.small_files import read_text
+from loom.base.sql import duckdb_connect, literal
+from loom.base.workspace import Generation
 
 
 def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:

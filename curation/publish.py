@@ -15,9 +15,11 @@ import time
 
 from curation.manifest import write_manifest
 from curation.manifest_parts import publish_shards
-from loom.io import as_path, remove_tree, text_digest, write_text
-from loom.lock import exclusive
-from loom.workspace import WORKSPACE_LOCK, Generation, Workspace
+from loom.base.atomic_files import remove_tree, write_text
+from loom.base.digests import text_digest
+from loom.base.lock import exclusive
+from loom.base.store import as_path
+from loom.base.workspace import WORKSPACE_LOCK, Generation, Workspace
 
 
 def curation_lock(ws: Workspace, note=lambda line: None):

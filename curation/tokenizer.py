@@ -9,9 +9,11 @@ import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from curation.config import SourceConfig
-from loom.errors import UserError
-from loom.io import atomic_path, file_digest, local_file
 from curation.samples import source_texts
+from loom.base.atomic_files import atomic_path
+from loom.base.digests import file_digest
+from loom.base.errors import UserError
+from loom.base.inputs import local_file
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
 DEFAULT_VOCAB_SIZE = 8192

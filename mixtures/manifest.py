@@ -6,10 +6,10 @@ import json
 
 import duckdb
 
-from loom.errors import UserError
-from loom.io import duckdb_connect, read_parquet
-from loom.sql import literal
-from loom.workspace import Generation
+from loom.base.errors import UserError
+from loom.base.parquet_files import read_parquet
+from loom.base.sql import duckdb_connect, literal
+from loom.base.workspace import Generation
 
 
 def read_curation(gen: Generation) -> dict:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from curation.config import SOURCE_NAME
-from loom.errors import UserError
-from loom.sql import literal, literal_list
+from loom.base.errors import UserError
+from loom.base.sql import literal, literal_list
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec
 

@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from loom.io import as_path, parquet_file, read_text
+from loom.base.parquet_files import parquet_file
+from loom.base.small_files import read_text
+from loom.base.store import as_path
 from mixtures.compiled import SCHEDULE_FILE, read_plan
 
 MASK64 = np.uint64(2**64 - 1)

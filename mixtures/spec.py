@@ -5,10 +5,11 @@ import re
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePath
 
-from loom.errors import UserError, reject_unknown_keys
-from loom.io import as_path, read_toml
-from loom.names import check_name
-from loom.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
+from loom.base.errors import UserError, reject_unknown_keys
+from loom.base.names import check_name
+from loom.base.small_files import read_toml
+from loom.base.store import as_path
+from loom.base.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",

@@ -2,13 +2,14 @@
 
 from pathlib import Path
 
-from loom.errors import UserError
-from loom.io import as_path, write_text
-from loom.workspace import Workspace
+from loom.base.atomic_files import write_text
+from loom.base.errors import UserError
+from loom.base.store import as_path
+from loom.base.workspace import Workspace
 from mixtures import current_schedule
 from reports import mixture, sections
-from reports.contamination import decontamination
 from reports.colors import workspace_colors
+from reports.contamination import decontamination
 from reports.html import REPORT_FILE, esc, page
 from reports.views import connect
 

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from loom.errors import UserError
-from loom.io import as_path, read_text, write_text
-from loom.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
+from loom.base.atomic_files import write_text
+from loom.base.errors import UserError
+from loom.base.small_files import read_text
+from loom.base.store import as_path
+from loom.base.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from curation.document import FATES
-from loom.sql import literal_list
+from loom.base.sql import literal_list
 from reports.bars import Bar, Segment, bar_chart, histogram, legend
 from reports.colors import SourceColors
 from reports.html import esc, number, table

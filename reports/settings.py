@@ -4,8 +4,9 @@ model, and the fingerprints of its mixture's build), in tables of one column per
 import json
 from pathlib import Path
 
-from loom.io import as_path, read_text
-from loom.workspace import Workspace
+from loom.base.small_files import read_text
+from loom.base.store import as_path
+from loom.base.workspace import Workspace
 from mixtures.compiled import current_build
 from reports.html import esc
 from trainer.config import ModelConfig

@@ -9,9 +9,9 @@ from typing import Callable
 
 from rich.console import Console
 
-from loom.errors import UserError
-from loom.io import read_text
-from loom.workspace import Workspace
+from loom.base.errors import UserError
+from loom.base.small_files import read_text
+from loom.base.workspace import Workspace
 from mixtures import MixtureSpec, build_mixture, current_build, load_spec, reading
 from mixtures.compile import check_current
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO, copy_curated, write_spec
+from helpers import EXAMPLES, REPO, copy_curated, write_spec
 from test_tutorial import assert_shows, tutorial_steps
 
 PAGES = ("curation", "storage", "mixtures", "training", "sweeps", "reports")

@@ -1,31 +1,36 @@
 """The layout stays true: imports flow one way between Loom's packages, with no cycles, read from the source
-with `ast` (imports inside functions count too), no module but loom/workspace.py spells a workspace file name or
+with `ast` (imports inside functions count too), no module but loom/base/workspace.py spells a workspace file name or
 glob, and no source file grows past what a reader takes in."""
 
 import ast
 import re
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 # Lowest first. A module may import modules of its own package or of a package below it, never above.
 LAYERS = (
-    ("loom",),  # the base: errors, io, workspace, sql (every loom module but the CLI)
+    ("loom.base",),  # the ground floor: loom/base/ (errors, store, atomic files, workspace, ...)
     ("curation",),
     ("mixtures",),
     ("trainer",),
     ("sweeps",),
     ("reports",),  # reports read what sweeps write (their files, through sweeps' names)
-    ("loom.cli",),
+    ("loom.api",),  # a future Python API: below the CLI, which may use it
+    ("loom.cli",),  # the top floor: `loom`, `python -m loom`
 )
 PACKAGES = ("loom", "curation", "mixtures", "trainer", "reports", "sweeps")
 MAX_LINES = 400
 
 
 def package_of(module: str) -> str:
-    if module in ("loom.cli", "loom.__main__") or module.startswith("loom.cli."):
-        return "loom.cli"  # the top: `loom` and `python -m loom`
-    return module.split(".")[0]
+    """A module's floor: its folder below loom/ (loom.base, loom.cli), else its top-level package."""
+    if module == "loom":
+        return "loom.base"  # loom/__init__.py: only the version, which every floor may read
+    if module == "loom.__main__":
+        return "loom.cli"  # `python -m loom`
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "loom" and len(parts) > 1 else parts[0]
 
 
 def layer_of(package: str) -> int:
@@ -125,15 +130,16 @@ def test_no_source_file_is_longer_than_a_reader_takes_in():
 # - or text holding a path of several parts that ends in such a file or a glob (`runs/*/metrics.jsonl` in SQL,
 #   WORKSPACE/models/tokenizer.json in a help text).
 # Prose naming one file (`sources.toml is not valid TOML`) is not a path and passes; docstrings are not checked.
-OWNER = "loom/workspace.py"
+OWNER = "loom/base/workspace.py"
 DATA_FILE = re.compile(r"[\w*-][\w.*-]*\.(?:parquet|jsonl|json|toml|lock|html|bin)$")
 FILE_CONSTANT = re.compile(r"[A-Z_]*_(?:FILE|DIR|FOLDER|GLOB|LOCK|MARKER)S?")
 PATH_PARTS = ("glob", "rglob", "joinpath", "with_name", "lock_file")
 NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
-    ("loom/io.py", "loom-cache"): "the user's cache folder, outside any workspace",
-    ("loom/io.py", ".*.tmp-*"): "atomic_path's temporary names, wherever loom.io writes (a user's --output too)",
-    ("loom/io.py", ".tmp-"): "atomic_path's temporary names, wherever loom.io writes",
-    ("loom/outputs.py", ".tmp-"): "loom.io's temporary names, for a file the user named (--output), not the workspace",
+    ("loom/base/inputs.py", "loom-cache"): "the user's cache folder, outside any workspace",
+    ("loom/base/inputs.py", ".tmp-"): "a fetched file's temporary name in the user's cache",
+    ("loom/base/atomic_files.py", ".*.tmp-*"): "atomic_path's temporary names, wherever Loom writes (--output too)",
+    ("loom/base/atomic_files.py", ".tmp-"): "atomic_path's temporary names, wherever Loom writes",
+    ("loom/base/outputs.py", ".tmp-"): "atomic_path's temporary names, for a file the user named (--output)",
     ("reports/views.py", "loom-duckdb-"): "DuckDB's spill folder for a workspace on a store: in the system's temp",
     ("loom/cli/init.py", "docs"): "the bundled examples' corpora, copied from the installed package",
     ("loom/cli/init.py", "corpora"): "the bundled examples' corpora, copied from the installed package",
@@ -240,3 +246,10 @@ def f(run_dir, ws):
     found = {text for _, text in workspace_file_spellings(source)}
     assert found == {"checkpoints", "*.toml", "fit.json", "/ladders/*/points.parquet')",
                      "[default: WORKSPACE/models/tokenizer.json]", "run-", "workspace", "logs"}
+
+
+def test_every_module_stands_on_a_floor():
+    """loom/ holds its floors' folders (base/, cli/) and nothing else but __init__.py and __main__.py."""
+    stray = sorted(module for module in source_files() if not any(package_of(module) in names for names in LAYERS))
+    assert not stray, "modules in no floor's folder (move each into one, or add its folder to LAYERS):\n" + \
+        "\n".join(stray)

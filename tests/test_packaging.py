@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO
+from helpers import EXAMPLES, REPO
 
 setuptools = pytest.importorskip("setuptools")
 PACKAGES = ("loom", "curation", "mixtures", "trainer", "reports", "sweeps", "examples")  # what a build reads

@@ -10,9 +10,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import REPO, TOY_LADDER, copy_curated, published, run_loom, training_spec, write_spec
+from helpers import REPO, TOY_LADDER, copy_curated, published, run_loom, training_spec, write_spec
+from loom.base.workspace import Workspace
 from loom.cli.commands import cli
-from loom.workspace import Workspace
 from mixtures.export.writer import FormatWriter
 
 # Registered in every process of `loom` (Dask workers too): a sitecustomize on PYTHONPATH, run at start-up.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 TUTORIAL = REPO / "docs" / "tutorial.md"
 BLOCK = re.compile(r"^```(console|bash)\n(.*?)^```$", re.M | re.S)

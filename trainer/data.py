@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow.compute as pc
 import torch
 
-from loom.io import as_path, read_parquet
+from loom.base.parquet_files import read_parquet
+from loom.base.store import as_path
 from mixtures import Schedule, SequenceIndex, SequenceReader
 
 

@@ -6,11 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loom.errors import UserError
-from loom.io import as_path
-from loom.lock import exclusive
-from loom.procs import dying_with_this_process
-from loom.workspace import Workspace
+from loom.base.errors import UserError
+from loom.base.lock import exclusive
+from loom.base.procs import dying_with_this_process
+from loom.base.store import as_path
+from loom.base.workspace import Workspace
 from mixtures import reading
 from trainer import metrics
 from trainer.config import TrainConfig

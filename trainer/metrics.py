@@ -9,9 +9,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from loom.io import as_path, copy_file, is_remote, read_text, write_text
-from loom.lock import is_held
-from loom.workspace import METRICS_FILE, RUN_FILE, Workspace, run_lock
+from loom.base.atomic_files import copy_file, write_text
+from loom.base.lock import is_held
+from loom.base.small_files import read_text
+from loom.base.store import as_path, is_remote
+from loom.base.workspace import METRICS_FILE, RUN_FILE, Workspace, run_lock
 
 # ---- a metrics.jsonl line, in the order it holds its keys ----
 STEP = "step"

@@ -10,8 +10,8 @@ from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, too_large
 from curation.readers.spans import FileGroup, by_size
 from curation.readers.streams import BOM, BoundedBytes, Corrupt, Truncated, decompressed
-from loom.filenames import escaped_path
-from loom.io import file_size, files_under
+from loom.base.filenames import escaped_path
+from loom.base.inputs import file_size, files_under
 
 
 class FolderReader:

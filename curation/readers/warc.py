@@ -22,7 +22,7 @@ from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, too_large, wrong_container
 from curation.readers.streams import sniff
 from curation.readers.warc_framing import Damaged, Frame, frames, head
-from loom.errors import UserError
+from loom.base.errors import UserError
 
 DOCUMENT_TYPES = ("response", "conversion")
 HTML_TYPES = ("text/html", "application/xhtml+xml")

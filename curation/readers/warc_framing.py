@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from curation.readers.streams import MAGIC, OUT_BYTES, READ_BYTES, Corrupt, Truncated
-from loom.io import open_input
+from loom.base.inputs import open_input
 
 MAX_HEADER_BYTES = 1 << 16  # of a record's WARC header lines together
 GZIP_MEMBER = MAGIC["gzip"] + b"\x08"  # a gzip member's first bytes (deflate)

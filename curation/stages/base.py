@@ -13,9 +13,9 @@ from pathlib import Path
 
 from curation.schema import REMOVALS
 from curation.stages.parts import all_parts
-from loom.io import done_stats
-from loom.sql import path_list
-from loom.workspace import DONE_MARKER, REMOVALS_DIR, Workspace
+from loom.base.done_markers import done_stats
+from loom.base.sql import path_list
+from loom.base.workspace import DONE_MARKER, REMOVALS_DIR, Workspace
 
 DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}
 

@@ -24,8 +24,13 @@ from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
-from loom.io import as_path, atomic_path, file_digest, mark_done, read_parquet, read_text, remove_tree
-from loom.workspace import EVIDENCE_DIR, FILTERS_DIR
+from loom.base.atomic_files import atomic_path, remove_tree
+from loom.base.digests import file_digest
+from loom.base.done_markers import mark_done
+from loom.base.parquet_files import read_parquet
+from loom.base.small_files import read_text
+from loom.base.store import as_path
+from loom.base.workspace import EVIDENCE_DIR, FILTERS_DIR
 
 BATCH = 1000
 FATE = "contaminated"

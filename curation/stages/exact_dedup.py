@@ -10,7 +10,8 @@ from curation.stages.base import GlobalStage, removals_frame
 from curation.stages.parts import write_by_shard
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
-from loom.io import mark_done, read_parquet
+from loom.base.done_markers import mark_done
+from loom.base.parquet_files import read_parquet
 
 BATCH = 10_000
 IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.int32), "source": pd.Series(dtype=object),

@@ -9,7 +9,8 @@ import pyarrow as pa
 from curation.minhash import BANDS, SHINGLES, band_keys, doc_key, hash_signatures, shingle_hashes, signature_schema
 from curation.stages.base import ShardStage, settings_json
 from curation.stages.survivors import surviving_batches
-from loom.io import mark_done, parquet_writer
+from loom.base.done_markers import mark_done
+from loom.base.parquet_files import parquet_writer
 
 BATCH = 1000
 

@@ -13,8 +13,8 @@ from curation.stages.dedup_components import component_labels, persisted
 from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.minhash import MINHASH
 from curation.stages.parts import all_parts, write_by_shard
-from loom.io import mark_done
-from loom.workspace import CLUSTERS_DIR
+from loom.base.done_markers import mark_done
+from loom.base.workspace import CLUSTERS_DIR
 
 
 class MinHashDedup(GlobalStage):

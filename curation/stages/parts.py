@@ -9,8 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from loom.io import as_path, path_text, remove_tree, text_digest, write_parquet
-from loom.workspace import PART_GLOB, part_name
+from loom.base.atomic_files import remove_tree
+from loom.base.digests import text_digest
+from loom.base.parquet_files import write_parquet
+from loom.base.store import as_path, path_text
+from loom.base.workspace import PART_GLOB, part_name
 
 WRITTEN = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype="int32"),
                         "rows": pd.Series(dtype="int64")})

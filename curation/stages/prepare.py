@@ -17,9 +17,12 @@ from curation.readers import read_shard
 from curation.schema import FUNNEL, PREPARED
 from curation.stages.base import ShardStage
 from curation.steps import document_steps
-from loom.filenames import escaped_path
-from loom.io import as_path, mark_done, parquet_writer, write_parquet, write_text
-from loom.workspace import QUARANTINE_DIR
+from loom.base.atomic_files import write_text
+from loom.base.done_markers import mark_done
+from loom.base.filenames import escaped_path
+from loom.base.parquet_files import parquet_writer, write_parquet
+from loom.base.store import as_path
+from loom.base.workspace import QUARANTINE_DIR
 
 WRITE_BATCH = 1000
 

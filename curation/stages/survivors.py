@@ -9,7 +9,8 @@ import pyarrow.compute as pc
 from curation.stages.base import removals_relation
 from curation.stages.parts import shard_part
 from curation.stages.prepare import PREPARE
-from loom.io import duckdb_connect, parquet_file, read_parquet
+from loom.base.parquet_files import parquet_file, read_parquet
+from loom.base.sql import duckdb_connect
 
 
 def shard_rows(folder: Path, shard, columns: list[str]) -> pa.Table:

@@ -10,7 +10,8 @@ from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.stages.survivors import shard_rows, surviving_batches
 from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
-from loom.io import mark_done, parquet_writer
+from loom.base.done_markers import mark_done
+from loom.base.parquet_files import parquet_writer
 
 BATCH = 512
 

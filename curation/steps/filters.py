@@ -15,7 +15,7 @@ from typing import Callable
 
 from curation.document import Doc, Funnel
 from curation.steps.normalize import document_id, normalize_text
-from loom.errors import UserError
+from loom.base.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import importlib.util
 from pathlib import Path
 
 from curation.fasttext_model import load_fasttext
-from loom.errors import UserError
+from loom.base.errors import UserError
 
 LID_SCAN_CHARS = 10_000
 

@@ -17,7 +17,7 @@ Why the words of a text can be put together from the words of its chunks (its ru
 A chunk's words are memoized per process (natural text is Zipfian: most chunks have been seen), and unseen chunks
 are tokenized by one spaCy call per document, joined by newlines: a newline is a token no special case holds.
 Checked token for token against datatrove's SpaCyTokenizer("en") on the bundled corpora, the Debian handbook in
-its 26 languages and random strings of special cases (tests/test_filters_fast.py)."""
+its 26 languages and random strings of special cases (tests/curation/test_filters_fast.py)."""
 
 import re
 from contextlib import contextmanager

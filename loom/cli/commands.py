@@ -7,12 +7,12 @@ import click
 
 from loom.cli import (curate, init, ladder, mix, mix_export, quality, quickstart, report, search, sql, status,
                       tokenizer, train)
+from loom.base.errors import UserError
+from loom.base.filenames import escaped_path
+from loom.base.storage_errors import check_reachable
+from loom.base.workspace import Workspace
 from loom.cli.console import LoomGroup
 from loom.cli.version import version_line
-from loom.errors import UserError
-from loom.filenames import escaped_path
-from loom.io import check_reachable
-from loom.workspace import Workspace
 
 # the commands that can use a workspace on s3:// (and other stores) today
 ON_OBJECT_STORAGE = ("curate", "tokenizer", "mix", "sql", "report", "train")

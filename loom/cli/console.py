@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from loom.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
-from loom.filenames import escaped_path
-from loom.io import as_path, path_text, storage_refusal
-from loom.workspace import Workspace
+from loom.base.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
+from loom.base.filenames import escaped_path
+from loom.base.storage_errors import storage_refusal
+from loom.base.store import as_path, path_text
+from loom.base.workspace import Workspace
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 
@@ -37,8 +38,8 @@ class Interrupted(click.ClickException):
 
 
 class LoomGroup(click.Group):
-    """Turns a UserError anywhere below, or an object store refusing us (loom.io.storage_refusal, naming the
-    workspace), into one line on stderr and exit status 2, and Ctrl-C into one line and exit status 130."""
+    """Turns a UserError anywhere below, or an object store refusing us (loom.base.storage_errors.storage_refusal,
+    naming the workspace), into one line on stderr and exit status 2, and Ctrl-C into one line and exit status 130."""
 
     def invoke(self, ctx):
         try:

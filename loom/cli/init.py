@@ -5,10 +5,10 @@ import shutil
 
 import click
 
+from loom.base.atomic_files import atomic_path, write_text
+from loom.base.errors import UserError
+from loom.base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, examples_dir
 from loom.cli.console import console
-from loom.errors import UserError
-from loom.io import atomic_path, write_text
-from loom.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, examples_dir
 
 STARTER_SOURCES = """\
 # The corpora `loom curate` reads: one [[source]] table per corpus. Every key and format is described in

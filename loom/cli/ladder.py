@@ -6,10 +6,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from loom.base.names import check_name
+from loom.base.workspace import LADDER_FIT_FILE, REPORT_FILE, Workspace, examples_dir
 from loom.cli.console import Interrupted, console, note
 from loom.cli.mix import builtin_mixtures
-from loom.names import check_name
-from loom.workspace import LADDER_FIT_FILE, REPORT_FILE, Workspace, examples_dir
 
 RESUME_LADDER = "interrupted; run the same command again to resume the unfinished rungs (finished ones are kept)"
 

@@ -6,10 +6,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from loom.base.errors import UserError
+from loom.base.names import check_name
+from loom.base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace, examples_dir
 from loom.cli.console import LoomGroup, console, note
-from loom.errors import UserError
-from loom.names import check_name
-from loom.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace, examples_dir
 
 STALE = "stale (curated since)"
 

@@ -6,9 +6,9 @@ from contextlib import contextmanager, nullcontext
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from loom.base.workspace import PART_GLOB, Workspace
 from loom.cli.console import Interrupted, console, note
 from loom.cli.options import RegistryOption
-from loom.workspace import PART_GLOB, Workspace
 
 
 @click.command("export")

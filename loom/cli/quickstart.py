@@ -4,6 +4,7 @@ import dataclasses
 
 import click
 
+from loom.base.workspace import EVALS_DIR, SOURCES_FILE, Workspace, examples_dir
 from loom.cli.console import console, workspace_lock
 from loom.cli.curate import print_outputs, run_curation
 from loom.cli.mix import build_mixture
@@ -11,7 +12,6 @@ from loom.cli.options import workers_option
 from loom.cli.quality import train_quality
 from loom.cli.tokenizer import train_tokenizer
 from loom.cli.train import train_run
-from loom.workspace import EVALS_DIR, SOURCES_FILE, Workspace, examples_dir
 
 QUICKSTART_STEPS = 60  # about a minute of the tiny model on two CPU cores
 

@@ -7,10 +7,10 @@ import webbrowser
 
 import click
 
+from loom.base.names import check_name
+from loom.base.store import is_remote
+from loom.base.workspace import Workspace
 from loom.cli.console import LoomGroup, console
-from loom.io import is_remote
-from loom.names import check_name
-from loom.workspace import Workspace
 
 
 @click.group(cls=LoomGroup, invoke_without_command=True)

@@ -5,12 +5,12 @@ proportional, uniform and UniMax baselines."""
 import click
 from rich.table import Table
 
+from loom.base.names import check_name
+from loom.base.workspace import REPORT_FILE, SEARCH_FILE, Workspace
 from loom.cli.console import Interrupted, console, note
 from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
 from loom.cli.options import RegistryOption
-from loom.names import check_name
-from loom.workspace import REPORT_FILE, SEARCH_FILE, Workspace
 
 TRUSTED_SPEARMAN = 0.8  # the issue's goal for the surrogate's held-out rank correlation
 RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"

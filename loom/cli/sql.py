@@ -5,9 +5,9 @@ from pathlib import Path
 
 import click
 
+from loom.base.errors import UserError
+from loom.base.workspace import Workspace
 from loom.cli.console import console
-from loom.errors import UserError
-from loom.workspace import Workspace
 
 
 @click.command()
@@ -47,7 +47,7 @@ def sql(ws: Workspace, query, fmt, output, limit, show_views, db, force):
 
 
 def print_result(relation, fmt: str, output: str | None, limit: int, force: bool = False) -> None:
-    from loom.outputs import is_standard_output
+    from loom.base.outputs import is_standard_output
     from reports.sql import as_json, as_table, write_csv, write_file
 
     if fmt == "parquet" and not output:

@@ -8,9 +8,9 @@ import tomllib
 import click
 from rich.table import Table
 
+from loom.base.workspace import Generation, SPEC_GLOB, Workspace
 from loom.cli.console import console
 from loom.cli.mix import build_state
-from loom.workspace import Generation, SPEC_GLOB, Workspace
 
 MIXTURE_STATES = {"yes": "current", "no": "not compiled"}  # and mix.STALE as it is
 

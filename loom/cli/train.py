@@ -2,9 +2,9 @@
 
 import click
 
+from loom.base.atomic_files import remove_temporary_files
+from loom.base.workspace import Workspace
 from loom.cli.console import Interrupted, console, note
-from loom.io import remove_temporary_files
-from loom.workspace import Workspace
 from trainer.options import config_from_options, train_options
 
 

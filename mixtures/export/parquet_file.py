@@ -5,7 +5,7 @@ Why not pyarrow's writer: it derives a list column's repetition and definition l
 here (as much as decoding the curated tokens costs): most of a Parquet export's time. With every list the same
 length and nothing null, the levels are the same bytes for every row (repetition: one 0, then width - 1 ones, two
 RLE runs) and one RLE run a page (definition: all 1), and the values are the tokens' own little-endian int32 bytes:
-~1 ns a token. pyarrow, DuckDB and Hugging Face datasets read the files back in tests/test_export.py.
+~1 ns a token. pyarrow, DuckDB and Hugging Face datasets read the files back in tests/mixtures/test_export.py.
 
 The file, after parquet-format's parquet.thrift: "PAR1"; each column chunk as v1 data pages (a PageHeader, the
 levels, PLAIN values); the FileMetaData; its length (uint32); "PAR1". Headers and metadata are Thrift structs in

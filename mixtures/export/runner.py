@@ -22,11 +22,12 @@ from typing import Callable, Iterator
 import numpy as np
 
 from curation.tokenizer import load_tokenizer
-from loom.errors import UserError
-from loom.io import TEMPORARY_GLOB, path_text, remove_temporary_files, write_text
-from loom.lock import exclusive
-from loom.names import check_name
-from loom.workspace import EXPORT_FILE, EXPORT_PROGRESS_FILE, EXPORTS_DIR, Generation, Workspace, export_lock
+from loom.base.atomic_files import TEMPORARY_GLOB, remove_temporary_files, write_text
+from loom.base.errors import UserError
+from loom.base.lock import exclusive
+from loom.base.names import check_name
+from loom.base.store import path_text
+from loom.base.workspace import EXPORT_FILE, EXPORT_PROGRESS_FILE, EXPORTS_DIR, Generation, Workspace, export_lock
 from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_build, load_schedule, load_spec,
                       mixture_tokenizer, reading, schedule_fingerprint)
 from mixtures.export.formats import FORMATS

@@ -1,0 +1,79 @@
+"""Every output appears whole or not at all: locally a temporary name beside the target, then a rename; on an object
+store the object is written by one PUT (or one completed multipart upload), which is already all or nothing. Files
+are copied whole, and folders removed whole, the same way on both."""
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from loom.base.store import as_path, fs_and_path, is_remote
+
+
+TEMPORARY_GLOB = ".*.tmp-*"  # what atomic_path's temporary names look like
+
+
+@contextmanager
+def atomic_path(path):
+    """Yields a local temporary path; puts it at `path` only if the block finishes: a rename beside a local
+    target, one upload to a remote one."""
+    path = as_path(path)
+    if is_remote(path):
+        with tempfile.TemporaryDirectory(prefix="loom-put-") as folder:
+            tmp = Path(folder) / path.name
+            yield tmp
+            fs, spelled = fs_and_path(path)
+            fs.put_file(str(tmp), spelled)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def remove_temporary_files(*folders) -> list[Path]:
+    """The temporary files that writers killed before their rename left below `folders`, removed. Only safe for
+    a caller that holds the lock of everything written there. A store holds none (its writes are single PUTs)."""
+    local = [Path(f) for f in map(as_path, folders) if not is_remote(f)]
+    stale = sorted(p for folder in local if folder.is_dir() for p in folder.rglob(TEMPORARY_GLOB) if p.is_file())
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
+def write_text(text: str, path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def copy_file(source, target) -> None:
+    """`source` to `target` whole: a hard link where both are local on one filesystem (no second copy), a
+    server-side copy within one store, else a download and an upload. Work outputs are replaced, never
+    rewritten in place, so a published link keeps its bytes."""
+    source, target = as_path(source), as_path(target)
+    if not is_remote(source) and not is_remote(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+    elif is_remote(source) and is_remote(target) and source.protocol == target.protocol:
+        fs, spelled = fs_and_path(source)
+        fs.copy(spelled, target.path)
+    else:
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(source.read_bytes())
+
+
+def remove_tree(folder) -> None:
+    folder = as_path(folder)
+    if is_remote(folder):
+        fs, spelled = fs_and_path(folder)
+        if fs.exists(spelled):
+            fs.rm(spelled, recursive=True)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)

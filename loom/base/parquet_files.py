@@ -1,0 +1,56 @@
+"""Parquet read and written the same way locally and on a store: written whole (zstd) through an atomic file; read
+whole, in batches, or a few row groups by ranged reads."""
+
+from contextlib import contextmanager
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from loom.base.atomic_files import atomic_path
+from loom.base.filenames import arrow_source
+from loom.base.store import as_path, fs_and_path, is_remote
+
+
+@contextmanager
+def parquet_writer(path, schema: pa.Schema):
+    """A ParquetWriter whose file appears at `path` only once it is complete."""
+    with atomic_path(path) as tmp:
+        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        try:
+            yield writer
+        finally:
+            writer.close()
+
+
+def write_parquet(table: pa.Table, path) -> None:
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def read_parquet(path, columns: list[str] | None = None, filters=None) -> pa.Table:
+    """A Parquet file (or some of its columns or rows), read whole. Every read of a workspace's Parquet goes
+    through here or `parquet_file`, so that a workspace on object storage is read the same way."""
+    path = as_path(path)
+    if is_remote(path):
+        fs, spelled = fs_and_path(path)
+        return pq.read_table(spelled, columns=columns, filters=filters, filesystem=fs)
+    return pq.read_table(path, columns=columns, filters=filters)
+
+
+def parquet_file(path) -> pq.ParquetFile:
+    """A Parquet file opened for reading in batches or row groups."""
+    path = as_path(path)
+    if is_remote(path):
+        fs, spelled = fs_and_path(path)
+        return pq.ParquetFile(spelled, filesystem=fs)
+    return pq.ParquetFile(arrow_source(path))
+
+
+def parquet_row_groups(path) -> pq.ParquetFile:
+    """A Parquet file opened to read a few of its row groups: on a store each read pyarrow makes (the footer, a
+    column chunk) is one ranged GET of just those bytes, with no read-ahead (s3fs's default reads 50 MB ahead)."""
+    path = as_path(path)
+    if not is_remote(path):
+        return pq.ParquetFile(path)
+    fs, spelled = fs_and_path(path)
+    return pq.ParquetFile(fs.open(spelled, "rb", cache_type="none"))

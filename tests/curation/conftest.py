@@ -1,0 +1,14 @@
+"""Fixtures of the curation tests: a quality model trained on the bundled corpora."""
+
+import pytest
+
+from helpers import EXAMPLES, run_loom
+
+
+@pytest.fixture(scope="session")
+def bundled_quality_model(tmp_path_factory):
+    """A quality model trained on the bundled corpora: docs and code against the first fortunes shard."""
+    out = tmp_path_factory.mktemp("quality") / "quality.bin"
+    result = run_loom("quality", "train", "--sources", EXAMPLES / "sources.toml", "--positive", "docs,code",
+                      "--negative", EXAMPLES / "corpora" / "fortunes" / "fortunes-00000.jsonl.zst", "--output", out)
+    return out, result

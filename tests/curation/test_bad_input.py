@@ -1,0 +1,152 @@
+"""Bad records are counted and quarantined, good ones survive; bad config or inputs stop with one clear line."""
+
+import gzip
+import json
+import zlib
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import published, run_loom
+
+GOOD_TEXTS = [f"Record number {i} is a good one: it has text, and it is valid JSON." for i in range(40)]
+
+
+def write_bad_inputs(root):
+    lines = [json.dumps({"text": t, "n": i}).encode() for i, t in enumerate(GOOD_TEXTS[:5])]
+    lines += [b'{"text": "unterminated', b"[1, 2, 3]"]  # 2 malformed JSON
+    lines += [b'{"text": "caf\xe9 latin-1 bytes"}']  # 1 invalid UTF-8
+    lines += [json.dumps({"body": "no text field"}).encode(), json.dumps({"text": 7}).encode()]  # 2 missing field
+    lines += [json.dumps({"text": "   "}).encode()]  # 1 empty text
+    (root / "bad").mkdir()
+    (root / "bad" / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (root / "bad" / "b.jsonl").write_bytes(b"")  # 1 empty file
+    full = gzip.compress(b"".join(json.dumps({"text": t}).encode() + b"\n" for t in GOOD_TEXTS[10:]))
+    truncated = full[: len(full) * 2 // 3]
+    (root / "cut").mkdir()
+    (root / "cut" / "c.jsonl.gz").write_bytes(truncated)
+    partial = zlib.decompressobj(wbits=31).decompress(truncated)
+    (root / "sources.toml").write_text(
+        """
+[[source]]
+name = "bad"
+format = "jsonl"
+paths = ["bad/*.jsonl"]
+filters = []
+
+[[source]]
+name = "cut"
+format = "jsonl.gz"
+paths = ["cut/*.jsonl.gz"]
+filters = []
+"""
+    )
+    return partial.count(b"\n")  # complete records before the cut
+
+
+@pytest.fixture(scope="module")
+def bad_run(tmp_path_factory, slice_tokenizer):
+    root = tmp_path_factory.mktemp("bad")
+    complete_before_cut = write_bad_inputs(root)
+    ws = root / "ws"
+    run_loom("-w", ws, "curate", "--sources", root / "sources.toml", "--tokenizer", slice_tokenizer, "--workers", 1)
+    return ws, complete_before_cut
+
+
+def test_each_bad_record_is_counted_under_its_reason(bad_run):
+    ws, _ = bad_run
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    bad = Counter(row["reason"] for row in funnel if row["source"] == "bad" and row["fate"] == "malformed")
+    assert bad == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2, "empty_text": 1, "empty_file": 1}
+    kept = [row for row in funnel if row["source"] == "bad" and row["fate"] == "kept"]
+    assert len(kept) == 5
+
+
+def test_good_records_survive_and_the_truncated_tail_is_counted(bad_run):
+    ws, complete_before_cut = bad_run
+    curated = pq.read_table(list((published(ws) / "curated").glob("*/part-*.parquet"))).to_pylist()
+    texts = {row["source"]: [] for row in curated}
+    for row in curated:
+        texts[row["source"]].append(row["text"])
+    assert sorted(texts["bad"]) == sorted(GOOD_TEXTS[:5])
+    assert 0 < complete_before_cut < len(GOOD_TEXTS) - 10
+    assert texts["cut"] == GOOD_TEXTS[10 : 10 + complete_before_cut]
+    funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
+    cut = Counter(row["reason"] for row in funnel if row["source"] == "cut" and row["fate"] == "malformed")
+    assert cut == {"truncated_file": 1}
+
+
+def test_malformed_records_are_quarantined_with_reason_and_raw_text(bad_run):
+    ws, _ = bad_run
+    rows = [json.loads(line) for line in (published(ws) / "quarantine" / "bad" / "part-00000.jsonl").read_text().splitlines()]
+    assert Counter(row["reason"] for row in rows) == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2,
+                                                      "empty_text": 1}
+    assert any("unterminated" in row["raw"] for row in rows)
+    assert (published(ws) / "quarantine" / "bad" / "part-00001.jsonl").read_text().count("empty_file") == 1
+
+
+SOURCE_ERRORS = [
+    ('name = "Web!"\nformat = "jsonl"\npaths = ["x"]', "`name` = 'Web!' is invalid"),
+    ('name = "web"\nformat = "xml"\npaths = ["x"]', "`format` = 'xml' is unknown"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["nowhere/*.jsonl"]', "path 'nowhere/*.jsonl' matches no file"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["x"]\npathz = 1', "unknown key 'pathz'"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["table.parquet"]',
+     'table.parquet is a Parquet file, not JSON lines; set format = "parquet" for source \'web\''),
+    ('name = "web"\nformat = "parquet"\npaths = ["packed.jsonl.gz"]',
+     'packed.jsonl.gz is gzip-compressed, not a Parquet file; set format = "jsonl.gz" for source \'web\''),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nmax_doc_bytes = 0', "`max_doc_bytes` must be a whole number"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilters = ["c5"]', "unknown filter 'c5'"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilters = ["c4"]\n'
+     'filter_options.c4 = {min_num_sentences = 2, colour = 1}', "filter_options.c4 has unknown option 'colour'"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_options.c4 = {min_num_sentences = 2}',
+     'filter_options.c4 is set but c4 does not run: a source that is not web text (format html-dir or warc, or tagged '
+     '"web") gets no filter unless `filters` names it; add "c4" to `filters`'),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["en", "english"]',
+     "source 'web': in `languages`, 'english' is not a lid.176 language code; did you mean \"en\" (English)?"),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nfilter_languages = ["German"]',
+     'did you mean "de" (German)?'),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["xx"]',
+     "in `languages`, 'xx' is not a lid.176 language code; use codes such as \"en\""),
+]
+
+
+@pytest.mark.parametrize("entry, message", SOURCE_ERRORS)
+def test_a_bad_sources_file_stops_with_one_line(tmp_path, slice_tokenizer, entry, message):
+    (tmp_path / "ok.jsonl").write_text('{"text": "hello"}\n')
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(b'{"text": "hello"}\n'))
+    pq.write_table(pa.table({"text": ["hello"]}), tmp_path / "table.parquet")
+    (tmp_path / "sources.toml").write_text(f"[[source]]\n{entry}\n")
+    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", tmp_path / "sources.toml", "--tokenizer",
+                      slice_tokenizer, check=False, timeout=60)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
+    assert not (tmp_path / "ws" / "work").exists()  # stopped before any compute
+
+
+@pytest.mark.slow  # waits out a scheduler that never answers (~20 s)
+def test_missing_tokenizer_and_unreachable_scheduler_stop_with_one_line(tmp_path, slice_sources, slice_tokenizer):
+    missing = run_loom("-w", tmp_path, "curate", "--sources", slice_sources, check=False)
+    assert missing.returncode == 2 and "no tokenizer at" in missing.stderr and "loom tokenizer train" in missing.stderr
+    unreachable = run_loom("-w", tmp_path, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
+                           "--scheduler", "tcp://127.0.0.1:9", check=False, timeout=120)
+    assert unreachable.returncode == 2, unreachable.stderr
+    assert unreachable.stderr.strip().splitlines() == [unreachable.stderr.strip()]
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in unreachable.stderr
+
+
+def test_a_model_output_that_exists_needs_force_and_a_link_stays_a_link(tmp_path):
+    ws, train = tmp_path / "ws", ("tokenizer", "train", "--max-docs", 20, "--vocab-size", 300)
+    run_loom("-w", ws, "init")
+    (tmp_path / "mine.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to("mine.json")
+    refused = run_loom("-w", ws, *train, "--output", "link.json", cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and refused.stderr == "error: link.json exists; pass --force to overwrite it\n"
+    assert (tmp_path / "mine.json").read_text() == "{}"
+    run_loom("-w", ws, *train, "--output", "link.json", "--force", cwd=tmp_path)
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "mine.json").read_text())["model"]
+    refused = run_loom("-w", ws, *train, "--output", "/dev/null", check=False)
+    assert refused.returncode == 2 and "/dev/null (--output): it is a device or a pipe" in refused.stderr

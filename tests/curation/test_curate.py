@@ -1,0 +1,127 @@
+"""`loom curate` on a slice of the bundled corpora, on a real LocalCluster with 2 worker processes."""
+
+import gzip
+import io
+from collections import Counter
+
+import pyarrow.parquet as pq
+import pytest
+import xxhash
+import zstandard
+from tokenizers import Tokenizer
+
+from curation.schema import CURATED
+from helpers import published
+
+SOURCES = ("web", "docs", "code", "fortunes")
+
+
+def raw_record_counts(slice_root):
+    """Records per source counted straight from the input files, independently of Loom's readers."""
+    counts = {"web": len(list((slice_root / "web").glob("*/*.html")))}
+    counts["docs"] = sum(sum(1 for line in gzip.open(p) if line.strip()) for p in (slice_root / "docs").glob("*.gz"))
+    counts["code"] = sum(pq.read_metadata(p).num_rows for p in (slice_root / "code").glob("*.parquet"))
+    counts["fortunes"] = 0
+    for path in (slice_root / "fortunes").glob("*.zst"):
+        with zstandard.ZstdDecompressor().stream_reader(open(path, "rb")) as reader:
+            counts["fortunes"] += sum(1 for line in io.TextIOWrapper(reader, encoding="utf-8") if line.strip())
+    return counts
+
+
+@pytest.fixture(scope="module")
+def outputs(curated_slice):
+    workspace, _ = curated_slice
+    curated = pq.read_table(sorted((published(workspace) / "curated").glob("*/part-*.parquet")))
+    funnel = pq.read_table(published(workspace) / "manifest" / "funnel")
+    documents = pq.read_table(published(workspace) / "manifest" / "documents")
+    shards = pq.read_table(published(workspace) / "manifest" / "shards.parquet")
+    return workspace, curated, funnel, documents, shards
+
+
+def test_curated_parquet_has_the_documented_schema(outputs):
+    workspace, curated, *_ = outputs
+    for part in (published(workspace) / "curated").glob("*/part-*.parquet"):
+        assert pq.read_schema(part).equals(CURATED, check_metadata=False), part
+    assert set(curated["source"].to_pylist()) == set(SOURCES)
+    for source in SOURCES:
+        assert (published(workspace) / "curated" / source / "_SUCCESS").exists()
+
+
+def test_token_ids_decode_back_to_the_text(outputs, slice_tokenizer):
+    _, curated, *_ = outputs
+    tokenizer = Tokenizer.from_file(str(slice_tokenizer))
+    eos = tokenizer.token_to_id("<|endoftext|>")
+    rows = curated.select(["text", "input_ids", "n_tokens"]).to_pylist()
+    assert len(rows) > 50
+    for row in rows:
+        ids = row["input_ids"]
+        assert len(ids) == row["n_tokens"] > 1
+        assert ids[-1] == eos and eos not in ids[:-1]
+        assert tokenizer.decode(ids[:-1], skip_special_tokens=False) == row["text"]
+
+
+def test_ids_are_the_hash_of_the_stored_text(outputs):
+    _, curated, *_ = outputs
+    for row in curated.select(["id", "text"]).to_pylist():
+        assert row["id"] == xxhash.xxh3_128_hexdigest(row["text"].encode("utf-8"))
+
+
+def test_funnel_accounts_for_every_input_record(outputs, slice_sources):
+    _, curated, funnel, documents, shards = outputs
+    rows = funnel.to_pylist()
+    per_source = Counter(row["source"] for row in rows)
+    assert dict(per_source) == raw_record_counts(slice_sources.parent)
+    kept = Counter(row["source"] for row in rows if row["fate"] == "kept")
+    assert kept == Counter(curated["source"].to_pylist()) == Counter(documents["source"].to_pylist())
+    assert {row["fate"] for row in rows} <= {"kept", "malformed", "filtered", "duplicate"}
+    assert all(row["reason"] for row in rows if row["fate"] != "kept")
+    assert len({(row["source"], row["shard"], row["record"]) for row in rows}) == len(rows)
+    by_shard = {row["source"]: 0 for row in shards.to_pylist()}
+    for row in shards.to_pylist():
+        by_shard[row["source"]] += row["n_docs"]
+    assert by_shard == dict(kept)
+    assert sum(shards["n_tokens"].to_pylist()) == sum(curated["n_tokens"].to_pylist())
+
+
+def test_languages_other_than_english_are_identified_in_the_handbook(outputs):
+    _, curated, funnel, *_ = outputs
+    web = [row for row in funnel.to_pylist() if row["source"] == "web" and row["lang"]]
+    langs_by_input = {}
+    for row in web:  # a folder format's `input` is the page itself; its folder says the language
+        langs_by_input.setdefault(row["input"].rsplit("/", 2)[-2], Counter())[row["lang"]] += 1
+    assert langs_by_input["de-DE"].most_common(1)[0][0] == "de"
+    assert langs_by_input["ja-JP"].most_common(1)[0][0] == "ja"
+    assert langs_by_input["en-US"].most_common(1)[0][0] == "en"
+    kept_langs = {row["lang"] for row in curated.select(["source", "lang"]).to_pylist() if row["source"] == "web"}
+    assert {"de", "ja"} <= kept_langs
+
+
+def test_the_planted_exact_duplicate_is_removed_with_its_survivor_named(outputs):
+    _, curated, funnel, *_ = outputs
+    duplicates = [row for row in funnel.to_pylist() if row["fate"] == "duplicate"]
+    planted = [row for row in duplicates if row["source"] == "docs" and row["shard"] == 1]
+    assert len(planted) == 1
+    assert planted[0]["reason"] == "exact_duplicate"
+    survivor = [row for row in funnel.to_pylist() if row["doc_id"] == planted[0]["doc_id"] and row["fate"] == "kept"]
+    assert len(survivor) == 1 and (survivor[0]["source"], survivor[0]["shard"]) == ("docs", 0)
+    assert planted[0]["detail"] == f"same text as {survivor[0]['input']}#{survivor[0]['record']}"
+    ids = curated["id"].to_pylist()
+    assert len(ids) == len(set(ids))
+    assert planted[0]["doc_id"] in ids
+
+
+def test_heuristic_filters_judge_only_their_languages(outputs):
+    _, _, funnel, *_ = outputs
+    filtered_langs = {row["lang"] for row in funnel.to_pylist() if row["source"] == "web" and row["fate"] == "filtered"}
+    assert filtered_langs <= {"en"}
+    reasons = Counter(row["reason"] for row in funnel.to_pylist() if row["source"] == "fortunes")
+    assert reasons["gopher_short_doc"] > 0  # fortunes are short: Gopher's 50-word minimum removes many
+
+
+def test_the_summary_table_is_printed(curated_slice):
+    _, result = curated_slice
+    out = result.stdout
+    assert "Curation funnel" in out and "top removal reasons" in out
+    for source in SOURCES:
+        assert source in out
+    assert "dashboard http://127.0.0.1:" in out

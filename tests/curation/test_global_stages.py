@@ -1,0 +1,132 @@
+"""The global stages on Dask: connected components against union-find and its rounds bound, quality sketches
+against exact quantiles, and dedup results that do not depend on the number of workers or partitions. Run in
+this process, on LocalClusters of real worker processes."""
+
+import random
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from curation.config import load_config
+from curation.job import plan_job
+from curation.run import curate, dask_client
+from curation.stages import STAGES
+from curation.stages.dedup_components import ComponentsDidNotConverge, component_labels, round_cap
+from curation.stages.exact_dedup import ExactDedup
+from curation.stages.minhash_dedup import MinHashDedup
+from curation.stages.quality_select import ACCURACY, merged, odds
+from loom.base.workspace import Workspace
+from test_dedup import write_near_duplicate_corpus
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(workers=2) as c:
+        yield c
+
+
+def union_find_labels(a, b) -> dict:
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for x, y in zip(a, b):
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[max(rx, ry)] = min(rx, ry)
+    return {x: find(x) for x in parent}
+
+
+def random_graph(seed: int, n: int):
+    """A long path through shuffled keys (the worst case for plain label propagation) plus random chords."""
+    rng = random.Random(seed)
+    keys = list({rng.getrandbits(63) - 2**62 for _ in range(n)})
+    rng.shuffle(keys)
+    n = len(keys)
+    a, b = keys[:-1], keys[1:]
+    cut = set(rng.sample(range(n - 1), n // 10))  # breaks the path into several components
+    pairs = [(x, y) for i, (x, y) in enumerate(zip(a, b)) if i not in cut]
+    pairs += [tuple(rng.sample(keys, 2)) for _ in range(n // 20)]
+    pairs = [(min(p), max(p)) for p in pairs]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+@pytest.mark.slow  # a LocalCluster (~14 s a case); test_dedup finds components through the job by default
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_components_match_union_find_within_the_round_bound(client, partitions):
+    import dask.dataframe as dd
+
+    a, b = random_graph(partitions, 1000)
+    edges = dd.from_pandas(pd.DataFrame({"a": np.array(a, np.int64), "b": np.array(b, np.int64)}), npartitions=partitions)
+    labels, rounds = component_labels(client, edges, partitions, n_nodes_hint=2 * len(a))
+    got = client.compute(labels, sync=True)
+    assert len(got) == got["key"].nunique()
+    assert dict(zip(got["key"], got["label"])) == union_find_labels(a, b)
+    assert rounds <= round_cap(2 * len(a)) and rounds <= 2 * np.log2(1000), rounds
+
+
+def test_components_that_do_not_converge_in_the_cap_raise(client):
+    import dask.dataframe as dd
+
+    a, b = random_graph(0, 500)
+    edges = dd.from_pandas(pd.DataFrame({"a": np.array(a, np.int64), "b": np.array(b, np.int64)}), npartitions=2)
+    with pytest.raises(ComponentsDidNotConverge, match="did not reach stars in 1 rounds"):
+        component_labels(client, edges, 2, n_nodes_hint=1000, cap=1)
+
+
+def test_merged_sketches_give_quantiles_within_their_accuracy():
+    from ddsketch import DDSketch
+
+    rng = np.random.default_rng(5)
+    scores = np.concatenate([rng.beta(0.3, 0.3, 20000), 1 - rng.random(3000) * 1e-6])  # saturated ones too
+    parts = []
+    for chunk in np.array_split(odds(scores), 7):
+        sketch = DDSketch(ACCURACY)
+        for value in chunk.tolist():
+            sketch.add(value)
+        parts.append(sketch)
+    whole, exact = merged(*parts), np.sort(odds(scores))
+    for q in (0.05, 0.2, 0.5, 0.8, 0.95, 0.99):
+        truth = exact[int(q * (len(exact) - 1))]
+        assert abs(whole.get_quantile_value(q) - truth) <= ACCURACY * abs(truth) + 1e-12, q
+
+
+def curated_results(ws: Workspace) -> dict:
+    gen = ws.published()
+    funnel = pq.read_table(gen.manifest_table("funnel")).to_pylist()
+    clusters = pq.read_table(gen.manifest_table("dedup_clusters")).to_pylist()
+    return {
+        "fates": sorted((r["doc_id"], r["fate"], r["reason"] or "", r["detail"] or "") for r in funnel),
+        "clusters": sorted(tuple(sorted(r.items())) for r in clusters),
+        "curated": sorted(pq.read_table(gen.curated, columns=["id"])["id"].to_pylist()),
+    }
+
+
+def run_with(root, tokenizer, workers: int, partitions: int | None) -> dict:
+    exact, near = ExactDedup(), MinHashDedup()
+    exact.partitions = near.partitions = partitions
+    stages = tuple({"exact_dedup": exact, "minhash_dedup": near}.get(s.name, s) for s in STAGES)
+    ws = Workspace(root / f"ws-{workers}-{partitions}")
+    shards, ctx = plan_job(load_config(root / "sources.toml"), ws, tokenizer)
+    with dask_client(workers=workers) as client:
+        curate(shards, ctx, client, stages=stages)
+    return curated_results(ws)
+
+
+@pytest.mark.slow  # two LocalClusters and two jobs (~30 s); test_dedup checks workers and shard order by default
+def test_dedup_results_do_not_depend_on_workers_or_partitions(tmp_path, slice_tokenizer):
+    corpus = write_near_duplicate_corpus(tmp_path)
+    exact_copies = (tmp_path / "base" / "base-0.jsonl").read_text().splitlines(keepends=True)[:5]
+    with open(tmp_path / "planted" / "planted-1.jsonl", "a") as fh:
+        fh.writelines(exact_copies)
+    one = run_with(tmp_path, slice_tokenizer, workers=1, partitions=None)
+    two = run_with(tmp_path, slice_tokenizer, workers=2, partitions=5)
+    assert one == two
+    reasons = [reason for _, _, reason, _ in one["fates"]]
+    assert reasons.count("exact_duplicate") == 5 and reasons.count("near_duplicate") >= 40
+    assert len(one["curated"]) == len(corpus["texts"]) - reasons.count("near_duplicate")

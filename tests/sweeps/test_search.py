@@ -1,0 +1,241 @@
+"""`loom mix search`: a toy search on the curated slice, its proxies and confirm runs trained through the real
+`loom train`; each proxy's compiled mixture is its design (whole sequences of a batch, pools cut for the target
+run); the objective recomputed from the runs' own metrics; the chosen mixture written as a spec that compiles to
+the chosen shares within the epoch caps; a rerun trains nothing; a wrong option is one line before any compute."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import compiled, LOOM, TOY_LADDER, as_in_a_terminal, copy_curated, run_loom, training_spec, write_spec
+from trainer.metrics import read_metrics, read_run
+
+MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the slice's training mixture (pretrain: web docs code fortunes)
+KEYS = ["web", "docs", "code", "fortunes"]
+TARGET_TOKENS = 61_440
+PROXIES = 7  # the log-linear law of 4 weights needs 6 points; leave-one-out one more
+
+
+def search_ws(curated_slice, slice_tokenizer, folder: Path) -> Path:
+    ws = copy_curated(curated_slice, slice_tokenizer, folder / "ws")
+    write_spec(ws, "toymix", MIXTURE)
+    (folder / "toy.toml").write_text(TOY_LADDER)  # proxies: r0, 24 steps; confirm runs: r1, 40
+    return ws
+
+
+def search_args(folder: Path, *more) -> list:
+    return ["mix", "search", "toys", "--from", "toymix", "--ladder", folder / "toy.toml", "--proxies", PROXIES,
+            "--target-tokens", TARGET_TOKENS, *more]
+
+
+@pytest.fixture(scope="module")
+def toy_search(tmp_path_factory, curated_slice, slice_tokenizer):
+    folder = tmp_path_factory.mktemp("search")
+    ws = search_ws(curated_slice, slice_tokenizer, folder)
+    result = run_loom("-w", ws, *search_args(folder, "--confirm", "--parallel", 2), timeout=900)
+    return ws, folder, result, json.loads((ws / "searches" / "toys" / "search.json").read_text())
+
+
+def last_evaluation(run_dir: Path) -> dict:
+    return [r for r in read_metrics(run_dir) if r.get("val_loss") is not None][-1]
+
+
+def test_every_proxy_trains_its_design_and_is_scored_from_its_own_metrics(toy_search):
+    ws, _, _, search = toy_search
+    assert [p["name"] for p in search["proxies"]] == [f"p{i:02d}" for i in range(1, PROXIES + 1)]
+    designs = set()
+    for proxy in search["proxies"]:
+        assert proxy["status"] == "finished"
+        weights = proxy["weights"]["pretrain"]
+        designs.add(tuple(weights.values()))
+        assert sum(weights.values()) == pytest.approx(1) and all((w * 8).is_integer() for w in weights.values())
+        plan = pq.read_table(compiled(ws, proxy["run"]) / "plan.parquet").to_pylist()
+        realized = {r["component"]: r["realized_share"] for r in plan if r["phase"] == "pretrain"}
+        assert realized == {k: w for k, w in weights.items() if w > 0}
+        # the objective: the mean of the per-source validation losses at the run's last evaluation
+        by_source = last_evaluation(ws / "runs" / proxy["run"])["val_loss_by_source"]
+        assert proxy["objective"] == pytest.approx(sum(by_source.values()) / len(by_source))
+        assert read_run(ws / "runs" / proxy["run"])["steps"] == 24
+    assert len(designs) == PROXIES
+
+
+def test_each_proxy_reads_its_components_as_often_as_the_target_run_would(toy_search):
+    ws, _, _, search = toy_search
+    for proxy in search["proxies"]:
+        meta = json.loads((compiled(ws, proxy["run"]) / "schedule.json").read_text())
+        for component in meta["components"]:
+            assert component["pool_sequences"] == max(1, component["available_sequences"] * 6_144 // TARGET_TOKENS)
+
+
+def test_the_surrogate_is_checked_on_proxies_it_did_not_see(toy_search):
+    _, _, result, search = toy_search
+    surrogate = search["surrogate"]
+    assert surrogate["n_proxies"] == PROXIES and surrogate["held_out"]["method"] == "leave-one-out"
+    assert -1 <= surrogate["held_out"]["spearman"] <= 1
+    errors = [abs(p["loo_predicted"] - p["objective"]) for p in search["proxies"]]
+    assert surrogate["held_out"]["mean_abs_error"] == pytest.approx(sum(errors) / len(errors))
+    assert "leave-one-out Spearman" in result.stdout
+
+
+def test_the_chosen_mixture_is_a_spec_that_compiles_to_its_weights_within_the_caps(toy_search):
+    ws, _, _, search = toy_search
+    chosen = search["chosen"]
+    weights = chosen["weights"]["pretrain"]
+    assert sum(weights.values()) == pytest.approx(1) and all((w * 8).is_integer() for w in weights.values())
+    low, high = chosen["interval"]
+    assert low <= chosen["predicted"] <= high
+    assert all(epochs <= 64 for epochs in chosen["epochs"].values())
+    spec = (ws / "mixtures" / "toys.toml").read_text()
+    assert spec.startswith("# as resolved by `loom mix search toys`") and f"total_tokens = {TARGET_TOKENS}" in spec
+    run_loom("-w", ws, "mix", "build", "toys")
+    plan = pq.read_table(compiled(ws, "toys") / "plan.parquet").to_pylist()
+    realized = {r["component"]: r["realized_share"] for r in plan if r["phase"] == "pretrain"}
+    assert realized == {k: w for k, w in weights.items() if w > 0}
+    midtrain = {r["component"]: r["target_share"] for r in plan if r["phase"] == "midtrain"}
+    assert midtrain == {"docs": 0.6, "code": 0.4}  # the phase not searched is the mixture's own
+
+
+def test_confirm_trains_the_chosen_mixture_and_the_baselines_alike(toy_search):
+    ws, _, result, search = toy_search
+    confirm = search["confirm"]
+    trained = [r["mixture"] for r in confirm["runs"]]
+    assert trained[0] == "searched" and set(trained) | set(confirm["skipped"]) == {
+        "searched", "proportional", "uniform", "unimax"}
+    for run in confirm["runs"]:
+        record = read_run(ws / "runs" / run["run"])
+        assert run["status"] == "finished" and record["steps"] == 40 and record["model"]["d_model"] == 24
+        by_source = last_evaluation(ws / "runs" / run["run"])["val_loss_by_source"]
+        assert run["objective"] == pytest.approx(sum(by_source.values()) / len(by_source))
+    best = min(confirm["runs"], key=lambda r: r["objective"])["mixture"]
+    assert confirm["best"] == best and f"Best measured: {best}" in result.stdout
+    searched = json.loads((compiled(ws, "toys-searched") / "schedule.json").read_text())
+    assert searched["seed"] == json.loads((compiled(ws, "toys-unimax") / "schedule.json").read_text())["seed"]
+    page = (ws / "searches" / "toys" / "report.html").read_text()
+    for kind in ("proxies", "confirm"):  # the search's runs overlaid, linked from its page
+        assert f'href="../../reports/compare/search-toys-{kind}.html"' in page
+        assert (ws / "reports" / "compare" / f"search-toys-{kind}.html").is_file()
+    assert all(f'>{r["run"]}</a>' in (ws / "reports" / "compare" / "search-toys-confirm.html").read_text()
+               for r in confirm["runs"])
+
+
+def test_a_rerun_trains_nothing_and_another_kl_pull_only_refits(toy_search):
+    ws, folder, _, search = toy_search
+    metrics = ws / "runs" / "toys-p07" / "metrics.jsonl"
+    before = metrics.stat().st_mtime_ns
+    again = run_loom("-w", ws, *search_args(folder, "--confirm"))
+    assert again.stdout.count("finished already") == PROXIES + len(search["confirm"]["runs"])
+    assert "compiled" not in again.stdout and metrics.stat().st_mtime_ns == before
+    assert json.loads((ws / "searches" / "toys" / "search.json").read_text())["chosen"] == search["chosen"]
+    pulled = run_loom("-w", ws, *search_args(folder, "--kl", "100"))
+    assert pulled.stdout.count("finished already") == PROXIES and metrics.stat().st_mtime_ns == before
+    chosen = json.loads((ws / "searches" / "toys" / "search.json").read_text())["chosen"]
+    prior = search["prior"]["pretrain"]
+    assert chosen["kl_to_prior"] <= search["chosen"]["kl_to_prior"]
+    assert max(abs(chosen["weights"]["pretrain"][k] - prior[k]) for k in KEYS) <= 1 / 8
+
+
+def test_a_search_with_other_designs_is_refused(toy_search):
+    ws, folder, _, _ = toy_search
+    result = run_loom("-w", ws, *search_args(folder, "--seed", 1), check=False)
+    assert result.returncode == 2 and "was started with other options" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("more, message", [
+    (["--phase", "cooldown"], "has the phases pretrain, midtrain"),
+    (["--objective", "perplexity"], "'perplexity' is not a term"),
+    (["--objective", "eval:bofh"], "no evaluation set 'bofh'"),
+    (["--design", "grid"], "use one of dirichlet, spacefill"),
+    (["--rung", "r9"], "the ladder spec's rungs are r0, r1, r2"),
+    (["--proxies", 6], "a loglinear surrogate of 4 weights needs at least 7 proxies"),
+    (["--target-tokens", 4_096], "not fewer than the target run's"),
+    (["--kl", "nan"], "--kl is a finite number >= 0"),
+])
+def test_a_wrong_option_is_one_line_before_any_compute(curated_slice, slice_tokenizer, tmp_path, more, message):
+    ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
+    result = run_loom("-w", ws, *search_args(tmp_path, *more), check=False)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (ws / "runs").exists()
+
+
+def test_a_spec_the_search_did_not_write_is_never_overwritten(curated_slice, slice_tokenizer, tmp_path):
+    ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
+    mine = write_spec(ws, "toys", MIXTURE)
+    result = run_loom("-w", ws, *search_args(tmp_path), check=False)
+    assert result.returncode == 2 and "is not this search's" in result.stderr
+    assert mine.read_text() == 'name = "toys"\n' + MIXTURE and not (ws / "runs").exists()
+
+
+def test_a_dry_run_prints_the_designs_and_trains_nothing(curated_slice, slice_tokenizer, tmp_path):
+    ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
+    result = run_loom("-w", ws, *search_args(tmp_path, "--dry-run"))
+    assert all(f"p{i:02d}" in result.stdout for i in range(1, PROXIES + 1)) and "unimax" in result.stdout
+    assert not (ws / "runs").exists() and not (ws / "searches").exists()
+    both = run_loom("-w", ws, *search_args(tmp_path, "--dry-run", "--phase", "all", "--proxies", 12))
+    assert "phases pretrain, midtrain" in both.stdout
+    assert "pretrain/web" in both.stdout and "midtrain/docs" in both.stdout
+
+
+def test_the_objective_shares_sources_and_evals_out_as_means():
+    from sweeps.objective import parse_objective, resolve_objective, score
+
+    terms = parse_objective("sources=1, evals=1, source:web=0.5")
+    weights = resolve_objective(terms, ["web", "code"], ["bofh"])
+    assert weights == {"source:web": 1.0, "source:code": 0.5, "eval:bofh": 1.0}
+    values = {"source:web": 6.0, "source:code": 4.0, "eval:bofh": 8.0, "val_loss": 5.0}
+    assert score(values, weights) == pytest.approx((6.0 + 2.0 + 8.0) / 2.5)
+    assert score({"source:web": 6.0}, weights) is None  # a term without a value: no objective yet
+    assert resolve_objective(parse_objective("val_loss"), ["web"], []) == {"val_loss": 1.0}
+
+
+def wait_for_finished(search: subprocess.Popen, run_files: list[Path]) -> None:
+    deadline = time.time() + 300
+    while not all(f.exists() and read_run(f.parent)["status"] == "finished" for f in run_files):
+        assert search.poll() is None and time.time() < deadline, search.stderr.read().decode()
+        time.sleep(0.05)
+
+
+@pytest.mark.slow  # a second toy search, interrupted and resumed (~1 min)
+def test_an_interrupted_search_resumes_with_the_proxies_not_yet_trained(curated_slice, slice_tokenizer, tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) once two proxies have finished; the rerun keeps
+    them and trains the rest; a second search of the same NAME meanwhile is refused."""
+    ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
+    command = [*LOOM, "-w", ws, *search_args(tmp_path)]
+    search = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True, preexec_fn=as_in_a_terminal)
+    finished = [ws / "runs" / f"toys-p0{i}" / "run.json" for i in (1, 2)]
+    wait_for_finished(search, finished[:1])
+    twice = run_loom(*command[len(LOOM):], check=False)  # while the first proxies train
+    assert twice.returncode != 0 and "search 'toys'" in twice.stderr
+    wait_for_finished(search, finished)
+    os.killpg(search.pid, signal.SIGINT)  # at once: five proxies of a few seconds each are left
+    _, stderr = search.communicate(timeout=120)
+    assert search.returncode != 0 and "run the same command again to resume" in stderr.decode()
+    assert len(stderr.decode().strip().splitlines()) <= 2  # no traceback
+    kept = {f: f.stat().st_mtime_ns for f in finished}
+    result = run_loom(*command[len(LOOM):], timeout=600)
+    assert "proxy p01: finished already" in result.stdout and "proxy p02: finished already" in result.stdout
+    assert "proxy p07: started" in result.stdout  # the interruption left proxies to train
+    assert kept == {f: f.stat().st_mtime_ns for f in finished}
+    search_json = json.loads((ws / "searches" / "toys" / "search.json").read_text())
+    assert all(p["status"] == "finished" for p in search_json["proxies"]) and search_json["chosen"]
+
+
+def test_without_a_ladder_and_a_gpu_a_search_plans_12_proxies_of_the_cpu_preset_s_r0(curated_slice, slice_tokenizer,
+                                                                                         tmp_path):
+    """Without --ladder and --proxies, on a machine without a GPU, a search plans 12 proxies of the cpu preset's
+    smallest rung. Whether the searched mixture beats the natural one at that size is a measurement:
+    bench/cpu_presets.py, figures in bench/README.md."""
+    ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
+    result = run_loom("-w", ws, "mix", "search", "best", "--from", "toymix", "--target-tokens", 2_000_000, "--confirm",
+                      "--dry-run", env={"CUDA_VISIBLE_DEVICES": ""})  # torch sees no GPU: the cpu preset
+    assert "Proxies: 12 runs of rung r0 (d_model 16," in result.stdout, result.stdout
+    assert all(f"p{i:02d}" in result.stdout for i in range(1, 13)) and "proportional" in result.stdout
+    assert not (ws / "runs").exists() and not (ws / "searches").exists()
