@@ -4,6 +4,8 @@ one curated run, the quickstart's workspace (its tests are marked slow) and a re
 
 import functools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,11 +31,20 @@ def worker_group(path: str) -> str:
     return QUICKSTART_GROUP if uses_quickstart else Path(path).name
 
 
+# Fixtures that take over 20 s to build (on CI's 2 cores): a test that uses one is slow, as the README's policy says.
+SLOW_FIXTURES = {
+    "quickstart_ws": "`loom quickstart` (about 4 minutes)",
+    "toy_search": "a toy mixture search: 6 proxies, their fit and the confirm runs (~50 s)",
+    "toy_ladder": "a toy ladder of 3 rungs trained and fitted (~45 s)",
+    "run_ws": "three runs trained for the run report, one of them MoE (~35 s)",
+    "runs": "a one-rank, a two-rank and a stopped-and-resumed run (~33 s)",
+}
+
+
 def pytest_collection_modifyitems(items):
-    """A test on the quickstart workspace is slow: the fixture alone runs `loom quickstart` (about 4 minutes). The
-    longest groups run first."""
+    """A test on a fixture of SLOW_FIXTURES is slow. The longest groups run first."""
     for item in items:
-        if "quickstart_ws" in getattr(item, "fixturenames", ()):
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: start_order(worker_group(item.nodeid.split("::")[0])))
 
@@ -56,6 +67,15 @@ def pytest_xdist_make_scheduler(config, log):
             return worker_group(nodeid.split("::")[0])
 
     return ByGroup(config, log)
+
+
+@pytest.fixture
+def short_tmp_path():
+    """A temporary folder with a short path, removed after the test: a line that names a path must fit loom's 150
+    columns, and pytest-xdist's popen-gwN/ folders made one wrap (the tutorial and the docs pages print paths)."""
+    folder = Path(tempfile.mkdtemp(prefix="loom-t-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

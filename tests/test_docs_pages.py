@@ -114,7 +114,8 @@ def test_the_marks_are_read():
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_the_page_runs_as_written(name, tmp_path, curated_slice, slice_tokenizer, slice_sources, request):
+def test_the_page_runs_as_written(name, short_tmp_path, curated_slice, slice_tokenizer, slice_sources, request):
+    tmp_path = short_tmp_path
     steps = steps_of(page(name), "run")
     if not steps:
         pytest.skip(f"docs/{name}.md has only slow blocks")
@@ -124,7 +125,9 @@ def test_the_page_runs_as_written(name, tmp_path, curated_slice, slice_tokenizer
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PAGES)
-def test_the_pages_slow_blocks_run_as_written(name, tmp_path, curated_slice, slice_tokenizer, slice_sources, request):
+def test_the_pages_slow_blocks_run_as_written(name, short_tmp_path, curated_slice, slice_tokenizer, slice_sources,
+                                              request):
+    tmp_path = short_tmp_path
     if steps_of(page(name), "slow") == steps_of(page(name), "run"):
         pytest.skip(f"docs/{name}.md has no slow block")
     steps = steps_of(page(name), "slow")

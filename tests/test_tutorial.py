@@ -5,7 +5,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -59,9 +58,8 @@ def test_the_extraction_finds_every_step_of_the_tutorial():
 
 
 @pytest.mark.slow
-def test_the_tutorial_runs_as_written(tmp_path):
-    # a short folder: a line naming it must fit loom's 150 columns (xdist's popen-gwN/ made one wrap)
-    tmp_path = Path(tempfile.mkdtemp(prefix="tutorial-"))
+def test_the_tutorial_runs_as_written(short_tmp_path):
+    tmp_path = short_tmp_path
     env = {**os.environ, "LOOM_SRC": str(REPO), "COLUMNS": "160", "PYTHONPATH": str(REPO),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("LOOM_WORKSPACE", None)

@@ -122,6 +122,7 @@ def test_a_refused_build_leaves_nothing(tmp_path):
 VARIANTS = [training_spec(12), training_spec(12).replace("seq_len = 32", "seq_len = 24").replace("web = 0.3", "web = 0.6")]
 
 
+@pytest.mark.slow  # a loop of rebuilds while trainings start (~30 s)
 def test_trains_started_during_rebuilds_each_read_one_build_whole(curated_slice, slice_tokenizer, tmp_path):
     """`loom mix build` rebuilds the mixture over and over (two specs in turn: other sequence lengths, other
     shares) while `loom train` runs start: each run trains on one build that existed, whole, or is refused in

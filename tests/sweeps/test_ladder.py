@@ -122,7 +122,7 @@ def test_a_ladder_started_with_another_spec_is_refused(toy_ladder, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min); the default run trains one ladder
+@pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min)
 def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_slice, slice_tokenizer, tmp_path):
     """SIGKILL to the whole process group (a closed terminal, a scheduler's kill) in the middle of the last rung;
     the rerun keeps r0 and r1, resumes r2 from its checkpoint, and ends where an unbroken ladder ends."""

@@ -245,7 +245,7 @@ def test_a_moe_run_logs_router_bias_norms_and_expert_load(train_ws):
         assert all(sum(shares) == pytest.approx(1) for shares in r["expert_load_by_layer"].values())
 
 
-@pytest.mark.slow  # three runs and a report (~20 s); resume itself is checked by default
+@pytest.mark.slow  # three runs and a report (~20 s); resume itself: test_stopping_and_resuming_...
 def test_a_torn_last_metrics_line_is_skipped_by_readers_and_repaired_by_resume(train_ws):
     """A killed writer leaves `{"step": 6, "lo` without a newline: the report and `loom sql` skip it and say so,
     `--resume` drops it before appending, and the file is whole again with each step once."""
