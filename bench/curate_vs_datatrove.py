@@ -62,7 +62,7 @@ def loom_removals(ws: Path) -> dict[str, int]:
     """How many documents each stage removed, from the published manifest's funnel table."""
     import duckdb
 
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     funnel = Workspace(ws).published().manifest_files("funnel")
     rows = duckdb.sql(f"SELECT stage, count(*) FROM read_parquet('{funnel}') WHERE fate <> 'kept' "
@@ -78,7 +78,7 @@ def loom_token_documents(ws: Path) -> collections.Counter:
     """The published generation's documents as token sequences (EOS included), by digest."""
     import pyarrow.parquet as pq
 
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     documents = collections.Counter()
     for part in sorted(Workspace(ws).published().curated.rglob("*.parquet")):

@@ -61,10 +61,10 @@ def write_prose_jsonl(path: Path, megabytes: int, chunk: int = 50_000) -> int:
 
 
 def curate(ws: Path, data: Path, tokenizer: Path, shard_bytes: int, workers: int, filters: bool = True) -> dict:
+    from base.workspace import Workspace
     from curation.config import load_config
     from curation.job import plan_job
     from curation.run import curate as run_curate, dask_client
-    from loom.base.workspace import Workspace
 
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
@@ -93,7 +93,7 @@ def curate(ws: Path, data: Path, tokenizer: Path, shard_bytes: int, workers: int
 def curated_digest(ws: Path) -> tuple[str, int]:
     """A digest of every curated row in part order (id, metadata, token count; the id is the text's hash)."""
     import pyarrow.parquet as pq
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     digest, rows = hashlib.sha256(), 0
     for part in sorted((Workspace(ws).published().root / "curated" / "big").glob("part-*.parquet")):
@@ -106,7 +106,7 @@ def curated_digest(ws: Path) -> tuple[str, int]:
 
 def funnel(ws: Path):
     import pyarrow.parquet as pq
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     table = pq.read_table(Workspace(ws).published().root / "manifest" / "funnel")
     return table.drop(["shard"]).sort_by([("record", "ascending")])
@@ -115,7 +115,7 @@ def funnel(ws: Path):
 def check_offsets(ws: Path, data: Path) -> int:
     """Reads back SAMPLE_ROWS funnel rows by offset: a kept row's line holds the curated document's source id."""
     import pyarrow.parquet as pq
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     gen = Workspace(ws).published().root
     rows = funnel(ws).to_pylist()

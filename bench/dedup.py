@@ -58,8 +58,8 @@ class StopBeforeTokenize(Exception):
 
 
 def run_loom(workdir: Path, shards_dir: Path, workers: int, texts: list[str], full_job: bool) -> dict:
+    from base.workspace import Workspace
     from curation.config import DedupConfig, load_config
-    from loom.base.workspace import Workspace
     from curation.job import plan_job
     from curation.run import curate, dask_client
     from curation.tokenizer import train_tokenizer
@@ -99,8 +99,8 @@ def loom_results(ws: Path, texts: list[str], lines: list[list[int]], full_job: b
     from curation.stages.minhash_dedup import MINHASH_DEDUP
 
     lines = record_offsets([f"doc-{i:07d}" for i in range(len(texts))], texts, lines)
+    from base.workspace import Workspace
     from curation.steps.normalize import document_id
-    from loom.base.workspace import Workspace
 
     if not full_job:
         layout = Workspace(ws)

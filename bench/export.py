@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 from loom_job import bench_tokenizer, loom_workspace, quickstart_workspace, run_loom, write_jsonl_shards  # noqa: E402
 from mixtures.export import FORMATS, plan_export, run_export
 from web_corpus import web_corpus  # noqa: E402

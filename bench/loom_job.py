@@ -181,7 +181,7 @@ id_field = "id"
 [dedup]
 {dedup}
 """, encoding="utf-8")
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     target = Workspace(ws).tokenizer
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -235,8 +235,8 @@ class StageClock:
 def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
     """The job as `loom curate` runs it, cluster start included: total seconds, cluster start-up, stages,
     and the source's funnel summary (docs_in, filtered, duplicate, kept, tokens ...)."""
+    from base.workspace import Workspace
     from curation.config import load_config
-    from loom.base.workspace import Workspace
     from curation.job import plan_job
     from curation.run import curate, dask_client
 

@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from base.workspace import Workspace
 from curation.tokenizer import tokenizer_fingerprint, train_tokenizer
-from loom.base.workspace import Workspace
 from mixtures import compile_mixture
 from mixtures.schedule import Schedule
 from mixtures.spec import parse_spec

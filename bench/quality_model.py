@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
+from base.workspace import examples_dir
 from curation.config import SourceConfig, load_config
 from curation.quality import QualityModel, TrainingConfig, balanced_split, roc_auc, train_quality_model
 from curation.samples import quality_examples, source_texts
-from loom.base.workspace import examples_dir
 
 
 def held_out_texts() -> tuple[list[str], list[str]]:

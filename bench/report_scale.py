@@ -24,8 +24,8 @@ import duckdb
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from loom.base.sql import literal  # noqa: E402
-from loom.base.workspace import Workspace  # noqa: E402
+from base.sql import literal  # noqa: E402
+from base.workspace import Workspace  # noqa: E402
 
 TARGET_SECONDS, TARGET_BYTES = 10.0, 1.5e6
 MANIFEST_TABLES = ("funnel", "documents")  # folders of parts; shards and dedup_clusters are single files

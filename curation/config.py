@@ -3,13 +3,13 @@
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from base.errors import UserError, reject_unknown_keys
+from base.names import NAME, check_name, is_name
+from base.small_files import read_toml
+from base.store import is_url
 from curation.languages import is_language, unknown_language
 from curation.readers import READERS
 from curation.steps.filters import FILTERS, web_filters
-from loom.base.errors import UserError, reject_unknown_keys
-from loom.base.names import NAME, check_name, is_name
-from loom.base.small_files import read_toml
-from loom.base.store import is_url
 
 # A source that does not set `filters` gets the web filters only if it is web text: they are tuned on web
 # pages and remove most of other kinds (documentation, code, glossaries, man pages are short or full of markup).

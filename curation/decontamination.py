@@ -23,11 +23,11 @@ import numpy as np
 import xxhash
 from rbloom import Bloom
 
+from base.errors import UserError
+from base.small_files import read_records
 from curation.config import DecontaminationConfig, EvalSetConfig
 from curation.readers.inputs import eval_set_files
 from curation.steps.normalize import normalize_text
-from loom.base.errors import UserError
-from loom.base.small_files import read_records
 
 WORD = re.compile(r"\w+")
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")  # a blank line, possibly holding spaces

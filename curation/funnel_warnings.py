@@ -5,9 +5,9 @@ import json
 import math
 from dataclasses import dataclass
 
+from base.sql import literal
 from curation.config import SourceConfig
 from curation.steps.filters import FILTERS
-from loom.base.sql import literal
 
 MOST = 0.5  # losing more than this share of a source's records to one filter is a warning
 

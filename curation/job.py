@@ -3,15 +3,15 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from base.errors import UserError
+from base.store import as_path, path_text
+from base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, part_name
 from curation.config import CurationConfig, SourceConfig
 from curation.decontamination import eval_texts
 from curation.quality import check_quality_model
 from curation.readers import source_shards
 from curation.stages.prepare import steps_for
 from curation.tokenizer import load_tokenizer
-from loom.base.errors import UserError
-from loom.base.store import as_path, path_text
-from loom.base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, part_name
 
 
 @dataclass(frozen=True)

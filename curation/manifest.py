@@ -15,6 +15,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from base.atomic_files import atomic_path, write_text
+from base.filenames import escaped_path
+from base.parquet_files import write_parquet
+from base.small_files import read_text
+from base.sql import duckdb_connect, literal
+from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
 from curation.document import SUMMARY_FATES
 from curation.funnel_warnings import curation_warnings
 from curation.schema import CONTAMINATION
@@ -22,12 +28,6 @@ from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
-from loom.base.atomic_files import atomic_path, write_text
-from loom.base.filenames import escaped_path
-from loom.base.parquet_files import write_parquet
-from loom.base.small_files import read_text
-from loom.base.sql import duckdb_connect, literal
-from loom.base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
 
 SHARDS = pa.schema(
     [

@@ -9,17 +9,17 @@ import json
 
 import pyarrow as pa
 
+from base.atomic_files import copy_file
+from base.parquet_files import write_parquet
+from base.small_files import read_text
+from base.sql import duckdb_connect, literal
+from base.workspace import Generation
 from curation.schema import REMOVALS
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import shard_rows
 from curation.stages.tokenize import TOKENIZE
-from loom.base.atomic_files import copy_file
-from loom.base.parquet_files import write_parquet
-from loom.base.small_files import read_text
-from loom.base.sql import duckdb_connect, literal
-from loom.base.workspace import Generation
 
 
 def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:

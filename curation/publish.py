@@ -13,13 +13,13 @@ import json
 import os
 import time
 
+from base.atomic_files import remove_tree, write_text
+from base.digests import text_digest
+from base.lock import exclusive
+from base.store import as_path
+from base.workspace import WORKSPACE_LOCK, Generation, Workspace
 from curation.manifest import write_manifest
 from curation.manifest_parts import publish_shards
-from loom.base.atomic_files import remove_tree, write_text
-from loom.base.digests import text_digest
-from loom.base.lock import exclusive
-from loom.base.store import as_path
-from loom.base.workspace import WORKSPACE_LOCK, Generation, Workspace
 
 
 def curation_lock(ws: Workspace, note=lambda line: None):

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from base.atomic_files import atomic_path, write_text
+from base.digests import file_digest
+from base.errors import UserError
+from base.inputs import file_size, local_file, open_input
+from base.store import as_path
 from curation.fasttext_model import is_fasttext_header, load_fasttext
-from loom.base.atomic_files import atomic_path, write_text
-from loom.base.digests import file_digest
-from loom.base.errors import UserError
-from loom.base.inputs import file_size, local_file, open_input
-from loom.base.store import as_path
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__lq"
 MIN_CUTOFF = 256  # fastText's product quantizer needs as many rows as it has centroids

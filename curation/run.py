@@ -11,16 +11,16 @@ from dataclasses import asdict, replace
 
 from distributed import WorkerPlugin
 
+from base.digests import text_digest
+from base.done_markers import done_stats
+from base.errors import UserError
+from base.inputs import listing
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
 from curation.publish import publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
-from loom.base.digests import text_digest
-from loom.base.done_markers import done_stats
-from loom.base.errors import UserError
-from loom.base.inputs import listing
 
 CODE_VERSION = "3"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
@@ -129,7 +129,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
 
 class SourceStorageOptions(WorkerPlugin):
     """A Dask worker plugin: every worker, one that joins later included, hands the sources' `storage_options`
-    to loom.base.store before it runs a task, so their URLs open with them (they travel in the plugin, never in a
+    to base.store before it runs a task, so their URLs open with them (they travel in the plugin, never in a
     log)."""
 
     name = "loom-storage-options"

@@ -5,12 +5,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
+from base.errors import UserError
+from base.store import as_path
 from curation.config import CurationConfig, SourceConfig
 from curation.document import Doc
 from curation.readers import READERS, format_of_file, read_shard, source_shards
 from curation.steps import reading_steps
-from loom.base.errors import UserError
-from loom.base.store import as_path
 
 class _Discard:
     def remove(self, doc, stage, reason, fate="filtered", detail=""):

@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from base.atomic_files import atomic_path
+from base.digests import file_digest
+from base.errors import UserError
+from base.inputs import local_file
 from curation.config import SourceConfig
 from curation.samples import source_texts
-from loom.base.atomic_files import atomic_path
-from loom.base.digests import file_digest
-from loom.base.errors import UserError
-from loom.base.inputs import local_file
 
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
 DEFAULT_VOCAB_SIZE = 8192

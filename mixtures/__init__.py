@@ -4,9 +4,9 @@ packages use of a mixture is imported from here."""
 from pathlib import Path
 from typing import Callable
 
-from loom.base.atomic_files import remove_temporary_files
-from loom.base.lock import exclusive
-from loom.base.workspace import Generation, Workspace, mixture_lock
+from base.atomic_files import remove_temporary_files
+from base.lock import exclusive
+from base.workspace import Generation, Workspace, mixture_lock
 from mixtures.builds import current_schedule, publish_build, reading
 from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_plan

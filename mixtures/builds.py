@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from loom.base.atomic_files import remove_tree, write_text
-from loom.base.errors import UserError
-from loom.base.small_files import read_text
-from loom.base.store import as_path, is_remote
-from loom.base.workspace import removing_name, staging_name
+from base.atomic_files import remove_tree, write_text
+from base.errors import UserError
+from base.small_files import read_text
+from base.store import as_path, is_remote
+from base.workspace import removing_name, staging_name
 from mixtures.compiled import (BUILD_FILES, READERS_LOCK, SCHEDULE_FILE, SUCCESS_FILE, Build, builds_dir,
                                current_build, current_file, mixture_build)
 from mixtures.schedule import schedule_fingerprint

@@ -10,13 +10,13 @@ import duckdb
 import pyarrow as pa
 from tokenizers import Tokenizer
 
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.inputs import local_file
+from base.parquet_files import write_parquet
+from base.store import as_path, path_text
+from base.workspace import Generation, Workspace
 from curation.tokenizer import tokenizer_fingerprint
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.inputs import local_file
-from loom.base.parquet_files import write_parquet
-from loom.base.store import as_path, path_text
-from loom.base.workspace import Generation, Workspace
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, VALIDATION_FILE, sequences_file
 from mixtures.evalsets import compile_evals
 from mixtures.heldout import hold_out, validation_counts

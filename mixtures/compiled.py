@@ -7,14 +7,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from loom.base.parquet_files import read_parquet
-from loom.base.small_files import read_text
-from loom.base.store import as_path, is_remote
-from loom.base.workspace import (BUILDS_DIR, CURRENT_FILE, EVALS_DIR, PLAN_FILE, READERS_LOCK, SCHEDULE_FILE,  # noqa: F401
+from base.parquet_files import read_parquet
+from base.small_files import read_text
+from base.store import as_path, is_remote
+from base.workspace import (BUILDS_DIR, CURRENT_FILE, EVALS_DIR, PLAN_FILE, READERS_LOCK, SCHEDULE_FILE,  # noqa: F401
                             SEQUENCES_DIR, SUCCESS_FILE, VALIDATION_FILE)
-from loom.base.workspace import MIXTURE_SPEC_FILE as SPEC_FILE
+from base.workspace import MIXTURE_SPEC_FILE as SPEC_FILE
 
-# The files of a build (their names: loom.base.workspace): the spec as resolved (SPEC_FILE); phases, components and
+# The files of a build (their names: base.workspace): the spec as resolved (SPEC_FILE); phases, components and
 # fingerprints, what Schedule loads (SCHEDULE_FILE); phase x component, schema mixtures.plan.PLAN (PLAN_FILE); a
 # sequence index per component (SEQUENCES_DIR); the held-out documents of each source, schema
 # mixtures.heldout.hold_out (VALIDATION_FILE); a tokenized eval set per [eval.NAME], mixtures.evalsets (EVALS_DIR).

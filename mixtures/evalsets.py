@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tokenizers import Tokenizer
 
+from base.errors import UserError
+from base.inputs import expand_glob, local_file
+from base.parquet_files import read_parquet, write_parquet
+from base.small_files import RECORD_SUFFIXES, read_records
+from base.store import as_path, is_remote
+from base.workspace import Generation
 from curation.tokenizer import encode_to_arrow, load_tokenizer
-from loom.base.errors import UserError
-from loom.base.inputs import expand_glob, local_file
-from loom.base.parquet_files import read_parquet, write_parquet
-from loom.base.small_files import RECORD_SUFFIXES, read_records
-from loom.base.store import as_path, is_remote
-from loom.base.workspace import Generation
 from mixtures.compiled import eval_file
 from mixtures.heldout import source_rows
 from mixtures.spec import EvalSet, MixtureSpec

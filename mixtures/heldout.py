@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from loom.base.sql import literal_list
+from base.sql import literal_list
 from mixtures.spec import MixtureSpec
 
 MAX_SHARE = 10  # at most a tenth of a source's tokens is held out

@@ -6,10 +6,10 @@ import json
 
 import duckdb
 
-from loom.base.errors import UserError
-from loom.base.parquet_files import read_parquet
-from loom.base.sql import duckdb_connect, literal
-from loom.base.workspace import Generation
+from base.errors import UserError
+from base.parquet_files import read_parquet
+from base.sql import duckdb_connect, literal
+from base.workspace import Generation
 
 
 def read_curation(gen: Generation) -> dict:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from base.errors import UserError
+from base.sql import literal, literal_list
 from curation.config import SOURCE_NAME
-from loom.base.errors import UserError
-from loom.base.sql import literal, literal_list
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from loom.base.parquet_files import parquet_file
-from loom.base.small_files import read_text
-from loom.base.store import as_path
+from base.parquet_files import parquet_file
+from base.small_files import read_text
+from base.store import as_path
 from mixtures.compiled import SCHEDULE_FILE, read_plan
 
 MASK64 = np.uint64(2**64 - 1)

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow.parquet as pq
 from numpy.lib.stride_tricks import sliding_window_view
 
-from loom.base.parquet_files import parquet_row_groups
-from loom.base.store import as_path
-from loom.base.workspace import Generation
+from base.parquet_files import parquet_row_groups
+from base.store import as_path
+from base.workspace import Generation
 from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex
 

@@ -5,11 +5,11 @@ import re
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePath
 
-from loom.base.errors import UserError, reject_unknown_keys
-from loom.base.names import check_name
-from loom.base.small_files import read_toml
-from loom.base.store import as_path
-from loom.base.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
+from base.errors import UserError, reject_unknown_keys
+from base.names import check_name
+from base.small_files import read_toml
+from base.store import as_path
+from base.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.store import as_path
+from base.workspace import Workspace
 from mixtures import current_schedule
 from reports import mixture, sections
 from reports.colors import workspace_colors

@@ -9,8 +9,8 @@ import colorsys
 import hashlib
 import json
 
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.store import as_path
+from base.workspace import Workspace
 from reports.markup import PALETTE
 
 SOURCE_PALETTE = PALETTE[:9]  # the palette's tenth is a grey, too like OTHER's

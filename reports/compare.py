@@ -6,11 +6,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.names import check_name, is_name
-from loom.base.store import as_path
-from loom.base.workspace import COMPARE_DIR, RUNS_DIR, Workspace
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.names import check_name, is_name
+from base.store import as_path
+from base.workspace import COMPARE_DIR, RUNS_DIR, Workspace
 from reports.colors import SourceColors
 from reports.html import REPORT_FILE, Html, esc, legend, line_chart, page, table
 from reports.run import TOP_SOURCES, corners, top_sources

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from loom.base.workspace import REPORT_FILE  # noqa: F401 (a page's name in the folder it reports on)
+from base.workspace import REPORT_FILE  # noqa: F401 (a page's name in the folder it reports on)
 from reports.linechart import line_chart  # noqa: F401 (a primitive of this module for its callers)
 from reports.markup import PALETTE, Html, esc, legend, number, palette_colors, scientific, tick_label, ticks  # noqa: F401
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.parquet_files import read_parquet
-from loom.base.store import as_path
-from loom.base.workspace import COMPARE_DIR, INDEX_FILE, LADDER_FIT_FILE, PAGE_GLOB, SEARCH_FILE, SPEC_GLOB, Workspace
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.parquet_files import read_parquet
+from base.store import as_path
+from base.workspace import COMPARE_DIR, INDEX_FILE, LADDER_FIT_FILE, PAGE_GLOB, SEARCH_FILE, SPEC_GLOB, Workspace
 from mixtures import compiled_mixtures, current_schedule
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, Html, esc, number, page, table

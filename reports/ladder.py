@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.small_files import read_text
-from loom.base.store import as_path
-from loom.base.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.small_files import read_text
+from base.store import as_path
+from base.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,

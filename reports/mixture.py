@@ -3,9 +3,9 @@ each source gives the whole mixture, and the plan's tables. Components and sourc
 of the workspace (reports.colors); beyond the TOP_N largest they are drawn together as "other"."""
 
 
-from loom.base.digests import file_digest
-from loom.base.store import path_text
-from loom.base.workspace import Workspace
+from base.digests import file_digest
+from base.store import path_text
+from base.workspace import Workspace
 
 from reports.bars import Bar, PhaseBlock, Segment, bar_chart, legend, timeline
 from reports.colors import OTHER, SourceColors

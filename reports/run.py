@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.store import as_path
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.store import as_path
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
 from reports.settings import mixture_build, settings, settings_panels

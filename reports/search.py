@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.small_files import read_text
-from loom.base.store import as_path
-from loom.base.workspace import RUNS_DIR, SEARCH_FILE, Workspace
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.small_files import read_text
+from base.store import as_path
+from base.workspace import RUNS_DIR, SEARCH_FILE, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
     PALETTE, REPORT_FILE, Dot, Html, Line, esc, legend, number, page, scientific, stacked_bars, table, xy_chart,

@@ -5,8 +5,8 @@ show the TOP_N largest sources and the full per-source table holds them all."""
 import json
 from dataclasses import dataclass, field
 
+from base.sql import literal_list
 from curation.document import FATES
-from loom.base.sql import literal_list
 from reports.bars import Bar, Segment, bar_chart, histogram, legend
 from reports.colors import SourceColors
 from reports.html import esc, number, table

@@ -4,9 +4,9 @@ model, and the fingerprints of its mixture's build), in tables of one column per
 import json
 from pathlib import Path
 
-from loom.base.small_files import read_text
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.small_files import read_text
+from base.store import as_path
+from base.workspace import Workspace
 from mixtures.compiled import current_build
 from reports.html import esc
 from trainer.config import ModelConfig

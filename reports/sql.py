@@ -1,7 +1,7 @@
 """`loom sql`: read-only queries over a workspace's views (views.py), their results as an aligned table, CSV,
 JSON or a file, and the views materialized into a DuckDB database file. The query runs on the sandboxed
 connection; the files the user names (--output, --db) are written from Python, their paths never part of SQL,
-by loom.base.outputs' rules (nothing there is replaced but a file with --force; a device or pipe is written to)."""
+by base.outputs' rules (nothing there is replaced but a file with --force; a device or pipe is written to)."""
 
 import csv
 import io
@@ -13,8 +13,8 @@ from typing import TextIO
 import duckdb
 import pyarrow.parquet as pq
 
-from loom.base.errors import UserError
-from loom.base.outputs import output_file, output_stream
+from base.errors import UserError
+from base.outputs import output_file, output_stream
 from reports.views import WorkspaceViews, is_read_only, workspace_views
 
 CELL_WIDTH = 60  # an aligned table cuts longer values

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import duckdb
 
-from loom.base.errors import UserError
-from loom.base.inputs import expand_glob
-from loom.base.sql import duckdb_connect, literal
-from loom.base.store import as_path, is_remote
-from loom.base.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, PLAN_FILE, QUARANTINE_FILES, RUN_METRICS,
+from base.errors import UserError
+from base.inputs import expand_glob
+from base.sql import duckdb_connect, literal
+from base.store import as_path, is_remote
+from base.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, PLAN_FILE, QUARANTINE_FILES, RUN_METRICS,
                             SCHEDULE_FILE, SPILL_DIR, SEQUENCE_FILES, VALIDATION_FILE, Workspace, manifest_files)
 from mixtures import compiled_mixtures
 
@@ -36,7 +36,7 @@ PUBLISHED, WORKSPACE, BUILDS = "published", "workspace", "builds"  # where a vie
 @dataclass(frozen=True)
 class View:
     name: str
-    pattern: str  # files that must exist, relative to the folder(s) the view reads (loom.base.workspace names them)
+    pattern: str  # files that must exist, relative to the folder(s) the view reads (base.workspace names them)
     sql: str  # the view's query; {files} is `pattern` in that folder, as a quoted SQL string, and {ws:REL} the path
     # REL inside it (a list of them, one per build, for BUILDS)
     reads: str = WORKSPACE  # WORKSPACE: its own folders; PUBLISHED: the published generation of curated data;

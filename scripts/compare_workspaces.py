@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from loom.base.workspace import BUILDS_DIR, CURRENT_FILE, MIXTURES_DIR, Workspace
+from base.workspace import BUILDS_DIR, CURRENT_FILE, MIXTURES_DIR, Workspace
 from mixtures.compiled import current_build
 
 PUBLISHED = ("curated", "manifest", "quarantine")  # in the published generation (a workspace from before

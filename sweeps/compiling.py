@@ -9,9 +9,9 @@ from typing import Callable
 
 from rich.console import Console
 
-from loom.base.errors import UserError
-from loom.base.small_files import read_text
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.small_files import read_text
+from base.workspace import Workspace
 from mixtures import MixtureSpec, build_mixture, current_build, load_spec, reading
 from mixtures.compile import check_current
 

@@ -10,12 +10,12 @@ from typing import Callable
 from rich.console import Console
 from tokenizers import Tokenizer
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.inputs import local_file
-from loom.base.lock import exclusive
-from loom.base.small_files import read_text
-from loom.base.workspace import LADDER_SPEC_FILE, LOGS_DIR, Workspace, ladder_lock
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.inputs import local_file
+from base.lock import exclusive
+from base.small_files import read_text
+from base.workspace import LADDER_SPEC_FILE, LOGS_DIR, Workspace, ladder_lock
 from mixtures import MixtureSpec, mixture_tokenizer
 from sweeps.compiling import compile_all
 from sweeps.plan import LadderPlan, plan_ladder

@@ -9,7 +9,7 @@ the KL has its zeros floored (search_space.floored_prior), so the search may sti
 import numpy as np
 from scipy.optimize import minimize
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from sweeps.search_space import ROUNDING_TOLERANCE, SearchSpace, floored_prior, quantize
 from sweeps.surrogate import Surrogate
 

@@ -12,7 +12,7 @@ evaluation sets' losses, or the overall validation loss), written as `TERM[=WEIG
 import math
 import re
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from sweeps.results import VAL
 
 DEFAULT = "sources"

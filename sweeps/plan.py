@@ -9,7 +9,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from mixtures import MixtureSpec
 from sweeps.spec import LadderSpec, Rung, Shape
 from trainer.config import ModelConfig, model_config

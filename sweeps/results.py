@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from loom.base.atomic_files import write_text
-from loom.base.parquet_files import write_parquet
-from loom.base.workspace import LADDER_FIT_FILE, LADDER_POINTS_FILE, Workspace
+from base.atomic_files import write_text
+from base.parquet_files import write_parquet
+from base.workspace import LADDER_FIT_FILE, LADDER_POINTS_FILE, Workspace
 from sweeps.fit import fit_chinchilla, fit_power_law, identifiability, relative_error
 from sweeps.plan import LadderPlan
 from sweeps.spec import FitConfig

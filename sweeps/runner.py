@@ -15,9 +15,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from loom.base.errors import UserError
-from loom.base.procs import dying_with_this_process
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.procs import dying_with_this_process
+from base.workspace import Workspace
 from sweeps.plan import LadderPlan, RungPlan
 from sweeps.results import run_status
 from trainer import checkpoint, metrics

@@ -11,11 +11,11 @@ from typing import Callable
 import numpy as np
 from rich.console import Console
 
-from loom.base.atomic_files import write_text
-from loom.base.errors import UserError
-from loom.base.lock import exclusive
-from loom.base.small_files import read_text
-from loom.base.workspace import LOGS_DIR, SEARCHES_DIR, SEARCH_FILE, SEARCH_SPEC_FILE, Workspace, search_lock
+from base.atomic_files import write_text
+from base.errors import UserError
+from base.lock import exclusive
+from base.small_files import read_text
+from base.workspace import LOGS_DIR, SEARCHES_DIR, SEARCH_FILE, SEARCH_SPEC_FILE, Workspace, search_lock
 from mixtures.spec import to_toml
 from sweeps.compiling import compile_all
 from sweeps.plan import LadderPlan

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loom.base.errors import UserError
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.workspace import Workspace
 from mixtures import MixtureSpec
 from mixtures.compile import measure
 from mixtures.spec import Phase

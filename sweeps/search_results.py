@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from loom.base.atomic_files import write_text
-from loom.base.workspace import SEARCH_FILE, Workspace
+from base.atomic_files import write_text
+from base.workspace import SEARCH_FILE, Workspace
 from sweeps.mix_optimize import kl_to_prior, optimize
 from sweeps.objective import score
 from sweeps.plan import LadderPlan

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from mixtures.schedule import largest_remainder
 
 DEFAULT_CONCENTRATION = 1.0  # with a uniform prior, Dirichlet(1): every mixture of a phase equally likely

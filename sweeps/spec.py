@@ -4,11 +4,11 @@ target run to predict and how the fit is made. Built-in presets live in examples
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from loom.base.errors import UserError, reject_unknown_keys
-from loom.base.names import check_name
-from loom.base.small_files import read_toml
-from loom.base.store import as_path
-from loom.base.workspace import SPEC_GLOB
+from base.errors import UserError, reject_unknown_keys
+from base.names import check_name
+from base.small_files import read_toml
+from base.store import as_path
+from base.workspace import SPEC_GLOB
 from mixtures.spec import is_finite_number
 
 SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_experts", "top_k")

@@ -24,7 +24,7 @@ FORTUNES_FILTERS = 'filters = ["gopher_repetition", "gopher_quality", "c4", "fin
 
 def published(workspace: Path) -> Path:
     """The folder of a workspace's published generation: its curated/, manifest/ and quarantine/."""
-    from loom.base.workspace import Workspace
+    from base.workspace import Workspace
 
     return Workspace(Path(workspace)).published().root
 

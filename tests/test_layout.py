@@ -1,5 +1,5 @@
 """The layout stays true: imports flow one way between Loom's packages, with no cycles, read from the source
-with `ast` (imports inside functions count too), no module but loom/base/workspace.py spells a workspace file name or
+with `ast` (imports inside functions count too), no module but base/workspace.py spells a workspace file name or
 glob, and no source file grows past what a reader takes in."""
 
 import ast
@@ -8,25 +8,25 @@ from pathlib import Path
 
 from helpers import REPO
 
-# Lowest first. A module may import modules of its own package or of a package below it, never above.
+# Lowest first, a top-level folder each (loom/ holds the command layer's floors). A module may import modules of its
+# own floor or of a floor below it, never above.
 LAYERS = (
-    ("loom.base",),  # the ground floor: loom/base/ (errors, store, atomic files, workspace, ...)
+    ("base",),  # the ground floor: errors, store, atomic files, workspace, locks, ...
     ("curation",),
     ("mixtures",),
     ("trainer",),
     ("sweeps",),
     ("reports",),  # reports read what sweeps write (their files, through sweeps' names)
+    ("loom",),  # loom/__init__.py: the version, which the command layer reads
     ("loom.api",),  # a future Python API: below the CLI, which may use it
     ("loom.cli",),  # the top floor: `loom`, `python -m loom`
 )
-PACKAGES = ("loom", "curation", "mixtures", "trainer", "reports", "sweeps")
+PACKAGES = ("base", "loom", "curation", "mixtures", "trainer", "reports", "sweeps")
 MAX_LINES = 400
 
 
 def package_of(module: str) -> str:
-    """A module's floor: its folder below loom/ (loom.base, loom.cli), else its top-level package."""
-    if module == "loom":
-        return "loom.base"  # loom/__init__.py: only the version, which every floor may read
+    """A module's floor: its top-level folder, or below loom/ the command layer's folder (loom.api, loom.cli)."""
     if module == "loom.__main__":
         return "loom.cli"  # `python -m loom`
     parts = module.split(".")
@@ -130,16 +130,16 @@ def test_no_source_file_is_longer_than_a_reader_takes_in():
 # - or text holding a path of several parts that ends in such a file or a glob (`runs/*/metrics.jsonl` in SQL,
 #   WORKSPACE/models/tokenizer.json in a help text).
 # Prose naming one file (`sources.toml is not valid TOML`) is not a path and passes; docstrings are not checked.
-OWNER = "loom/base/workspace.py"
+OWNER = "base/workspace.py"
 DATA_FILE = re.compile(r"[\w*-][\w.*-]*\.(?:parquet|jsonl|json|toml|lock|html|bin)$")
 FILE_CONSTANT = re.compile(r"[A-Z_]*_(?:FILE|DIR|FOLDER|GLOB|LOCK|MARKER)S?")
 PATH_PARTS = ("glob", "rglob", "joinpath", "with_name", "lock_file")
 NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
-    ("loom/base/inputs.py", "loom-cache"): "the user's cache folder, outside any workspace",
-    ("loom/base/inputs.py", ".tmp-"): "a fetched file's temporary name in the user's cache",
-    ("loom/base/atomic_files.py", ".*.tmp-*"): "atomic_path's temporary names, wherever Loom writes (--output too)",
-    ("loom/base/atomic_files.py", ".tmp-"): "atomic_path's temporary names, wherever Loom writes",
-    ("loom/base/outputs.py", ".tmp-"): "atomic_path's temporary names, for a file the user named (--output)",
+    ("base/inputs.py", "loom-cache"): "the user's cache folder, outside any workspace",
+    ("base/inputs.py", ".tmp-"): "a fetched file's temporary name in the user's cache",
+    ("base/atomic_files.py", ".*.tmp-*"): "atomic_path's temporary names, wherever Loom writes (--output too)",
+    ("base/atomic_files.py", ".tmp-"): "atomic_path's temporary names, wherever Loom writes",
+    ("base/outputs.py", ".tmp-"): "atomic_path's temporary names, for a file the user named (--output)",
     ("reports/views.py", "loom-duckdb-"): "DuckDB's spill folder for a workspace on a store: in the system's temp",
     ("loom/cli/init.py", "docs"): "the bundled examples' corpora, copied from the installed package",
     ("loom/cli/init.py", "corpora"): "the bundled examples' corpora, copied from the installed package",
@@ -249,7 +249,8 @@ def f(run_dir, ws):
 
 
 def test_every_module_stands_on_a_floor():
-    """loom/ holds its floors' folders (base/, cli/) and nothing else but __init__.py and __main__.py."""
+    """Every module is in a floor's folder: loom/ holds the command layer's (cli/, later api/) and nothing else but
+    __init__.py and __main__.py."""
     stray = sorted(module for module in source_files() if not any(package_of(module) in names for names in LAYERS))
     assert not stray, "modules in no floor's folder (move each into one, or add its folder to LAYERS):\n" + \
         "\n".join(stray)

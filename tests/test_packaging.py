@@ -14,7 +14,7 @@ import pytest
 from helpers import EXAMPLES, REPO
 
 setuptools = pytest.importorskip("setuptools")
-PACKAGES = ("loom", "curation", "mixtures", "trainer", "reports", "sweeps", "examples")  # what a build reads
+PACKAGES = ("base", "loom", "curation", "mixtures", "trainer", "reports", "sweeps", "examples")  # what a build reads
 
 HOOK = """
 import json, sys, warnings
@@ -50,3 +50,5 @@ def test_building_loom_warns_nothing_and_ships_the_examples(tmp_path):
     bundled = {str(p.relative_to(REPO)) for p in EXAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                and not p.name.startswith(".")}
     assert "examples/sources.toml" in bundled and bundled - shipped == set()
+    floors = {f"{package}/__init__.py" for package in PACKAGES if package != "examples"}
+    assert floors - shipped == set()  # every floor's package ships

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import REPO, TOY_LADDER, copy_curated, published, run_loom, training_spec, write_spec
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 from loom.cli.commands import cli
 from mixtures.export.writer import FormatWriter
 

@@ -1,6 +1,6 @@
 """`torchrun --nproc-per-node N -m trainer --workspace WS --mixture NAME ...`: one rank of a training run."""
 
-from loom.base.procs import die_with_parent
+from base.procs import die_with_parent
 
 die_with_parent()  # first: torchrun killed (or `loom train` above it) takes every rank, even one importing torch
 
@@ -10,9 +10,9 @@ from contextlib import nullcontext  # noqa: E402
 
 import click  # noqa: E402
 
-from loom.base.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UserError, error_line  # noqa: E402
-from loom.base.storage_errors import storage_errors  # noqa: E402
-from loom.base.workspace import Workspace  # noqa: E402
+from base.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UserError, error_line  # noqa: E402
+from base.storage_errors import storage_errors  # noqa: E402
+from base.workspace import Workspace  # noqa: E402
 from trainer.distributed import exit_rank  # noqa: E402
 from trainer.launch import MIXTURE_BUILD, RUN_LOCK_HELD, run_lock  # noqa: E402
 from trainer.loop import train  # noqa: E402

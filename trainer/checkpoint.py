@@ -15,10 +15,10 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from loom.base.atomic_files import remove_tree, write_text
-from loom.base.small_files import read_text
-from loom.base.store import as_path, is_remote
-from loom.base.workspace import CHECKPOINT_GLOB, CHECKPOINTS_DIR, TRAINER_STATE_FILE, checkpoint_name
+from base.atomic_files import remove_tree, write_text
+from base.small_files import read_text
+from base.store import as_path, is_remote
+from base.workspace import CHECKPOINT_GLOB, CHECKPOINTS_DIR, TRAINER_STATE_FILE, checkpoint_name
 from trainer.distributed import in_group
 
 SPIKES = "spike_detector"  # the spike detector's running history, in the state file

@@ -5,10 +5,10 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from loom.base.errors import UserError
-from loom.base.names import check_name
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.names import check_name
+from base.store import as_path
+from base.workspace import Workspace
 
 SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridden per run
     "tiny": dict(d_model=64, n_layers=2, n_heads=2),
@@ -59,7 +59,7 @@ def model_config(size: str, vocab_size: int, **overrides) -> ModelConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    workspace: Path  # a local folder, or a URL on an object store (a UPath, see loom.base.store.as_path)
+    workspace: Path  # a local folder, or a URL on an object store (a UPath, see base.store.as_path)
     mixture: str
     run_name: str | None = None  # runs/<run_name>/; default: <mixture>-<model>
     model: str = "tiny"

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow.compute as pc
 import torch
 
-from loom.base.parquet_files import read_parquet
-from loom.base.store import as_path
+from base.parquet_files import read_parquet
+from base.store import as_path
 from mixtures import Schedule, SequenceIndex, SequenceReader
 
 

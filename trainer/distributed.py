@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from loom.base.errors import UserError
+from base.errors import UserError
 
 
 def in_group() -> bool:

@@ -6,11 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loom.base.errors import UserError
-from loom.base.lock import exclusive
-from loom.base.procs import dying_with_this_process
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.lock import exclusive
+from base.procs import dying_with_this_process
+from base.store import as_path
+from base.workspace import Workspace
 from mixtures import reading
 from trainer import metrics
 from trainer.config import TrainConfig

@@ -11,9 +11,9 @@ from typing import Callable
 
 import torch
 
-from loom.base.errors import UserError
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.store import as_path
+from base.workspace import Workspace
 from mixtures import Build, SequenceReader, load_schedule, reading, schedule_fingerprint, target_shares
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients

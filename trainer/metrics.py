@@ -9,11 +9,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from loom.base.atomic_files import copy_file, write_text
-from loom.base.lock import is_held
-from loom.base.small_files import read_text
-from loom.base.store import as_path, is_remote
-from loom.base.workspace import METRICS_FILE, RUN_FILE, Workspace, run_lock
+from base.atomic_files import copy_file, write_text
+from base.lock import is_held
+from base.small_files import read_text
+from base.store import as_path, is_remote
+from base.workspace import METRICS_FILE, RUN_FILE, Workspace, run_lock
 
 # ---- a metrics.jsonl line, in the order it holds its keys ----
 STEP = "step"

@@ -1,12 +1,12 @@
 """`python -m trainer.torchrun ARGS`: torchrun (`python -m torch.distributed.run ARGS`) that says only errors and
 stops on Ctrl-C (or SIGTERM) without a traceback: by then it has stopped the ranks, and `loom train` says the one
-line. It dies with `loom train`, and its ranks with it (loom.base.procs: they inherit its environment)."""
+line. It dies with `loom train`, and its ranks with it (base.procs: they inherit its environment)."""
 
 import logging
 import os
 import sys
 
-from loom.base.procs import die_with_parent, dying_with_this_process
+from base.procs import die_with_parent, dying_with_this_process
 
 die_with_parent()  # first, before torch is imported: a `loom train` killed meanwhile is not outlived
 os.environ.update(dying_with_this_process({}))  # the ranks copy this environment

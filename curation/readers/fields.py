@@ -5,8 +5,8 @@ detail spells it."""
 
 import math
 
+from base.errors import UserError
 from curation.document import Record
-from loom.base.errors import UserError
 
 RAW_PREVIEW_CHARS = 2000  # of a malformed record, kept in quarantine (in bytes, for one too large to read)
 FIELDS_NAMED = 20  # of a record without the text field, the fields its detail names

@@ -6,12 +6,12 @@ grouped into shards of about `shard_bytes`, one file never split (curation.reade
 from pathlib import PurePosixPath
 from typing import Iterator
 
+from base.filenames import escaped_path
+from base.inputs import file_size, files_under
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, too_large
 from curation.readers.spans import FileGroup, by_size
 from curation.readers.streams import BOM, BoundedBytes, Corrupt, Truncated, decompressed
-from loom.base.filenames import escaped_path
-from loom.base.inputs import file_size, files_under
 
 
 class FolderReader:

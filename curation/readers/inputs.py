@@ -1,13 +1,13 @@
 """What a source's `paths` (and an eval set's) match, in a stable order, looked up from the folder sources.toml
-names (`root`, or its own folder); and a source's `storage_options` handed to loom.base.store for the URLs under its
+names (`root`, or its own folder); and a source's `storage_options` handed to base.store for the URLs under its
 paths."""
 
 from pathlib import Path
 
-from loom.base.errors import UserError
-from loom.base.inputs import expand_glob
-from loom.base.small_files import RECORD_SUFFIXES
-from loom.base.store import is_url, register_storage_options
+from base.errors import UserError
+from base.inputs import expand_glob
+from base.small_files import RECORD_SUFFIXES
+from base.store import is_url, register_storage_options
 
 
 def source_inputs(source, reader) -> list[tuple[str, list[str] | None]]:
@@ -57,7 +57,7 @@ def eval_set_files(eval_set) -> list[str]:
 
 
 def register_source_storage(source) -> None:
-    """Hands a source's `storage_options` to loom.base.store for the URLs under its paths, in this process."""
+    """Hands a source's `storage_options` to base.store for the URLs under its paths, in this process."""
     for pattern in source.paths:
         if source.storage_options and is_url(pattern):
             register_storage_options(url_prefix(pattern), source.storage_options)

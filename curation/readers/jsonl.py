@@ -6,12 +6,12 @@ import json
 import re
 from typing import Iterator
 
+from base.inputs import file_size
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, name_of, record_from_fields, too_large, wrong_container
 from curation.readers.spans import ByteRange, by_size
 from curation.readers.streams import BOM, Corrupt, Line, Truncated, decompressed, lines, sniff
 from curation.readers.zstd_frames import zstd_frames
-from loom.base.inputs import file_size
 
 # A JSON escape of a UTF-16 surrogate: the only way a lone one (not valid Unicode) gets into a decoded line
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

@@ -10,12 +10,12 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from base.inputs import file_size
+from base.parquet_files import parquet_file
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, name_of, record_from_fields, too_large, wrong_container
 from curation.readers.spans import RowGroups, by_size
 from curation.readers.streams import sniff
-from loom.base.inputs import file_size
-from loom.base.parquet_files import parquet_file
 
 BATCH_ROWS = 1024
 DAMAGED_DATA = (OSError, pa.ArrowException, ValueError, IndexError)  # what pyarrow raises on a damaged row group

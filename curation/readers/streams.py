@@ -12,7 +12,7 @@ from typing import Iterable, Iterator
 
 import zstandard
 
-from loom.base.inputs import open_input
+from base.inputs import open_input
 
 MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd", "parquet": b"PAR1"}
 BOM = b"\xef\xbb\xbf"

@@ -18,11 +18,11 @@ from typing import Iterator
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from base.errors import UserError
 from curation.document import Record
 from curation.readers.fields import RAW_PREVIEW_CHARS, too_large, wrong_container
 from curation.readers.streams import sniff
 from curation.readers.warc_framing import Damaged, Frame, frames, head
-from loom.base.errors import UserError
 
 DOCUMENT_TYPES = ("response", "conversion")
 HTML_TYPES = ("text/html", "application/xhtml+xml")

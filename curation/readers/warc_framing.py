@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from base.inputs import open_input
 from curation.readers.streams import MAGIC, OUT_BYTES, READ_BYTES, Corrupt, Truncated
-from loom.base.inputs import open_input
 
 MAX_HEADER_BYTES = 1 << 16  # of a record's WARC header lines together
 GZIP_MEMBER = MAGIC["gzip"] + b"\x08"  # a gzip member's first bytes (deflate)

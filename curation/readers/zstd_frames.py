@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import zstandard
 
-from loom.base.inputs import open_input
+from base.inputs import open_input
 
 FRAME_MAGIC = 0xFD2FB528
 SKIPPABLE_MAGIC = 0x184D2A50  # its low 4 bits may be anything

@@ -11,11 +11,11 @@ needs nothing else to skip, run and chain it.
 import json
 from pathlib import Path
 
+from base.done_markers import done_stats
+from base.sql import path_list
+from base.workspace import DONE_MARKER, REMOVALS_DIR, Workspace
 from curation.schema import REMOVALS
 from curation.stages.parts import all_parts
-from loom.base.done_markers import done_stats
-from loom.base.sql import path_list
-from loom.base.workspace import DONE_MARKER, REMOVALS_DIR, Workspace
 
 DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}
 

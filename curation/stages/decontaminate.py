@@ -16,6 +16,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from base.atomic_files import atomic_path, remove_tree
+from base.digests import file_digest
+from base.done_markers import mark_done
+from base.parquet_files import read_parquet
+from base.small_files import read_text
+from base.store import as_path
+from base.workspace import EVIDENCE_DIR, FILTERS_DIR
 from curation.config import DecontaminationConfig
 from curation.decontamination import eval_filter, eval_texts, load_filter, prepare, prepared_overlap
 from curation.readers.inputs import eval_set_files
@@ -24,13 +31,6 @@ from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
-from loom.base.atomic_files import atomic_path, remove_tree
-from loom.base.digests import file_digest
-from loom.base.done_markers import mark_done
-from loom.base.parquet_files import read_parquet
-from loom.base.small_files import read_text
-from loom.base.store import as_path
-from loom.base.workspace import EVIDENCE_DIR, FILTERS_DIR
 
 BATCH = 1000
 FATE = "contaminated"

@@ -5,13 +5,13 @@ no part. Every copy of an id meets in one partition, which decides its own ids; 
 import numpy as np
 import pandas as pd
 
+from base.done_markers import mark_done
+from base.parquet_files import read_parquet
 from curation.schema import REMOVALS
 from curation.stages.base import GlobalStage, removals_frame
 from curation.stages.parts import write_by_shard
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
-from loom.base.done_markers import mark_done
-from loom.base.parquet_files import read_parquet
 
 BATCH = 10_000
 IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.int32), "source": pd.Series(dtype=object),

@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from base.done_markers import mark_done
+from base.parquet_files import parquet_writer
 from curation.minhash import BANDS, SHINGLES, band_keys, doc_key, hash_signatures, shingle_hashes, signature_schema
 from curation.stages.base import ShardStage, settings_json
 from curation.stages.survivors import surviving_batches
-from loom.base.done_markers import mark_done
-from loom.base.parquet_files import parquet_writer
 
 BATCH = 1000
 

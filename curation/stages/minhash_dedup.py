@@ -6,6 +6,8 @@ client holds counts only: pairs, rounds, rows written, and the oversized cluster
 from pathlib import Path
 
 
+from base.done_markers import mark_done
+from base.workspace import CLUSTERS_DIR
 from curation.schema import NEAR_DUPLICATE_CLUSTERS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.dedup_clusters import REMOVED, cluster_members, removals
@@ -13,8 +15,6 @@ from curation.stages.dedup_components import component_labels, persisted
 from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.minhash import MINHASH
 from curation.stages.parts import all_parts, write_by_shard
-from loom.base.done_markers import mark_done
-from loom.base.workspace import CLUSTERS_DIR
 
 
 class MinHashDedup(GlobalStage):

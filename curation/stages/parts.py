@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from loom.base.atomic_files import remove_tree
-from loom.base.digests import text_digest
-from loom.base.parquet_files import write_parquet
-from loom.base.store import as_path, path_text
-from loom.base.workspace import PART_GLOB, part_name
+from base.atomic_files import remove_tree
+from base.digests import text_digest
+from base.parquet_files import write_parquet
+from base.store import as_path, path_text
+from base.workspace import PART_GLOB, part_name
 
 WRITTEN = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype="int32"),
                         "rows": pd.Series(dtype="int64")})

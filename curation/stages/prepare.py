@@ -10,6 +10,12 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from base.atomic_files import write_text
+from base.done_markers import mark_done
+from base.filenames import escaped_path
+from base.parquet_files import parquet_writer, write_parquet
+from base.store import as_path
+from base.workspace import QUARANTINE_DIR
 from curation.config import SourceConfig
 from curation.document import Doc
 from curation.quality import model_fingerprint
@@ -17,12 +23,6 @@ from curation.readers import read_shard
 from curation.schema import FUNNEL, PREPARED
 from curation.stages.base import ShardStage
 from curation.steps import document_steps
-from loom.base.atomic_files import write_text
-from loom.base.done_markers import mark_done
-from loom.base.filenames import escaped_path
-from loom.base.parquet_files import parquet_writer, write_parquet
-from loom.base.store import as_path
-from loom.base.workspace import QUARANTINE_DIR
 
 WRITE_BATCH = 1000
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from base.atomic_files import remove_tree
+from base.done_markers import mark_done
+from base.workspace import BUCKETS_DIR
 from curation.quality import model_fingerprint
 from curation.schema import PREPARED, QUALITY_BUCKETS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.survivors import surviving_batches
-from loom.base.atomic_files import remove_tree
-from loom.base.done_markers import mark_done
-from loom.base.workspace import BUCKETS_DIR
 
 ACCURACY = 0.001  # DDSketch relative accuracy on the odds: about 20,000 bins, ~170 KB a sketch
 EDGE = 1e-9  # scores are clipped to [EDGE, 1 - EDGE] before the odds

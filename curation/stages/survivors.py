@@ -6,11 +6,11 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from base.parquet_files import parquet_file, read_parquet
+from base.sql import duckdb_connect
 from curation.stages.base import removals_relation
 from curation.stages.parts import shard_part
 from curation.stages.prepare import PREPARE
-from loom.base.parquet_files import parquet_file, read_parquet
-from loom.base.sql import duckdb_connect
 
 
 def shard_rows(folder: Path, shard, columns: list[str]) -> pa.Table:

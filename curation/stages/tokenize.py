@@ -4,14 +4,14 @@ bucket and near-duplicate cluster (in work/tokenize/; curation.publish puts it i
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from base.done_markers import mark_done
+from base.parquet_files import parquet_writer
 from curation.schema import CURATED
 from curation.stages.base import ShardStage
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.stages.survivors import shard_rows, surviving_batches
 from curation.tokenizer import encode_to_arrow, load_tokenizer, tokenizer_fingerprint
-from loom.base.done_markers import mark_done
-from loom.base.parquet_files import parquet_writer
 
 BATCH = 512
 

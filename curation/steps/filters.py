@@ -13,9 +13,9 @@ from importlib import import_module
 from itertools import islice
 from typing import Callable
 
+from base.errors import UserError
 from curation.document import Doc, Funnel
 from curation.steps.normalize import document_id, normalize_text
-from loom.base.errors import UserError
 
 
 @dataclass(frozen=True)

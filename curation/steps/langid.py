@@ -3,8 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+from base.errors import UserError
 from curation.fasttext_model import load_fasttext
-from loom.base.errors import UserError
 
 LID_SCAN_CHARS = 10_000
 

@@ -3,8 +3,8 @@ a Ctrl-C while Python is still importing them is the same one line and exit stat
 
 import sys
 
-from loom.base.errors import EXIT_INTERRUPTED, INTERRUPTED
-from loom.base.procs import die_with_parent
+from base.errors import EXIT_INTERRUPTED, INTERRUPTED
+from base.procs import die_with_parent
 
 
 def main(argv: list[str] | None = None) -> None:

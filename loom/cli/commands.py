@@ -5,12 +5,12 @@ import functools
 
 import click
 
+from base.errors import UserError
+from base.filenames import escaped_path
+from base.storage_errors import check_reachable
+from base.workspace import Workspace
 from loom.cli import (curate, init, ladder, mix, mix_export, quality, quickstart, report, search, sql, status,
                       tokenizer, train)
-from loom.base.errors import UserError
-from loom.base.filenames import escaped_path
-from loom.base.storage_errors import check_reachable
-from loom.base.workspace import Workspace
 from loom.cli.console import LoomGroup
 from loom.cli.version import version_line
 

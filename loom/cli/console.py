@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from loom.base.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
-from loom.base.filenames import escaped_path
-from loom.base.storage_errors import storage_refusal
-from loom.base.store import as_path, path_text
-from loom.base.workspace import Workspace
+from base.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, INTERRUPTED, UserError, error_line
+from base.filenames import escaped_path
+from base.storage_errors import storage_refusal
+from base.store import as_path, path_text
+from base.workspace import Workspace
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 
@@ -38,7 +38,7 @@ class Interrupted(click.ClickException):
 
 
 class LoomGroup(click.Group):
-    """Turns a UserError anywhere below, or an object store refusing us (loom.base.storage_errors.storage_refusal,
+    """Turns a UserError anywhere below, or an object store refusing us (base.storage_errors.storage_refusal,
     naming the workspace), into one line on stderr and exit status 2, and Ctrl-C into one line and exit status 130."""
 
     def invoke(self, ctx):

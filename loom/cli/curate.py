@@ -8,12 +8,12 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from loom.base.atomic_files import remove_temporary_files
-from loom.base.store import as_path
+from base.atomic_files import remove_temporary_files
+from base.store import as_path
+from base.workspace import (CURATED_DIR, MANIFEST_DIR, MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE,
+                            QUARANTINE_DIR, SOURCES_FILE, TOKENIZER_FILE, WORK_DIR, Workspace)
 from loom.cli.console import console, note, workspace_lock
 from loom.cli.options import registry, sources_option, sources_path, workers_option
-from loom.base.workspace import (CURATED_DIR, MANIFEST_DIR, MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE,
-                            QUARANTINE_DIR, SOURCES_FILE, TOKENIZER_FILE, WORK_DIR, Workspace)
 
 
 class CurateCommand(click.Command):

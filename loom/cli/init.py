@@ -5,9 +5,9 @@ import shutil
 
 import click
 
-from loom.base.atomic_files import atomic_path, write_text
-from loom.base.errors import UserError
-from loom.base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, examples_dir
+from base.atomic_files import atomic_path, write_text
+from base.errors import UserError
+from base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, examples_dir
 from loom.cli.console import console
 
 STARTER_SOURCES = """\

@@ -6,8 +6,8 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from loom.base.names import check_name
-from loom.base.workspace import LADDER_FIT_FILE, REPORT_FILE, Workspace, examples_dir
+from base.names import check_name
+from base.workspace import LADDER_FIT_FILE, REPORT_FILE, Workspace, examples_dir
 from loom.cli.console import Interrupted, console, note
 from loom.cli.mix import builtin_mixtures
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from loom.base.errors import UserError
-from loom.base.names import check_name
-from loom.base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace, examples_dir
+from base.errors import UserError
+from base.names import check_name
+from base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace, examples_dir
 from loom.cli.console import LoomGroup, console, note
 
 STALE = "stale (curated since)"

@@ -6,7 +6,7 @@ from contextlib import contextmanager, nullcontext
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from loom.base.workspace import PART_GLOB, Workspace
+from base.workspace import PART_GLOB, Workspace
 from loom.cli.console import Interrupted, console, note
 from loom.cli.options import RegistryOption
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from loom.base.store import as_path
-from loom.base.workspace import SOURCES_FILE, Workspace
+from base.store import as_path
+from base.workspace import SOURCES_FILE, Workspace
 
 sources_option = click.option("--sources", metavar="FILE", help=f"Sources config [default: WORKSPACE/{SOURCES_FILE}]")
 workers_option = click.option("--workers", type=click.IntRange(min=1),
@@ -22,9 +22,9 @@ force_option = click.option("--force", is_flag=True, help="Replace the file --ou
 
 
 def named_output(value: str, force: bool):
-    """The file --output names, checked by loom.base.outputs' rules: an existing file needs --force, a symbolic link
+    """The file --output names, checked by base.outputs' rules: an existing file needs --force, a symbolic link
     is followed, a device or folder is refused. (A workspace's own model, the default, is simply replaced.)"""
-    from loom.base.outputs import file_to_write
+    from base.outputs import file_to_write
 
     return file_to_write(as_path(value), "--output", force)
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from loom.base.workspace import MODELS_DIR, QUALITY_MODEL_FILE, Workspace
+from base.workspace import MODELS_DIR, QUALITY_MODEL_FILE, Workspace
 from loom.cli.console import LoomGroup, console, writes_models
 from loom.cli.options import force_option, named_output, sources_option, sources_path
 

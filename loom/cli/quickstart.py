@@ -4,7 +4,7 @@ import dataclasses
 
 import click
 
-from loom.base.workspace import EVALS_DIR, SOURCES_FILE, Workspace, examples_dir
+from base.workspace import EVALS_DIR, SOURCES_FILE, Workspace, examples_dir
 from loom.cli.console import console, workspace_lock
 from loom.cli.curate import print_outputs, run_curation
 from loom.cli.mix import build_mixture

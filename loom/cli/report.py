@@ -7,9 +7,9 @@ import webbrowser
 
 import click
 
-from loom.base.names import check_name
-from loom.base.store import is_remote
-from loom.base.workspace import Workspace
+from base.names import check_name
+from base.store import is_remote
+from base.workspace import Workspace
 from loom.cli.console import LoomGroup, console
 
 

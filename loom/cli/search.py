@@ -5,8 +5,8 @@ proportional, uniform and UniMax baselines."""
 import click
 from rich.table import Table
 
-from loom.base.names import check_name
-from loom.base.workspace import REPORT_FILE, SEARCH_FILE, Workspace
+from base.names import check_name
+from base.workspace import REPORT_FILE, SEARCH_FILE, Workspace
 from loom.cli.console import Interrupted, console, note
 from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures

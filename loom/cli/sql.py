@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from loom.base.errors import UserError
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.workspace import Workspace
 from loom.cli.console import console
 
 
@@ -47,7 +47,7 @@ def sql(ws: Workspace, query, fmt, output, limit, show_views, db, force):
 
 
 def print_result(relation, fmt: str, output: str | None, limit: int, force: bool = False) -> None:
-    from loom.base.outputs import is_standard_output
+    from base.outputs import is_standard_output
     from reports.sql import as_json, as_table, write_csv, write_file
 
     if fmt == "parquet" and not output:

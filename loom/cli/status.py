@@ -8,7 +8,7 @@ import tomllib
 import click
 from rich.table import Table
 
-from loom.base.workspace import Generation, SPEC_GLOB, Workspace
+from base.workspace import Generation, SPEC_GLOB, Workspace
 from loom.cli.console import console
 from loom.cli.mix import build_state
 

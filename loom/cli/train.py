@@ -2,8 +2,8 @@
 
 import click
 
-from loom.base.atomic_files import remove_temporary_files
-from loom.base.workspace import Workspace
+from base.atomic_files import remove_temporary_files
+from base.workspace import Workspace
 from loom.cli.console import Interrupted, console, note
 from trainer.options import config_from_options, train_options
 

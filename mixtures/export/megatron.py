@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loom.base.atomic_files import atomic_path
+from base.atomic_files import atomic_path
 from mixtures.export.writer import FormatWriter, TokenFile, fsync_path
 
 MAGIC = b"MMIDIDX\x00\x00"

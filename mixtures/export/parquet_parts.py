@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from loom.base.atomic_files import atomic_path
-from loom.base.workspace import part_name
+from base.atomic_files import atomic_path
+from base.workspace import part_name
 from mixtures.export.parquet_file import write_sequences
 from mixtures.export.writer import FormatWriter, fsync_path
 

@@ -21,13 +21,13 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from base.atomic_files import TEMPORARY_GLOB, remove_temporary_files, write_text
+from base.errors import UserError
+from base.lock import exclusive
+from base.names import check_name
+from base.store import path_text
+from base.workspace import EXPORT_FILE, EXPORT_PROGRESS_FILE, EXPORTS_DIR, Generation, Workspace, export_lock
 from curation.tokenizer import load_tokenizer
-from loom.base.atomic_files import TEMPORARY_GLOB, remove_temporary_files, write_text
-from loom.base.errors import UserError
-from loom.base.lock import exclusive
-from loom.base.names import check_name
-from loom.base.store import path_text
-from loom.base.workspace import EXPORT_FILE, EXPORT_PROGRESS_FILE, EXPORTS_DIR, Generation, Workspace, export_lock
 from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_build, load_schedule, load_spec,
                       mixture_tokenizer, reading, schedule_fingerprint)
 from mixtures.export.formats import FORMATS

@@ -4,8 +4,8 @@ numbers are finite; a workspace whose path has quotes, spaces and non-ASCII lett
 import pytest
 
 from helpers import compiled, TINY_MODEL, copy_curated, run_loom, write_spec
-from loom.base.errors import UserError
-from loom.base.names import check_name
+from base.errors import UserError
+from base.names import check_name
 
 TINY = """seq_len = 32
 global_batch = 8

@@ -15,10 +15,10 @@ from s3server import start_s3_server
 
 from distributed import Client
 
-from loom.base.lock import exclusive
-from loom.base.parquet_files import read_parquet
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.lock import exclusive
+from base.parquet_files import read_parquet
+from base.store import as_path
+from base.workspace import Workspace
 
 MANIFEST_TABLES = ("shards", "documents", "funnel", "dedup_clusters", "quality_buckets")
 
@@ -261,9 +261,9 @@ def test_an_https_style_source_is_read_over_http(slice_sources):
     import threading
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
+    from base.inputs import file_size, listing
     from curation.config import SourceConfig
     from curation.readers import read_shard, source_shards
-    from loom.base.inputs import file_size, listing
 
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(slice_sources.parent))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -18,9 +18,9 @@ from helpers import (
     FORTUNES_FILTERS, LOOM, TINY_MODEL, as_in_a_terminal, copy_curated, published, run_loom, stacks_then_kill,
     write_spec,
 )
-from loom.base.errors import UserError
-from loom.base.lock import exclusive, is_held
-from loom.base.workspace import Workspace, mixture_lock
+from base.errors import UserError
+from base.lock import exclusive, is_held
+from base.workspace import Workspace, mixture_lock
 
 SPEC = """seq_len = 32
 global_batch = 8
@@ -297,7 +297,7 @@ def test_a_reader_asking_whether_a_lock_is_held_never_makes_a_writer_refused(tmp
     lock = tmp_path / "locks" / "run-x.lock"
     with exclusive(lock, "x"):
         pass
-    probe = f"from loom.base.lock import is_held\nwhile True:\n    is_held({str(lock)!r})"
+    probe = f"from base.lock import is_held\nwhile True:\n    is_held({str(lock)!r})"
     reader = subprocess.Popen([sys.executable, "-c", probe])
     try:
         time.sleep(1.0)  # the reader probing

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import GOOD_SPEC, LOOM, copy_curated, run_loom, write_spec
 
-from loom.base.store import as_path
+from base.store import as_path
 from mixtures import current_build
 
 QUERIES = [
@@ -128,7 +128,7 @@ def small_store(s3_server, tmp_path_factory) -> tuple[str, Path]:
     another (other/) with a Parquet file no query may read; and a local secret."""
     import pyarrow as pa
 
-    from loom.base.parquet_files import write_parquet
+    from base.parquet_files import write_parquet
 
     store = s3_server.url("ws-small")
     lines = "".join(json.dumps({"step": step, "loss": 4.0 - step, "lr": 1e-3}) + "\n" for step in range(2))

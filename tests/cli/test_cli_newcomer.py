@@ -12,7 +12,7 @@ from curation.config import SourceConfig, load_config
 from curation.readers import reader_for
 from curation.readers.inputs import source_inputs
 from helpers import EXAMPLES, REPO, as_in_a_terminal, run_loom
-from loom.base.errors import EXIT_INTERRUPTED, INTERRUPTED, UserError
+from base.errors import EXIT_INTERRUPTED, INTERRUPTED, UserError
 
 
 def test_version_names_the_package_version_and_the_checkout_commit():

@@ -14,7 +14,7 @@ import pytest
 
 from curation.manifest import source_summary
 from helpers import LOOM, TINY_MODEL, compiled, copy_curated, run_loom, training_spec, write_spec
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import click
 import duckdb
 from click.testing import CliRunner
 
-from loom.base.errors import EXIT_INTERRUPTED, INTERRUPTED
+from base.errors import EXIT_INTERRUPTED, INTERRUPTED
 from loom.cli.console import LoomGroup
 
 

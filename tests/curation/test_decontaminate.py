@@ -16,7 +16,7 @@ from curation.decontamination import eval_filter, load_filter, ngram_hash, overl
 from curation.samples import source_texts
 from curation.steps.normalize import normalize_text
 from helpers import EXAMPLES, published, run_loom
-from loom.base.small_files import read_records
+from base.small_files import read_records
 
 JARGON = EXAMPLES / "decontamination" / "jargon.jsonl"
 CONFIG = DecontaminationConfig(evals=(EvalSetConfig("jargon", (str(JARGON),)),))

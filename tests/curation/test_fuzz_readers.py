@@ -35,12 +35,12 @@ import zstandard
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from base.errors import UserError
+from base.store import as_path
 from curation.config import SourceConfig
 from curation.job import plan_shards
 from curation.readers import read_shard
 from curation.readers.warc_framing import Damaged, frames
-from loom.base.errors import UserError
-from loom.base.store import as_path
 
 SEED = 36
 MUTATIONS = 300  # per format

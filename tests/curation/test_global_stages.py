@@ -17,7 +17,7 @@ from curation.stages.dedup_components import ComponentsDidNotConverge, component
 from curation.stages.exact_dedup import ExactDedup
 from curation.stages.minhash_dedup import MinHashDedup
 from curation.stages.quality_select import ACCURACY, merged, odds
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 from test_dedup import write_near_duplicate_corpus
 
 

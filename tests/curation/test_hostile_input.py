@@ -23,9 +23,9 @@ from curation.readers import read_shard
 from curation.readers.fields import RAW_PREVIEW_CHARS
 from curation.readers.streams import LineSplitter
 from helpers import published, run_loom
-from loom.base.digests import text_digest
-from loom.base.errors import UserError
-from loom.base.filenames import escaped_path, unescaped_path
+from base.digests import text_digest
+from base.errors import UserError
+from base.filenames import escaped_path, unescaped_path
 
 BOM = b"\xef\xbb\xbf"
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "si", "tu") for b in ("ba", "de", "fi", "go", "hu", "ja")]

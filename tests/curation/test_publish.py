@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers import copy_curated
 
-from loom.base.sql import literal, path_list
-from loom.base.workspace import Workspace
+from base.sql import literal, path_list
+from base.workspace import Workspace
 
 
 def single_funnel(ws: Workspace, shards: list) -> list[dict]:

@@ -13,8 +13,8 @@ from curation.job import plan_job
 from curation.quality import QualityModel, roc_auc
 from curation.samples import quality_examples, source_texts
 from helpers import EXAMPLES, FORTUNES_FILTERS, published, run_loom
-from loom.base.errors import UserError
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.workspace import Workspace
 
 NEGATIVE_SHARD = EXAMPLES / "corpora" / "fortunes" / "fortunes-00000.jsonl.zst"
 HELD_OUT_NEGATIVE = EXAMPLES / "corpora" / "fortunes" / "fortunes-00001.jsonl.zst"

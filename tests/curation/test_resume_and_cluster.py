@@ -14,7 +14,7 @@ from distributed import Client
 
 from helpers import FORTUNES_FILTERS, LOOM, copy_curated, published, run_loom
 
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 
 MANIFEST_TABLES = ("documents", "funnel", "shards")
 

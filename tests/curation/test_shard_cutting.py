@@ -17,7 +17,7 @@ from curation.readers import read_shard
 from curation.readers.spans import ByteRange, FileGroup, RowGroups
 from curation.run import input_fingerprint
 from helpers import published, run_loom
-from loom.base.errors import UserError
+from base.errors import UserError
 
 BOM = b"\xef\xbb\xbf"
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "si", "tu") for b in ("ba", "de", "fi", "go", "hu", "ja")]

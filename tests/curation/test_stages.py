@@ -7,6 +7,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from base.done_markers import mark_done
+from base.workspace import Workspace
 from curation.config import load_config
 from curation.job import plan_job
 from curation.run import curate, dask_client
@@ -15,8 +17,6 @@ from curation.stages import EXACT_DEDUP, MINHASH, PREPARE, STAGES
 from curation.stages.base import GlobalStage
 from curation.stages.parts import write_shard_rows
 from curation.stages.survivors import surviving_columns
-from loom.base.done_markers import mark_done
-from loom.base.workspace import Workspace
 
 WORD = "Python"
 

@@ -24,7 +24,7 @@ from curation.readers import read_shard
 from curation.samples import file_source, source_texts
 from curation.steps import reading_steps
 from helpers import EXAMPLES, published, run_loom
-from loom.base.errors import UserError
+from base.errors import UserError
 
 WARC = EXAMPLES / "warc"
 sys.path.insert(0, str(WARC))
@@ -223,10 +223,10 @@ def write_crawl(root: Path) -> Path:
 
 
 def test_prepare_gives_every_document_record_one_funnel_row_and_quarantines_the_cut(tmp_path):
+    from base.workspace import Workspace
     from curation.config import CurationConfig
     from curation.job import JobContext
     from curation.stages.prepare import PREPARE
-    from loom.base.workspace import Workspace
 
     crawl = source(write_crawl(tmp_path) / "*")
     ws = Workspace(tmp_path / "ws")

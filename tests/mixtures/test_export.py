@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import compiled, LOOM, copy_curated, run_loom, training_spec, write_spec
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 from mixtures import RowGroupCache, SequenceReader, load_schedule
 from mixtures.export import FORMATS, plan_export, run_export
 from mixtures.export.formats import ExportFormat

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from helpers import TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
-from loom.base.errors import UserError
+from base.errors import UserError
 from mixtures import current_build, reading, schedule_fingerprint
 from mixtures.builds import publish_build
 from mixtures.compiled import CURRENT_FILE, SCHEDULE_FILE, SPEC_FILE

@@ -11,8 +11,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from helpers import GOOD_SPEC, compiled, copy_curated, published, run_loom, write_spec
-from loom.base.errors import UserError
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.workspace import Workspace
 from mixtures import SequenceIndex, compile_mixture, current_build, load_schedule, load_spec
 from mixtures.plan import plan_phases
 from mixtures.schedule import Schedule

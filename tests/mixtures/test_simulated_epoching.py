@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import compiled, GOOD_SPEC, copy_curated, run_loom, write_spec
-from loom.base.errors import UserError
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.workspace import Workspace
 from mixtures import Schedule, compile_mixture, load_spec
 from mixtures.spec import parse_spec
 

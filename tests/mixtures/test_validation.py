@@ -10,8 +10,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from helpers import compiled, EXAMPLES, TINY_MODEL, copy_curated, published, run_loom, write_spec
-from loom.base.errors import UserError
-from loom.base.workspace import Workspace
+from base.errors import UserError
+from base.workspace import Workspace
 from mixtures import Schedule, SequenceIndex, compile_mixture, load_spec
 from mixtures.spec import to_toml
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from helpers import TINY_MODEL, copy_curated, run_loom, training_spec, write_spec
-from loom.base.names import check_name
+from base.names import check_name
 from report_pages import chromium, needs_chromium, only_the_inline_script, open_page
 from reports.compare import default_name
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from report_pages import chromium, needs_chromium, only_the_inline_script, open_page
 from reports.ladder import ladder_report
 from trainer.metrics import EVAL_LOSS_BY_SET, LOSS, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE, MetricsLog

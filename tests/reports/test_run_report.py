@@ -153,7 +153,7 @@ def test_the_run_report_draws_the_quickstart_runs_curves(quickstart_ws, tmp_path
 
 def test_a_running_runs_report_reloads_itself(quickstart_ws, tmp_path):
     """While a process holds the run's lock; once none does, the run was killed: `interrupted`, no reload."""
-    from loom.base.lock import exclusive
+    from base.lock import exclusive
     from reports.run import run_report
     from trainer.metrics import run_lock_file
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from report_pages import Dom, chromium, needs_chromium, only_the_inline_script, open_page
 from reports.search import search_report
 from trainer.metrics import LOSS, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE, MetricsLog

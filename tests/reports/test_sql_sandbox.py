@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import LOOM, run_loom
-from loom.base.sql import literal
+from base.sql import literal
 from reports.views import VIEWS, connect, is_read_only
 
 PWNED = Path("/tmp/pwned.csv")  # where the tester's --output injection wrote
@@ -257,8 +257,8 @@ def test_output_writes_into_a_fifo_and_standard_output_in_place(small_ws):
 
 def test_an_output_another_writer_put_there_meanwhile_is_not_replaced_without_force(tmp_path):
     """Two `--output same.csv` at once: the one that finishes second is refused, as if the file had been there."""
-    from loom.base.errors import UserError
-    from loom.base.outputs import output_stream
+    from base.errors import UserError
+    from base.outputs import output_stream
 
     path = tmp_path / "same.csv"
     with pytest.raises(UserError, match="same.csv exists; pass --force to overwrite it"):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import compiled, LOOM, TOY_LADDER as TOY, copy_curated, run_loom, training_spec, write_spec
-from loom.base.errors import UserError
+from base.errors import UserError
 from sweeps.spec import parse_ladder_spec
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the training tests' slice mixture, allowed to repeat
@@ -151,7 +151,7 @@ def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_s
 
 def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder, tmp_path):
     """kill -9 of the ladder alone (not its group) while a rung trains on 2 ranks: `loom train`, torchrun and both
-    ranks end with it (loom.base.procs), the rung reads `interrupted` in `loom status`, and the same ladder rerun at
+    ranks end with it (base.procs), the rung reads `interrupted` in `loom status`, and the same ladder rerun at
     once goes on (no "in use by pid N"). `loom mix search` starts its runs through the same sweeps.runner._start. The
     trained toy ladder with its last rung taken away, so that only that rung trains (twice)."""
     import psutil
@@ -229,7 +229,7 @@ def test_without_a_spec_and_a_gpu_the_ladder_plans_the_cpu_preset_4_rungs_over_1
 
 @pytest.mark.parametrize("content", [b'name = "unclosed\n', b"\xff\xfe not text"])
 def test_a_spec_file_that_is_not_toml_is_one_line(tmp_path, content):
-    """The one reader of every TOML config (ladder, mixture and sources specs): loom.base.small_files.read_toml."""
+    """The one reader of every TOML config (ladder, mixture and sources specs): base.small_files.read_toml."""
     from mixtures import load_spec
     from sweeps.spec import load_ladder_spec
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from loom.base.errors import UserError
+from base.errors import UserError
 from mixtures.schedule import largest_remainder
 from sweeps.mix_optimize import kl_to_prior, optimize
 from sweeps.search_space import (SearchSpace, natural_weights, proportional, quantize, sample_designs, uniform,

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from helpers import compiled, LOOM, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import TrainConfig, model_config
 from trainer.data import RankLoader, SequenceReader

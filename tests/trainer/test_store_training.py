@@ -14,9 +14,9 @@ import pytest
 from helpers import LOOM, TINY_MODEL, copy_curated, run_loom, write_spec
 from test_trainer import SPEC
 
-from loom.base.atomic_files import write_text
-from loom.base.store import as_path
-from loom.base.workspace import Workspace
+from base.atomic_files import write_text
+from base.store import as_path
+from base.workspace import Workspace
 from mixtures import compiled_mixtures
 from mixtures.compiled import mixture_build
 from trainer.metrics import INTERRUPTED, run_status

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from helpers import (
     compiled, LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec,
 )
-from loom.base.workspace import Workspace
+from base.workspace import Workspace
 from mixtures import load_schedule
 from trainer.config import LRSchedule, TrainConfig, lr_schedule, model_config
 from trainer.data import RankLoader, SequenceReader

@@ -2,7 +2,7 @@
 
 import hashlib
 
-from loom.base.store import as_path
+from base.store import as_path
 
 
 def file_digest(path, length: int = 16) -> str:

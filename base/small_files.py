@@ -5,10 +5,10 @@ import gzip
 import json
 import tomllib
 
-from loom.base.errors import UserError
-from loom.base.inputs import open_input
-from loom.base.parquet_files import read_parquet
-from loom.base.store import as_path
+from base.errors import UserError
+from base.inputs import open_input
+from base.parquet_files import read_parquet
+from base.store import as_path
 
 
 def read_text(path) -> str:

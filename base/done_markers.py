@@ -4,8 +4,8 @@ trust only marked outputs."""
 import json
 import time
 
-from loom.base.atomic_files import write_text
-from loom.base.store import as_path
+from base.atomic_files import write_text
+from base.store import as_path
 
 
 def mark_done(marker, fingerprint: str, stats: dict) -> None:

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from loom.base.atomic_files import atomic_path
-from loom.base.errors import UserError
-from loom.base.store import as_path, is_remote
+from base.atomic_files import atomic_path
+from base.errors import UserError
+from base.store import as_path, is_remote
 
 ABSENT, FILE, STREAM = "absent", "file", "stream"
 

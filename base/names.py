@@ -3,7 +3,7 @@ component that cannot leave the folder it names (no '/', no '..'), so `runs/NAME
 
 import re
 
-from loom.base.errors import UserError
+from base.errors import UserError
 
 NAME = r"[a-z0-9_-]{1,64}"  # also the first part of a mixture's slice key (`web:lang=de`)
 NAME_PATTERN = re.compile(NAME)

@@ -3,8 +3,8 @@ one UserError line that names where and the fix, raised before a reader takes a 
 
 from contextlib import contextmanager
 
-from loom.base.errors import UserError
-from loom.base.store import as_path, fs_and_path, is_remote
+from base.errors import UserError
+from base.store import as_path, fs_and_path, is_remote
 
 
 @contextmanager

@@ -6,9 +6,9 @@ from contextlib import contextmanager
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from loom.base.atomic_files import atomic_path
-from loom.base.filenames import arrow_source
-from loom.base.store import as_path, fs_and_path, is_remote
+from base.atomic_files import atomic_path
+from base.filenames import arrow_source
+from base.store import as_path, fs_and_path, is_remote
 
 
 @contextmanager

@@ -7,8 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from loom.base.digests import text_digest
-from loom.base.store import as_path, fs_and_path, is_remote, is_url, on_store
+from base.digests import text_digest
+from base.store import as_path, fs_and_path, is_remote, is_url, on_store
 
 
 def expand_glob(pattern: str, folders: bool = False) -> list:

@@ -1,7 +1,7 @@
 """The workspace folder: where it is, and where each of its parts lives. Every path a command reads or writes
 inside a workspace, every file name, glob and lock target in it, is named here and nowhere else
 (tests/test_layout.py checks that no other module spells one). The root is a local folder (a Path) or a URL on an
-object store (a UPath, see loom.base.store.as_path); the same `/` joins name the parts of both."""
+object store (a UPath, see base.store.as_path); the same `/` joins name the parts of both."""
 
 import importlib.util
 import json
@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from loom.base.store import as_path, is_remote, is_url
+from base.store import as_path, is_remote, is_url
 
 DEFAULT_WORKSPACE = "loom-work"
 
@@ -65,7 +65,7 @@ def checkpoint_name(step: int) -> str:
 
 
 def staging_name(name: str) -> str:
-    """Where a folder is built before it is renamed to `name` (a mixture's build): a temporary name of loom.base.store's
+    """Where a folder is built before it is renamed to `name` (a mixture's build): a temporary name of base.store's
     (TEMPORARY_GLOB), so that a killed writer's leftovers are removed by the next one."""
     return f".{name}.tmp-{os.getpid()}"
 
@@ -135,7 +135,7 @@ class Workspace:
 
     @property
     def remote(self) -> bool:
-        """On an object store: no rename, no hard link, no flock (see curation.publish and loom.base.lock)."""
+        """On an object store: no rename, no hard link, no flock (see curation.publish and base.lock)."""
         return is_remote(self.root)
 
     @property

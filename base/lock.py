@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
-from loom.base.errors import UserError
-from loom.base.store import as_path, is_remote
+from base.errors import UserError
+from base.store import as_path, is_remote
 
 
 def holder_record() -> dict:

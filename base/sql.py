@@ -4,7 +4,7 @@ for what parameters cannot carry: file paths in read_parquet(...), VALUES lists,
 
 from pathlib import Path
 
-from loom.base.store import as_path, is_remote
+from base.store import as_path, is_remote
 
 
 def literal(value) -> str:

@@ -8,7 +8,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from loom.base.store import as_path, fs_and_path, is_remote
+from base.store import as_path, fs_and_path, is_remote
 
 
 TEMPORARY_GLOB = ".*.tmp-*"  # what atomic_path's temporary names look like
