@@ -195,19 +195,6 @@ def test_a_collapsed_router_recovers_balance(balancing):
     assert sum(recovering[-WINDOW:]) / WINDOW < BALANCED, recovering
 
 
-def test_tiny_moe_on_the_sample_mixture_is_balanced_after_its_early_collapse(quickstart_ws):
-    """`loom train` of tiny-moe (d_model 64) on the sample mixture, as a user runs it. Its layer 1 sits at the
-    ceiling from about step 8 to step 36, at every rate tried and with the sequence-wise loss (its router input is
-    then one direction for every token); then the bias holds it: measured 0.29 mean over steps 50-59."""
-    ws, _ = quickstart_ws
-    run_loom("-w", ws, "train", "--mixture", "sample", "--model", "tiny-moe", "--max-steps", TRAINED,
-             "--run-name", "moe-balance", "--eval-every", 1000, "--report-every", 1000, timeout=600)
-    violations = [json.loads(line)["expert_max_violation"]
-                  for line in (ws / "runs" / "moe-balance" / "metrics.jsonl").read_text().splitlines()]
-    assert len(violations) == TRAINED
-    assert sum(violations[-WINDOW:]) / WINDOW < BALANCED, violations
-
-
 # ---- a killed rank --------------------------------------------------------------------------------------
 
 
