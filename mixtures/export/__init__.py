@@ -2,6 +2,6 @@
 dataset, a flat numpy token file, or Parquet parts (one module per format; runner.py plans, streams and
 resumes)."""
 
-from mixtures.export.runner import FORMATS, SIDECAR, ExportPlan, ExportResult, is_finished, plan_export, run_export
+from mixtures.export.runner import FORMATS, ExportPlan, ExportResult, is_finished, plan_export, run_export
 
-__all__ = ["FORMATS", "SIDECAR", "ExportPlan", "ExportResult", "is_finished", "plan_export", "run_export"]
+__all__ = ["FORMATS", "ExportPlan", "ExportResult", "is_finished", "plan_export", "run_export"]

@@ -33,7 +33,6 @@ from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_bu
 from mixtures.export.formats import FORMATS
 from mixtures.export.writer import FormatWriter
 
-SIDECAR, PROGRESS = EXPORT_FILE, EXPORT_PROGRESS_FILE
 CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
 CACHE_BYTES = 1 << 28  # curated row groups kept between chunks (decoded): an export of less data reads it once
 BATCH_WINDOW = 1 << 20  # sequences whose places in the data are found at once (two int64 each: 16 MB)
@@ -125,12 +124,13 @@ def check_holds_only_an_export(folder: Path, writer: FormatWriter) -> None:
     """A folder an export restarts in loses its export files: refuse one that holds anything else."""
     if not folder.is_dir():
         return
-    others = sorted(p.name for p in folder.iterdir() if not (writer.owns(p.name) or p.name in (SIDECAR, PROGRESS)
-                                                             or p.match(TEMPORARY_GLOB)))
+    others = sorted(p.name for p in folder.iterdir()
+                    if not (writer.owns(p.name) or p.name in (EXPORT_FILE, EXPORT_PROGRESS_FILE)
+                            or p.match(TEMPORARY_GLOB)))
     if others:
         raise UserError(f"{folder} holds other files than a {writer.name} export ({', '.join(others[:3])}); name an "
                         "empty folder, or the folder of a former export, with --out")
-    for name in [*writer.files(), SIDECAR, PROGRESS]:
+    for name in [*writer.files(), EXPORT_FILE, EXPORT_PROGRESS_FILE]:
         if (folder / name).is_symlink() or ((folder / name).exists() and not (folder / name).is_file()):
             raise UserError(f"{folder / name} is not a file an export wrote (a symbolic link or a special file), "
                             "so the export leaves it alone; remove it, or name another folder with --out")
@@ -174,20 +174,20 @@ def _run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None], note: Ca
     info, out = plan.info, plan.out
     writer = writer_for(info["format"], out, info)
     if is_finished(plan):
-        (out / PROGRESS).unlink(missing_ok=True)  # killed between its sidecar and this file's removal
+        (out / EXPORT_PROGRESS_FILE).unlink(missing_ok=True)  # killed between its sidecar and this file's removal
         return ExportResult(out, listing(out, writer), info["sequences"], info["tokens"], finished_already=True)
     out.mkdir(parents=True, exist_ok=True)
     remove_temporary_files(out)
-    progress = read_json(out / PROGRESS)
+    progress = read_json(out / EXPORT_PROGRESS_FILE)
     resumable = progress if progress and progress.get("export") == info else None
     if resumable is None:
-        start_afresh(out, writer, read_json(out / SIDECAR) or (progress or {}).get("export"), info, note)
+        start_afresh(out, writer, read_json(out / EXPORT_FILE) or (progress or {}).get("export"), info, note)
     writer.resume(resumable and resumable["writer"])
     first = resumable["next_step"] if resumable else plan.steps.start
     write_chunks(plan, writer, first, on_chunk)
     writer.finish(info["sequences"])
-    write_text(json.dumps(info, indent=2), out / SIDECAR)
-    (out / PROGRESS).unlink()
+    write_text(json.dumps(info, indent=2), out / EXPORT_FILE)
+    (out / EXPORT_PROGRESS_FILE).unlink()
     return ExportResult(out, listing(out, writer), info["sequences"], info["tokens"],
                         resumed_at=first if resumable else None)
 
@@ -195,7 +195,8 @@ def _run_export(plan: ExportPlan, on_chunk: Callable[[int, int], None], note: Ca
 def is_finished(plan: ExportPlan) -> bool:
     """export.json says this very export, and the files it lists are there."""
     writer = writer_for(plan.info["format"], plan.out, plan.info)
-    return read_json(plan.out / SIDECAR) == plan.info and all((plan.out / name).is_file() for name in writer.files())
+    return read_json(plan.out / EXPORT_FILE) == plan.info and all((plan.out / name).is_file()
+                                                                  for name in writer.files())
 
 
 def start_afresh(out: Path, writer: FormatWriter, former: dict | None, info: dict,
@@ -207,7 +208,7 @@ def start_afresh(out: Path, writer: FormatWriter, former: dict | None, info: dic
                else "other settings")
         note(f"{out} held an export of {why}; exporting again from the first step")
     writer.clear()
-    for name in (SIDECAR, PROGRESS):
+    for name in (EXPORT_FILE, EXPORT_PROGRESS_FILE):
         (out / name).unlink(missing_ok=True)
 
 
@@ -224,7 +225,8 @@ def write_chunks(plan: ExportPlan, writer: FormatWriter, first: int, on_chunk: C
 
     def write_and_record(start: int, end: int, tokens: np.ndarray) -> None:
         writer.write(start, tokens, np.repeat(np.arange(start, end), schedule.global_batch))
-        write_text(json.dumps({"export": info, "next_step": end, "writer": writer.state()}), plan.out / PROGRESS)
+        write_text(json.dumps({"export": info, "next_step": end, "writer": writer.state()}),
+                   plan.out / EXPORT_PROGRESS_FILE)
         on_chunk(end - plan.steps.start, (end - plan.steps.start) * per_step)
 
     on_chunk(first - plan.steps.start, (first - plan.steps.start) * per_step)
@@ -262,4 +264,4 @@ def read_json(path: Path) -> dict | None:
 
 
 def listing(out: Path, writer: FormatWriter) -> list[tuple[str, int]]:
-    return [(name, (out / name).stat().st_size) for name in [*writer.files(), SIDECAR]]
+    return [(name, (out / name).stat().st_size) for name in [*writer.files(), EXPORT_FILE]]
