@@ -54,7 +54,7 @@ def documents_query(gen: Generation, part, published_part) -> str:
     """A curated part's rows without text, in row order, `shard` naming the part as the generation holds it."""
     return f"""
         SELECT id, source, {literal(gen.relative(published_part))} AS shard, file_row_number AS row, lang, lang_score,
-               n_chars, n_tokens, quality, quality_bucket, dup_cluster
+               n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance
         FROM read_parquet({literal(part)}, file_row_number = true)
         ORDER BY file_row_number
     """

@@ -22,7 +22,7 @@ from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
 
-CODE_VERSION = "3"  # bump when a stage's output changes for the same inputs, so reruns redo it
+CODE_VERSION = "4"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
 
 @contextmanager

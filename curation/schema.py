@@ -25,6 +25,9 @@ CURATED = pa.schema(
         ("quality", pa.float32()),
         ("quality_bucket", pa.int16()),
         ("dup_cluster", pa.string()),
+        ("dup_count", pa.int32()),  # documents its exact and near-duplicate clusters held; 1 when unique
+        ("domain", pa.int32()),  # its topic domain (curation.stages.domains); null without [domains]
+        ("domain_distance", pa.float32()),  # cosine distance to its domain's centre; null without [domains]
         ("n_chars", pa.int64()),
         ("n_tokens", pa.int64()),  # including the EOS appended to input_ids
         ("input_ids", pa.list_(pa.uint32())),

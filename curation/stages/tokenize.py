@@ -27,15 +27,19 @@ class Tokenize(ShardStage):
         tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
         buckets = shard_rows(QUALITY_SELECT.buckets_folder(ws), shard, ["record", "quality_bucket"])
         clusters = shard_rows(MINHASH_DEDUP.clusters_folder(ws), shard, ["record", "cluster_id"])
+        counts, domains = dup_counts(ctx, shard), domain_assignments(ctx, shard)
         out = self.part_path(ws, shard)
         n_docs = n_tokens = 0
         with parquet_writer(out, CURATED) as writer:
             for docs in surviving_batches(ctx, shard, BATCH):
                 input_ids = encode_to_arrow(tokenizer, eos_id, docs["text"].to_pylist())
                 lengths = pc.list_value_length(input_ids).cast(pa.int64())
-                bucket = pc.take(buckets["quality_bucket"], pc.index_in(docs["record"], buckets["record"]))
-                cluster = pc.take(clusters["cluster_id"], pc.index_in(docs["record"], clusters["record"]))
-                writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, bucket, cluster))
+                found = {"quality_bucket": by_record(buckets, docs, "quality_bucket"),
+                         "dup_cluster": by_record(clusters, docs, "cluster_id"),
+                         "dup_count": pc.fill_null(by_record(counts, docs, "dup_count"), 1),
+                         "domain": by_record(domains, docs, "domain"),
+                         "domain_distance": by_record(domains, docs, "domain_distance")}
+                writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, found))
                 n_docs += docs.num_rows
                 n_tokens += pc.sum(lengths).as_py()
         stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
@@ -43,12 +47,28 @@ class Tokenize(ShardStage):
         return stats
 
 
-def curated_table(source: str, docs: pa.Table, input_ids, lengths, buckets, cluster) -> pa.Table:
+def dup_counts(ctx, shard) -> pa.Table:
+    """`record` and `dup_count` of the shard's documents whose duplicate clusters held more than one (the rest: 1)."""
+    return pa.table({"record": pa.array([], pa.int64()), "dup_count": pa.array([], pa.int32())})
+
+
+def domain_assignments(ctx, shard) -> pa.Table:
+    """`record`, `domain` and `domain_distance` of the shard's documents (none without [domains])."""
+    return pa.table({"record": pa.array([], pa.int64()), "domain": pa.array([], pa.int32()),
+                     "domain_distance": pa.array([], pa.float32())})
+
+
+def by_record(table: pa.Table, docs: pa.Table, column: str):
+    """`table`'s `column` for each of `docs` by record; null where the table has no row of it."""
+    return pc.take(table[column], pc.index_in(docs["record"], table["record"]))
+
+
+def curated_table(source: str, docs: pa.Table, input_ids, lengths, found: dict) -> pa.Table:
+    """The curated rows of a batch of `docs`; `found` holds the columns looked up by record in the stages' tables."""
     n = docs.num_rows
     columns = {
         "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
-        "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"],
-        "quality_bucket": buckets, "dup_cluster": cluster,
+        "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"], **found,
         "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
     }
     return pa.table(columns, schema=CURATED)
