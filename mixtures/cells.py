@@ -228,6 +228,11 @@ def _expanded_weights(phase: Phase, wildcards: dict[str, Wildcard], cell_set: se
     return tuple(weights.items())
 
 
+def cell_wildcards(meta: dict) -> dict[str, str]:
+    """Each cell's wildcard key, from a schedule's record of its expansion (schedule.json's "cells")."""
+    return {cell: key for key, record in meta.get("cells", {}).items() for cell in record["cells"]}
+
+
 def cell_label(key: str, names: dict[str, str] | None) -> str:
     """A cell key with its domain's name beside the number, where the domain has one: `web:domain=3 (math)`."""
     parsed = parse_conditions(key)

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import compiled, copy_curated, published, run_loom, write_spec
+from report_pages import needs_chromium, open_page
 from base.errors import UserError
 from mixtures.cells import Condition, cell_keys, cell_label, expand, expand_spec, parse_conditions
 from mixtures.heldout import hold_out
@@ -152,7 +153,7 @@ def cells_ws(tmp_path_factory, curated_slice, slice_tokenizer):
 
 def test_a_wildcard_builds_one_component_per_non_empty_cell_with_the_plans_tokens(cells_ws):
     write_spec(cells_ws, "cells", CELLS_SPEC)
-    run_loom("-w", cells_ws, "mix", "build", "cells")
+    result = run_loom("-w", cells_ws, "mix", "build", "cells")
     out = compiled(cells_ws, "cells")
     meta = json.loads((out / "schedule.json").read_text())
     documents = pq.read_table(published(cells_ws) / "manifest" / "documents").to_pylist()
@@ -172,6 +173,28 @@ def test_a_wildcard_builds_one_component_per_non_empty_cell_with_the_plans_token
         if r["component"] != "docs":
             assert math.isclose(r["weight"], 0.6 * r["available_tokens"] / whole)
     assert 'weights = { "web:lang=*" = 0.6' in (out / "mixture.toml").read_text()  # the user's form
+    assert f"Cells of 'web:lang=*': {len(cells)}" in result.stdout
+    shown = run_loom("-w", cells_ws, "mix", "show", "cells").stdout
+    assert f"web:lang=* ({len(cells)} cells)" in shown and all(f"  {cell} " in shown for cell in cells)
+
+
+@needs_chromium()
+def test_the_mixture_report_lists_the_cells_largest_first(cells_ws, tmp_path):
+    if not (cells_ws / "mixtures" / "cells" / "report.html").exists():
+        write_spec(cells_ws, "cells", CELLS_SPEC)
+        run_loom("-w", cells_ws, "mix", "build", "cells")
+    dom, console = open_page(cells_ws / "mixtures" / "cells" / "report.html", tmp_path)
+    assert console == "", console
+    plan = pq.read_table(compiled(cells_ws, "cells") / "plan.parquet").to_pylist()
+    tokens = {}
+    for r in plan:
+        if r["component"].startswith("web:lang="):
+            tokens[r["component"]] = tokens.get(r["component"], 0) + r["tokens"]
+    ranked = sorted(tokens, key=lambda cell: (-tokens[cell], cell))
+    assert [int(r[1]) for r in dom.tables["cells-0"] if r] == [tokens[cell] for cell in ranked]
+    text = (cells_ws / "mixtures" / "cells" / "report.html").read_text()
+    table = text[text.index('id="cells-0"'):]
+    assert sorted(ranked, key=lambda cell: table.index(f"<td>{cell}</td>")) == ranked  # names in the same order
 
 
 def test_a_domain_slice_without_domains_fails_in_one_line_before_anything_is_written(cells_ws):
