@@ -162,7 +162,7 @@ def composition(meta: dict, rows: list[dict]) -> str:
         parts.append(f"<h3>{esc(phase['name'])}: steps {phase['start_step']:,} to {phase['end_step'] - 1:,}</h3>")
         parts.append(table(["component", "sources", "target share", "realized share", "tokens", "documents", "epochs",
                             "available tokens"],
-                           [[r["component"], r["sources"], r["target_share"], r["realized_share"], r["tokens"],
+                           [[cell_label(r["component"], meta.get("domain_names")), r["sources"], r["target_share"], r["realized_share"], r["tokens"],
                              r["documents"], r["epochs_cumulative"], r["available_tokens"]] for r in phase_rows],
                            f"plan-{phase['name']}", sortable=True))
     if len(meta["phases"]) >= 2:
