@@ -133,6 +133,20 @@ def test_a_cell_is_shown_with_its_domains_name():
     assert cell_label("web:domain=2", NAMES) == "web:domain=2" and cell_label("web", NAMES) == "web"
 
 
+def test_the_plan_shows_a_wildcards_cells_under_their_totals_with_domain_names():
+    from loom.cli.mix import plan_lines
+
+    row = lambda component, share, tokens: {"phase": "pretrain", "component": component, "target_share": share,  # noqa: E731
+                                            "realized_share": share, "tokens": tokens, "available_tokens": 10 * tokens}
+    rows = [row("web:domain=2", 0.25, 100), row("web:domain=3", 0.25, 100), row("code", 0.5, 200)]
+    meta = {"cells": {"web:domain=*": {"cells": ["web:domain=2", "web:domain=3"], "left_out_tokens": 0}},
+            "domain_names": NAMES}
+    lines = plan_lines(rows, meta)
+    assert [shown for _, shown in lines] == [
+        ("pretrain", "web:domain=* (2 cells)", "0.500", "0.500", "200", "", "2,000"),
+        "  web:domain=2", "  web:domain=3 (math)", "code"]
+
+
 # ---- built on the curated slice (languages; no quality buckets, no domains) -----------------------------
 
 CELLS_SPEC = """seq_len = 32
@@ -204,3 +218,62 @@ def test_a_domain_slice_without_domains_fails_in_one_line_before_anything_is_wri
     assert result.returncode == 2 and len(lines) == 1, result.stderr
     assert "the curated data has no domains; add a [domains] table to sources.toml" in lines[0]
     assert not list((cells_ws / "mixtures" / "bydomain").glob("builds/*"))
+
+
+# ---- domains end to end: the slice curated with [domains] (needs curation's domains stage) --------------
+
+DOMAIN_CELLS = """seq_len = 32
+global_batch = 16
+total_tokens = 20_000
+[weights]
+"docs:domain=*" = 0.5
+"docs:domain=first" = 0.1
+"web:domain=*" = 0.1
+code = 0.3
+[midtrain]
+docs = 1.0
+"""
+
+
+@pytest.fixture(scope="module")
+def domains_mix_ws(tmp_path_factory, slice_sources, slice_tokenizer):
+    """The slice curated with `[domains] k = 3` over web and docs, domain 1 named "first"."""
+    import shutil
+
+    from curation import config
+
+    if not hasattr(config, "DomainsConfig"):
+        pytest.skip("curation has no [domains] yet (the domains stage lands beside this)")
+    root = tmp_path_factory.mktemp("domaincells")
+    shutil.copytree(slice_sources.parent, root / "slice")
+    sources = root / "slice" / "sources.toml"
+    sources.write_text(sources.read_text() + '\n[domains]\nk = 3\nsources = ["web", "docs"]\nnames = {1 = "first"}\n')
+    ws = root / "ws"
+    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
+    (ws / "models").mkdir(exist_ok=True)
+    shutil.copy(slice_tokenizer, ws / "models" / "tokenizer.json")
+    return ws
+
+
+def test_domain_cells_build_from_curated_domains_with_names_shown(domains_mix_ws):
+    ws = domains_mix_ws
+    write_spec(ws, "domains", DOMAIN_CELLS)
+    result = run_loom("-w", ws, "mix", "build", "domains")
+    meta = json.loads((compiled(ws, "domains") / "schedule.json").read_text())
+    held = {(r["shard"], r["row"]) for r in pq.read_table(compiled(ws, "domains") / "validation.parquet").to_pylist()}
+    training = {}
+    for d in pq.read_table(published(ws) / "manifest" / "documents").to_pylist():
+        if d["source"] == "docs" and (d["shard"], d["row"]) not in held:
+            training[d["domain"]] = training.get(d["domain"], 0) + d["n_tokens"]
+    cells = [f"docs:domain={d}" for d in sorted(training) if training[d] >= 33]
+    assert len(cells) >= 2 and meta["cells"]["docs:domain=*"]["cells"] == cells
+    assert meta["domain_names"] == {"1": "first"}
+    keys = [c["key"] for c in meta["components"]]
+    assert keys[:len(cells)] == cells and keys[-2:] == ["code", "docs"] and "docs:domain=first" not in keys
+    plan = {r["component"]: r for r in pq.read_table(compiled(ws, "domains") / "plan.parquet").to_pylist()
+            if r["phase"] == "pretrain"}
+    whole = sum(training[int(c.split("=")[1])] for c in cells)
+    assert math.isclose(plan["docs:domain=1"]["weight"], 0.5 * training[1] / whole + 0.1)  # 'first' is domain 1
+    shown = run_loom("-w", ws, "mix", "show", "domains").stdout
+    assert "docs:domain=1 (first)" in shown and f"docs:domain=* ({len(cells)} cells)" in shown
+    assert f"Cells of 'docs:domain=*': {len(cells)}" in result.stdout
