@@ -152,20 +152,24 @@ def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -
 
 def print_plan(build) -> None:
     """The plan of a build as a table, with a `pool` column (sequences read of those available) where simulated
-    epoching cut a pool."""
+    epoching cut a pool, and a `rehydration` column (available tokens with [rehydrate]'s repeats over without)
+    where a component is rehydrated."""
     from mixtures import read_plan
 
     rows = read_plan(build.root)
     pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
+    rehydrated = any((row.get("rehydration") or 1.0) != 1.0 for row in rows)
     table = Table(title=f"Plan of {build.mixture}")
     columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
-               "validation_tokens") + (("pool",) if pooled else ())
+               "validation_tokens") + (("rehydration",) if rehydrated else ()) + (("pool",) if pooled else ())
     for column in columns:
         table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
     for row in rows:
         cells = [row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
                  f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
                  f"{row.get('validation_tokens') or 0:,}"]
+        if rehydrated:
+            cells.append(f"x{row.get('rehydration') or 1.0:.3f}")
         if pooled:
             cells.append(f"{row['pool_sequences']:,} of {row['available_sequences']:,} seq")
         table.add_row(*cells)

@@ -259,3 +259,13 @@ def test_an_oversized_cluster_counts_each_member_once():
                             "removed": [False, True, False], "copies": [2.0, 3.0, 4.0]})
     counted = cluster_dup_counts(members)
     assert dict(zip(counted["record"], counted["dup_count"])) == {1: 5, 3: 4}
+
+
+def test_the_dup_counts_of_the_slice_add_up_to_its_duplicates(curated_slice):
+    """Each removed duplicate is counted by the one kept document it was removed for: the slice's planted docs
+    copy, and the copies and near copies its code and fortunes hold."""
+    gen = published(curated_slice[0])
+    documents = pq.read_table(gen / "manifest" / "documents", columns=["source", "dup_count"]).to_pylist()
+    funnel = pq.read_table(gen / "manifest" / "funnel", columns=["fate"]).to_pylist()
+    assert sum(r["dup_count"] - 1 for r in documents) == sum(r["fate"] == "duplicate" for r in funnel) > 1
+    assert any(r["source"] == "docs" and r["dup_count"] == 2 for r in documents)
