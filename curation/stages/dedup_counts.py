@@ -43,7 +43,7 @@ def dup_counts(clusters, copy_files: list[str], partitions: int):
     the clusters frame (dedup_clusters.cluster_members) and the exact copies tables' parts."""
     import dask.dataframe as dd
 
-    copies = dd.read_parquet(copy_files, columns=[*KEYS, "copies"])
+    copies = dd.read_parquet(copy_files, columns=[*KEYS, "copies"]).astype({"source": object})  # as the clusters'
     members = clusters[[*KEYS, "cluster_id", "is_survivor", "removed"]].merge(copies, on=KEYS, how="left")
     in_clusters = (members.astype({"copies": np.float64}).shuffle(on="cluster_id", npartitions=partitions)
                    .map_partitions(cluster_dup_counts, meta=DUP_COUNTS))
