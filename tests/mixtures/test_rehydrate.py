@@ -69,7 +69,8 @@ def test_the_plan_counts_each_document_as_often_as_it_is_repeated(rehydrated, ke
 
 def test_the_trainers_batches_hold_the_repeated_documents(rehydrated):
     """Every sequence the schedule draws of the rehydrated `web` is its slice of the stream with each document
-    twice, read as the trainer reads it (RankLoader, SequenceReader): a repeated row of the index just works."""
+    twice, read as the trainer reads it (RankLoader, SequenceReader), and every sequence as an export gathers
+    them: a repeated row of the index just works."""
     ws, out, _ = rehydrated
     schedule, data = load_schedule(out, Workspace(ws))
     sources = sorted({s for c in schedule.meta["components"] for s in c["sources"]})
@@ -86,6 +87,9 @@ def test_the_trainers_batches_hold_the_repeated_documents(rehydrated):
                 drawn.add(sequence)
     half = len(stream) // 2 // width
     assert any(s < half for s in drawn) and any(s > half for s in drawn)  # both passes were read
+    every = np.arange(len(stream) // width)
+    gathered = reader.gather(np.full(len(every), web), every, np.int64)  # how an export reads them
+    assert gathered.reshape(-1).tolist() == stream[: len(every) * width]
 
 
 def test_the_resolved_spec_keeps_the_rehydrate_table(rehydrated):
