@@ -214,6 +214,8 @@ def test_a_cluster_over_the_size_limit_is_flagged_and_reported(tmp_path, slice_t
     assert all(r["removed"] == (not r["is_survivor"] and r["jaccard_to_survivor"] >= 0.95) for r in rows)
     report = json.loads((published(ws) / "manifest" / "dedup_report.json").read_text())
     assert len(report["oversized_clusters"]) == len({r["cluster_id"] for r in rows})
+    kept = pq.read_table(published(ws) / "manifest" / "documents", columns=["dup_count"])["dup_count"].to_pylist()
+    assert sum(kept) == 2 * N_BASES and max(kept) > 1  # kept members count themselves, survivors those removed
     toml.write_text(toml.read_text().replace("max_cluster_size = 1", "max_cluster_size = 1000"))
     rerun = curate(tmp_path, slice_tokenizer, "--workers", 2)  # a changed [dedup] setting redoes the clusters
     assert not any(r["oversized"] for r in clusters_of(rerun))

@@ -134,6 +134,19 @@ def test_a_bad_rehydrate_table_is_refused_with_a_line_naming_the_fix(table, mess
     assert message in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_rehydrating_data_curated_before_dup_count_is_refused_in_one_line():
+    import duckdb
+
+    from mixtures.compile import check_dup_counts
+
+    con = duckdb.connect()
+    con.execute("CREATE VIEW documents AS SELECT 'web' AS source, 10 AS n_tokens")
+    spec = parse_spec({"name": "old", "steps": 1, "weights": {"web": 1}, "rehydrate": {"web": {"2": 2}}}, "old.toml")
+    with pytest.raises(UserError, match=r"predates; re-run `loom curate`, or drop \[rehydrate\]"):
+        check_dup_counts(spec, con)
+    check_dup_counts(parse_spec({"name": "old", "steps": 1, "weights": {"web": 1}}, "old.toml"), con)
+
+
 def test_loom_refuses_a_bad_rehydrate_table_in_one_line_before_compiling(rehydrated):
     ws, _, _ = rehydrated
     write_spec(ws, "badrehydrate", GOOD_SPEC + "[rehydrate]\nweb = { 2 = 0 }\n")
