@@ -51,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from dedup_corpus import RATES, build_corpus, record_offsets, write_shards  # noqa: E402
+from dedup_groups import planted_groups_report  # noqa: E402
 from loom_job import StageClock, add_run_arguments, bench_workdir, loom_workspace, machine_load  # noqa: E402
 
 THRESHOLD = 0.8
@@ -230,55 +231,6 @@ def true_jaccard(x: str, y: str) -> float:
     return len(a & b) / len(a | b)
 
 
-def loom_dup_counts(ws: Path, texts: list[str], lines: list[list[int]]) -> dict[int, int]:
-    """Doc index -> dup_count of each kept document whose dup_count is over 1 (minhash_dedup's dup_counts)."""
-    import pyarrow.parquet as pq
-    from base.workspace import Workspace
-    from curation.stages.minhash_dedup import MINHASH_DEDUP
-
-    by_record = record_offsets([f"doc-{i:07d}" for i in range(len(texts))], texts, lines)
-    table = pq.read_table(MINHASH_DEDUP.dup_counts_folder(Workspace(ws)), columns=["shard", "record", "dup_count"])
-    return {by_record[r["shard"]][r["record"]]: r["dup_count"] for r in table.to_pylist()}
-
-
-def planted_groups_report(ws: Path, texts: list[str], lines, planted, removed: set, clusters: dict,
-                          true_j: np.ndarray) -> None:
-    """How many planted groups' one kept member carries the group's size (docstring, 5); a group that Loom's
-    cluster merged with others (originals that are near copies of each other) is counted apart, its survivor
-    checked against the cluster's size."""
-    counts = loom_dup_counts(ws, texts, lines)
-    size = Counter(clusters.values())
-    kept_in: dict = {}
-    for d, c in clusters.items():
-        if d not in removed:
-            kept_in.setdefault(c, []).append(d)
-    every, close = {}, {}
-    for (original, copy, _), j in zip(planted, true_j):
-        every.setdefault(original, [original]).append(copy)
-        if j >= THRESHOLD:
-            close.setdefault(original, [original]).append(copy)
-
-    def carried(groups: dict) -> str:
-        right = merged = merged_right = 0
-        for members in groups.values():
-            kept = [d for d in members if d not in removed]
-            cluster = {clusters.get(d) for d in members}
-            if len(cluster) == 1 and None not in cluster and size[cluster.pop()] > len(members):
-                merged += 1
-                survivor = kept_in.get(clusters[members[0]], [])
-                merged_right += len(survivor) == 1 and counts.get(survivor[0], 1) == size[clusters[members[0]]]
-            else:
-                right += len(kept) == 1 and counts.get(kept[0], 1) == len(members)
-        return (f"{right:,} of {len(groups) - merged:,} (and {merged_right:,} of {merged:,} merged with other "
-                "documents into one cluster carry its size)")
-
-    survivors = [d for d in clusters if d not in removed]
-    exact = sum(counts.get(d, 1) == size[clusters[d]] for d in survivors)
-    print(f"dup_count: planted groups whose survivor carries the group's size: {carried(close)}, the groups of copies "
-          f"with true Jaccard >= {THRESHOLD}; {carried(every)}, all planted groups (copies edited further stay "
-          f"documents of their own); survivors carrying their cluster's size: {exact:,} of {len(survivors):,}")
-
-
 def loom_only_report(loom: dict, texts: list[str], lines, planted, full_job: bool) -> None:
     removed, clusters, _ = loom_results(loom["workspace"], texts, lines, full_job)
     stats, seconds = loom["minhash_stats"], loom["stages"]["minhash"] + loom["stages"]["minhash_dedup"]
@@ -294,7 +246,7 @@ def loom_only_report(loom: dict, texts: list[str], lines, planted, full_job: boo
           f"{stats['candidate_pairs']:,} candidate pairs, {stats['verified_pairs']:,} verified, "
           f"{stats.get('rounds', '-')} component rounds, MinHash time {seconds:.1f}s "
           f"(signatures {loom['stages']['minhash']:.1f}s, dedup {loom['stages']['minhash_dedup']:.1f}s)")
-    planted_groups_report(loom["workspace"], texts, lines, planted, removed, clusters, true_j)
+    planted_groups_report(loom["workspace"], texts, lines, planted, removed, clusters, true_j, THRESHOLD)
 
 
 def main() -> None:
@@ -381,7 +333,7 @@ def main() -> None:
               f"{int(l_found[low].sum())}, datatrove {int(d_found[low].sum())} of {int(low.sum())} (goal 0); Loom "
               f"{stats['candidate_pairs']:,} candidate pairs, {stats['verified_pairs']:,} verified, "
               f"{stats.get('rounds', '-')} component rounds, MinHash time {loom_time:.1f}s")
-        planted_groups_report(loom["workspace"], texts, lines, planted, l_removed, l_clusters, true_j)
+        planted_groups_report(loom["workspace"], texts, lines, planted, l_removed, l_clusters, true_j, THRESHOLD)
         print("agreement:")
         print(f"  removed-set Jaccard {removed_j:.3f} (both {len(l_removed & d_removed):,}, Loom only "
               f"{len(l_removed - d_removed):,}, datatrove only {len(d_removed - l_removed):,})")
