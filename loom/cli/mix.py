@@ -153,15 +153,17 @@ def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -
 
 def print_plan(build) -> None:
     """The plan of a build as a table, with a `pool` column (sequences read of those available) where simulated
-    epoching cut a pool; a wildcard key's cells under a row of the key's totals, each named domain's name beside
-    its number."""
+    epoching cut a pool, and a `rehydration` column (available tokens with [rehydrate]'s repeats over without)
+    where a component is rehydrated; a wildcard key's cells under a row of the key's totals, each named domain's
+    name beside its number."""
     from mixtures import load_meta, read_plan
 
     rows, meta = read_plan(build.root), load_meta(build)
     pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
+    rehydrated = any((row.get("rehydration") or 1.0) != 1.0 for row in rows)
     table = Table(title=f"Plan of {build.mixture}")
     columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
-               "validation_tokens") + (("pool",) if pooled else ())
+               "validation_tokens") + (("rehydration",) if rehydrated else ()) + (("pool",) if pooled else ())
     for column in columns:
         table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
     for row, shown in plan_lines(rows, meta):
@@ -171,6 +173,8 @@ def print_plan(build) -> None:
         cells = [row["phase"], shown, f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
                  f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
                  f"{row.get('validation_tokens') or 0:,}"]
+        if rehydrated:
+            cells.append(f"x{row.get('rehydration') or 1.0:.3f}")
         if pooled:
             cells.append(f"{row['pool_sequences']:,} of {row['available_sequences']:,} seq")
         table.add_row(*cells)
