@@ -51,3 +51,52 @@ def test_save_and_load_keep_predictions_and_digest(tmp_path):
 def test_fewer_texts_than_domains_is_refused():
     with pytest.raises(ValueError, match="3 documents cannot make 4 domains"):
         DomainModel(k=4).fit(COOKING[:3])
+
+
+SOURCES = """
+[[source]]
+name = "web"
+format = "jsonl"
+paths = ["web.jsonl"]
+
+[[source]]
+name = "docs"
+format = "jsonl"
+paths = ["docs.jsonl"]
+"""
+
+
+@pytest.mark.parametrize("table, message", [
+    ("k = 1", "`k` must be a whole number of domains, at least 2 (got 1)"),
+    ("k = 2.5", "`k` must be a whole number of domains, at least 2 (got 2.5)"),
+    ("k = 8\nsample = 5", "`sample` (5) must be a whole number of documents, at least `k` (8); raise it or lower k"),
+    ('k = 3\nsources = ["wbe"]', "`sources` names 'wbe', which is no [[source]]; use any of web, docs"),
+    ('k = 3\nnames = {3 = "math"}', "`names` key '3' is not a domain number from 0 to 2"),
+    ('k = 3\nnames = {1 = "Math Stuff"}', "`names` must map domain numbers to names"),
+    ('k = 3\nnames = {0 = "a", 1 = "a"}', "`names` gives 'a' to two domains"),
+    ('k = 3\nembedding = "models/none"', "`embedding` = 'models/none' is not a model folder"),
+    ('k = 3\nembedding = "model"', "`embedding` = 'model': only \"tfidf\" is supported in this version"),
+    ("k = 3\nclusters = 4", "unknown key 'clusters'"),
+])
+def test_bad_domains_settings_are_one_line(tmp_path, table, message):
+    from base.errors import UserError
+    from curation.config import load_config
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "sources.toml").write_text(f"{SOURCES}\n[domains]\n{table}\n")
+    with pytest.raises(UserError) as err:
+        load_config(tmp_path / "sources.toml")
+    assert message in str(err.value) and "\n" not in str(err.value) and "[domains]" in str(err.value)
+
+
+def test_domains_settings_parse_with_defaults(tmp_path):
+    from curation.config import DomainsConfig, load_config
+
+    (tmp_path / "sources.toml").write_text(f'{SOURCES}\n[domains]\nk = 3\nsources = ["web"]\nnames = {{2 = "math"}}\n')
+    config = load_config(tmp_path / "sources.toml")
+    assert config.domains == DomainsConfig(k=3, sources=("web",), sample=200_000, embedding="tfidf", seed=0,
+                                           names={"2": "math"})
+    assert config.domains.clustered(config.sources) == ["web"]
+    (tmp_path / "sources.toml").write_text(SOURCES)
+    assert load_config(tmp_path / "sources.toml").domains is None
