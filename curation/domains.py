@@ -26,6 +26,7 @@ DIMS = 64  # SVD dimensions
 N_INIT = 4  # k-means restarts (the best inertia is kept)
 TOKEN_PATTERN = r"(?u)\b[^\W\d_]{2,}\b"  # words of two or more letters
 TOP_TERMS = 12  # recorded per domain
+MAX_CHARS = 10_000  # of a text, embedded: a topic shows in its beginning, and a huge document costs no more
 PREDICT_BATCH = 2048  # documents embedded at once: bounds predict's memory
 ARRAYS = ("idf", "components", "centres")
 
@@ -125,7 +126,7 @@ class DomainModel:
         return abs(murmurhash3_32(term, seed=0)) % self.features
 
     def _hashed(self, texts: list[str]):
-        return self._vectorizer().transform(texts).tocsr()
+        return self._vectorizer().transform([text[:MAX_CHARS] for text in texts]).tocsr()
 
     def _tfidf(self, counts):
         """Sublinear term frequency times idf, each row L2-normalized."""
