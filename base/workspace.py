@@ -268,9 +268,9 @@ class Generation:
         return self.root / MANIFEST_DIR
 
     def manifest_table(self, name: str) -> Path:
-        """One of the manifest's Parquet tables: shards, documents, funnel, dedup_clusters, quality_buckets. The
-        per-document ones (PART_TABLES) are folders of parts, one per curated shard, whose rows in file-name
-        order are the table's rows in order; pyarrow reads such a folder as one table."""
+        """One of the manifest's Parquet tables: shards, documents, funnel, dedup_clusters, quality_buckets,
+        contamination, domains. The per-document ones (PART_TABLES) are folders of parts, one per curated shard,
+        whose rows in file-name order are the table's rows in order; pyarrow reads such a folder as one table."""
         return self.root / manifest_table(name)
 
     def manifest_part(self, name: str, ordinal: int) -> Path:
