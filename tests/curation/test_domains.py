@@ -1,10 +1,16 @@
 """Topic domains: the estimator (curation.domains) on tiny texts, the [domains] table's checks, and one curate of
 the slice with `[domains] k = 3`."""
 
+import json
+import shutil
+
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from curation.domains import DomainModel
+from helpers import published, run_loom
+from report_pages import needs_chromium, open_page
 
 COOKING_WORDS = "onion butter garlic tomato bread dough oven sugar eggs soup salt pepper herbs roast chicken".split()
 ASTRONOMY_WORDS = "telescope galaxy stars planet orbit comet moon night sky astronomers redshift supernova".split()
@@ -100,3 +106,80 @@ def test_domains_settings_parse_with_defaults(tmp_path):
     assert config.domains.clustered(config.sources) == ["web"]
     (tmp_path / "sources.toml").write_text(SOURCES)
     assert load_config(tmp_path / "sources.toml").domains is None
+
+
+DOMAINS = '\n[domains]\nk = 3\nsources = ["web", "docs"]\nnames = {1 = "first"}\n'
+
+
+@pytest.fixture(scope="module")
+def domains_ws(tmp_path_factory, slice_sources, slice_tokenizer):
+    """The slice curated once with `[domains] k = 3` over web and docs."""
+    root = tmp_path_factory.mktemp("domains")
+    shutil.copytree(slice_sources.parent, root / "slice")
+    sources = root / "slice" / "sources.toml"
+    sources.write_text(sources.read_text() + DOMAINS)
+    ws = root / "ws"
+    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
+    return ws, sources, slice_tokenizer
+
+
+def test_every_clustered_document_gets_a_domain_and_the_manifest_counts_them(domains_ws):
+    ws, _, _ = domains_ws
+    gen = published(ws)
+    curated = pq.read_table(gen / "curated", columns=["id", "source", "domain", "domain_distance", "n_tokens"])
+    rows = curated.to_pylist()
+    clustered = [r for r in rows if r["source"] in ("web", "docs")]
+    assert clustered and all(r["domain"] in (0, 1, 2) and 0 <= r["domain_distance"] <= 2 for r in clustered)
+    assert all(r["domain"] is None and r["domain_distance"] is None for r in rows if r not in clustered)
+    assert len({r["domain"] for r in clustered}) > 1
+    table = pq.read_table(gen / "manifest" / "domains.parquet")
+    assert [str(t) for t in table.schema.types] == ["int32", "string", "string", "int64", "int64", "list<element: "
+                                                    "string>", "list<element: string>", "string"]
+    domains = table.to_pylist()
+    assert sorted((d["domain"], d["source"]) for d in domains) == [(d, s) for d in range(3) for s in ("docs", "web")]
+    for d in domains:
+        members = [r for r in clustered if (r["domain"], r["source"]) == (d["domain"], d["source"])]
+        assert d["documents"] == len(members) and d["tokens"] == sum(r["n_tokens"] for r in members)
+        assert set(d["examples"]) <= {r["id"] for r in members} and len(d["examples"]) == min(3, len(members))
+        assert d["name"] == ("first" if d["domain"] == 1 else None) and d["top_terms"]
+    info = json.loads((gen / "manifest" / "curation.json").read_text())["domains"]
+    assert info["k"] == 3 and info["sources"] == ["web", "docs"] and info["names"] == {"1": "first"}
+    assert {d["model_digest"] for d in domains} == {info["model_digest"]}
+    docs = pq.read_table(gen / "manifest" / "documents", columns=["id", "domain"]).to_pylist()
+    assert {r["id"]: r["domain"] for r in docs} == {r["id"]: r["domain"] for r in rows}
+
+
+def test_the_domains_view_and_a_rerun_that_changes_nothing(domains_ws):
+    ws, sources, tokenizer = domains_ws
+    result = run_loom("-w", ws, "sql", "--format", "csv", "SELECT domain, sum(documents) FROM domains GROUP BY 1 ORDER BY 1")
+    counts = run_loom("-w", ws, "sql", "--format", "csv",
+                      "SELECT domain, count(*) FROM documents WHERE domain IS NOT NULL GROUP BY 1 ORDER BY 1")
+    assert result.stdout == counts.stdout.replace("count_star()", "sum(documents)") and result.stdout.count("\n") == 4
+    marker = ws / "work" / "domains" / "_done"
+    before, generation = marker.read_text(), published(ws)
+    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", tokenizer, "--workers", 2)
+    assert marker.read_text() == before and published(ws) == generation
+
+
+@needs_chromium()
+def test_the_curation_report_shows_the_domains_with_their_terms(domains_ws, tmp_path):
+    ws, _, _ = domains_ws
+    run_loom("-w", ws, "report", "curation")
+    report = published(ws) / "manifest" / "report.html"
+    dom, _ = open_page(report, tmp_path)
+    rows = dom.tables["domains-sources"][1:]
+    assert [row[0] for row in rows] == ["0", "1", "2"]
+    text = report.read_text()
+    assert "Topic domains" in text and "first" in text
+    domains = pq.read_table(published(ws) / "manifest" / "domains.parquet").to_pylist()
+    assert all(d["top_terms"][0] in text for d in domains)
+
+
+def test_k_of_one_is_refused_by_loom_curate_in_one_line(tmp_path, slice_sources, slice_tokenizer):
+    sources = tmp_path / "sources.toml"
+    sources.write_text(f"root = {json.dumps(str(slice_sources.parent))}\n{slice_sources.read_text()}\n[domains]\nk = 1\n")
+    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
+                      check=False)
+    assert result.returncode == 2 and "Dask" not in result.stdout
+    assert result.stderr.strip().splitlines() == [f"error: {sources}: [domains]: `k` must be a whole number of domains, "
+                                                  "at least 2 (got 1); e.g. k = 24"]
