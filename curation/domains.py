@@ -1,18 +1,20 @@
 """Topic domains: a small clustering model fitted on a sample of documents, then applied to every document.
 
-The embedding is hashed TF-IDF (words and word bigrams hashed into FEATURES columns, so that memory is set by the
-sample and not by a vocabulary), reduced by a truncated SVD to `dims` dimensions and normalized; the domains are
-spherical k-means centres on those unit vectors (scikit-learn's KMeans on unit vectors, its centres normalized
-again, documents assigned by cosine). A document's distance is 1 - its cosine to its domain's centre.
+The embedding is hashed TF-IDF (words and word bigrams of a text's first MAX_CHARS characters hashed into FEATURES
+columns, so that no vocabulary is held), reduced by a truncated SVD to `dims` dimensions and normalized; the idf
+and the SVD are fitted on at most BASIS_TEXTS of the sample, so that the sparse matrix held is bounded whatever
+`sample` is. The domains are spherical k-means centres on every sampled text's unit vector (scikit-learn's KMeans
+on unit vectors, its centres normalized again, documents assigned by cosine). A document's distance is 1 - its
+cosine to its domain's centre.
 
 The fitted state is plain arrays (idf, SVD components, centres) in one .npz and its settings and top terms in a
 JSON file: no pickle. A hashed feature has no word, so the top terms are recorded while fitting: for each domain,
-the sample's words (and bigrams) whose hashed columns have the highest mean TF-IDF over its members,
-less their mean over the whole sample.
-Same texts, same settings and seed: same model, same digest."""
+the sample's words (and bigrams) whose hashed columns have the highest mean TF-IDF over its members, less their
+mean over the whole sample. Same texts, same settings and seed: same model, same digest."""
 
 import hashlib
 import json
+from collections import Counter
 
 import numpy as np
 
@@ -26,7 +28,9 @@ DIMS = 64  # SVD dimensions
 N_INIT = 4  # k-means restarts (the best inertia is kept)
 TOKEN_PATTERN = r"(?u)\b[^\W\d_]{2,}\b"  # words of two or more letters
 TOP_TERMS = 12  # recorded per domain
-MAX_CHARS = 10_000  # of a text, embedded: a topic shows in its beginning, and a huge document costs no more
+BASIS_TEXTS = 50_000  # of the sample: the TF-IDF matrix held while fitting (a few hundred MB at most)
+NAMING_TEXTS = 10_000  # texts whose terms name the top columns (hashing's columns have no word)
+MAX_CHARS = 4_000  # of a text, embedded: a topic shows in its first ~600 words, and a huge document costs no more
 PREDICT_BATCH = 2048  # documents embedded at once: bounds predict's memory
 ARRAYS = ("idf", "components", "centres")
 
@@ -42,30 +46,43 @@ class DomainModel:
     # ---- fitting ----
 
     def fit(self, texts: list[str]) -> "DomainModel":
+        """The idf, the SVD and the top terms come from a seeded subset of at most BASIS_TEXTS texts (all of a
+        smaller sample), whose TF-IDF matrix is the one large thing held; the centres from every text's vector,
+        embedded in batches."""
         from sklearn.cluster import KMeans
         from sklearn.decomposition import TruncatedSVD
 
         if len(texts) < self.k:
             raise ValueError(f"{len(texts)} documents cannot make {self.k} domains")
-        counts = self._hashed(texts)
+        basis = [texts[i] for i in self._basis(len(texts))]
+        counts = self._hashed(basis)
         df = np.bincount(counts.indices, minlength=self.features)
-        self.idf = (np.log((1 + len(texts)) / (1 + df)) + 1).astype(np.float32)  # scikit-learn's smoothed idf
+        self.idf = (np.log((1 + len(basis)) / (1 + df)) + 1).astype(np.float32)  # scikit-learn's smoothed idf
         weighted = self._tfidf(counts)
-        dims = max(1, min(self.dims, len(texts) - 1, self.features - 1))
+        del counts
+        dims = max(1, min(self.dims, len(basis) - 1, self.features - 1))
         svd = TruncatedSVD(n_components=dims, algorithm="randomized", n_iter=5, random_state=self.seed)
-        vectors = _unit_rows(svd.fit_transform(weighted).astype(np.float32))
+        basis_vectors = _unit_rows(svd.fit_transform(weighted).astype(np.float32))
         self.components = svd.components_.astype(np.float32)
+        vectors = basis_vectors if len(basis) == len(texts) else np.concatenate(
+            [self.embed(texts[i:i + PREDICT_BATCH]) for i in range(0, len(texts), PREDICT_BATCH)])
         kmeans = KMeans(n_clusters=self.k, n_init=N_INIT, random_state=self.seed).fit(vectors)
         self.centres = _unit_rows(kmeans.cluster_centers_.astype(np.float32))
-        labels, _ = self._assign(vectors)
-        self.terms = self._top_terms(texts, weighted, labels)
+        labels, _ = self._assign(basis_vectors)
+        self.terms = self._top_terms(basis, weighted, labels)
         return self
+
+    def _basis(self, n: int) -> np.ndarray:
+        """Which of n texts the idf, SVD and top terms are fitted on: all, or a seeded subset, in order."""
+        if n <= BASIS_TEXTS:
+            return np.arange(n)
+        return np.sort(np.random.default_rng(self.seed).choice(n, BASIS_TEXTS, replace=False))
 
     def _top_terms(self, texts: list[str], weighted, labels: np.ndarray) -> list[list[str]]:
         """Per domain, the terms whose mean TF-IDF over its members most exceeds their mean over the sample (so
-        that words common everywhere are not anyone's top terms). Only the columns that make some
-        domain's top list are named: one pass over the sample's terms counts the words hashed to those columns,
-        the most frequent naming each (a collision's rarer words are left out)."""
+        that words common everywhere are not anyone's top terms). A column is named by the term hashed to it that
+        is most frequent in up to NAMING_TEXTS of the sample (as many from each domain as there are), counted
+        once per distinct term: a collision's rarer terms are left out."""
         from scipy import sparse
 
         members = sparse.csr_matrix((np.ones(len(labels), np.float32), (labels, np.arange(len(labels)))),
@@ -74,16 +91,16 @@ class DomainModel:
         means = np.asarray((members @ weighted).todense()) / sizes
         means -= np.asarray(weighted.mean(axis=0))
         wanted = {d: np.argsort(-means[d], kind="stable")[:TOP_TERMS * 2] for d in range(self.k)}
-        columns = {int(c) for top in wanted.values() for c in top if means[:, c].any()}
-        counts: dict[int, dict[str, int]] = {}
-        analyze, column = self._vectorizer().build_analyzer(), self.column
-        for text in texts:
-            for term in analyze(text):
-                if (c := column(term)) in columns:
-                    seen = counts.setdefault(c, {})
-                    seen[term] = seen.get(term, 0) + 1
-        named = {c: min(seen.items(), key=lambda item: (-item[1], item[0]))[0] for c, seen in counts.items()}
-        return [[named[int(c)] for c in wanted[d] if int(c) in named and means[d, c] > 0][:TOP_TERMS]
+        columns = {int(c) for top in wanted.values() for c in top}
+        counts = Counter()
+        analyze = self._vectorizer().build_analyzer()
+        for i in naming_texts(labels, self.k):
+            counts.update(analyze(texts[i][:MAX_CHARS]))
+        named: dict[int, tuple[int, str]] = {}
+        for term, n in counts.items():
+            if (c := self.column(term)) in columns and (-n, term) < named.get(c, (0, "")):
+                named[c] = (-n, term)
+        return [[named[int(c)][1] for c in wanted[d] if int(c) in named and means[d, c] > 0][:TOP_TERMS]
                 for d in range(self.k)]
 
     # ---- applying ----
@@ -129,12 +146,11 @@ class DomainModel:
         return self._vectorizer().transform([text[:MAX_CHARS] for text in texts]).tocsr()
 
     def _tfidf(self, counts):
-        """Sublinear term frequency times idf, each row L2-normalized."""
+        """Sublinear term frequency times idf, each row L2-normalized (in `counts`' own arrays)."""
         from sklearn.preprocessing import normalize
 
-        weighted = counts.copy()
-        weighted.data = (np.log(weighted.data) + 1) * self.idf[weighted.indices]
-        return normalize(weighted, copy=False)
+        counts.data = (np.log(counts.data) + 1) * self.idf[counts.indices]  # in place: counts is not kept
+        return normalize(counts, copy=False)
 
     # ---- the saved state ----
 
@@ -171,6 +187,14 @@ class DomainModel:
             for name in ARRAYS:
                 setattr(model, name, arrays[name])
         return model
+
+
+def naming_texts(labels: np.ndarray, k: int) -> np.ndarray:
+    """Up to NAMING_TEXTS of the sample, the first of each domain's members in turn (a small domain gives all it
+    has), in sample order."""
+    per_domain = max(1, NAMING_TEXTS // k)
+    picked = [np.flatnonzero(labels == d)[:per_domain] for d in range(k)]
+    return np.sort(np.concatenate(picked))
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:

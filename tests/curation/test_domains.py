@@ -25,7 +25,11 @@ def topic_texts(words: list[str], n: int = 12) -> list[str]:
 COOKING, ASTRONOMY = topic_texts(COOKING_WORDS), topic_texts(ASTRONOMY_WORDS)
 
 
-def test_two_obvious_topics_separate_and_top_terms_name_them():
+@pytest.mark.parametrize("basis", [None, 16])
+def test_two_obvious_topics_separate_and_top_terms_name_them(monkeypatch, basis):
+    """Also when the idf and SVD are fitted on a subset of the texts (`basis`) and the rest are embedded after."""
+    if basis:
+        monkeypatch.setattr("curation.domains.BASIS_TEXTS", basis)
     model = DomainModel(k=2, seed=0).fit(COOKING + ASTRONOMY)
     domains, distances = model.predict(COOKING + ASTRONOMY)
     assert domains.dtype == np.int32 and distances.dtype == np.float32
