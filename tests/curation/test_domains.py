@@ -187,3 +187,17 @@ def test_k_of_one_is_refused_by_loom_curate_in_one_line(tmp_path, slice_sources,
     assert result.returncode == 2 and "Dask" not in result.stdout
     assert result.stderr.strip().splitlines() == [f"error: {sources}: [domains]: `k` must be a whole number of domains, "
                                                   "at least 2 (got 1); e.g. k = 24"]
+
+
+def test_fewer_kept_documents_than_k_stops_the_stage_with_the_count(tmp_path, slice_tokenizer):
+    (tmp_path / "tiny.jsonl").write_text("".join(json.dumps({"text": f"document number {i} about topic {i}"}) + "\n"
+                                                 for i in range(3)))
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[[source]]\nname = "tiny"\nformat = "jsonl"\npaths = ["tiny.jsonl"]\nfilters = []\n\n'
+                       "[domains]\nk = 4\nsample = 10\n")
+    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
+                      "--workers", 1, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == ("error: [domains]: 3 documents of tiny are left to cluster after "
+                                                      "filtering and dedup, fewer than k = 4; lower k or cluster more "
+                                                      "sources")
