@@ -201,3 +201,14 @@ def test_fewer_kept_documents_than_k_stops_the_stage_with_the_count(tmp_path, sl
     assert result.stderr.strip().splitlines()[-1] == ("error: [domains]: 3 documents of tiny are left to cluster after "
                                                       "filtering and dedup, fewer than k = 4; lower k or cluster more "
                                                       "sources")
+
+
+def test_without_domains_the_table_is_empty_and_no_document_has_one(curated_slice):
+    gen = published(curated_slice[0])
+    table = pq.read_table(gen / "manifest" / "domains.parquet")
+    assert table.num_rows == 0 and table.schema.names == ["domain", "name", "source", "documents", "tokens",
+                                                          "top_terms", "examples", "model_digest"]
+    assert json.loads((gen / "manifest" / "curation.json").read_text())["domains"] is None
+    domains = pq.read_table(gen / "curated", columns=["domain"])["domain"]
+    assert domains.null_count == len(domains) > 0
+    assert not (curated_slice[0] / "work" / "domains").exists()
