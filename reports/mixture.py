@@ -145,7 +145,7 @@ def cells(meta: dict, rows: list[dict]) -> str:
         left_out = record["left_out_tokens"]
         parts.append(f"<h3>{esc(key)}: {len(ranked)} cells</h3>"
                      + (f'<p class="note">{number(left_out)} training tokens are in none of them (a null value in '
-                        "its columns, or a cell under one sequence).</p>" if left_out else "")
+                        "its columns, or a cell under one sequence or one per batch).</p>" if left_out else "")
                      + table(["cell", "tokens", "share of mixture", f"share of {key}", "epochs", "available tokens"],
                              [[cell_label(c, names), tokens.get(c, 0), tokens.get(c, 0) / meta["tokens"],
                                tokens.get(c, 0) / whole, epochs.get(c, 0.0), available.get(c, 0)] for c in ranked],

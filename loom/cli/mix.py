@@ -209,5 +209,5 @@ def print_cells(meta: dict) -> None:
     for key, record in meta.get("cells", {}).items():
         left_out = record["left_out_tokens"]
         console.print(f"Cells of '{key}': {len(record['cells'])}" + (
-            f"; {left_out:,} training tokens in none (a null value in its columns, or a cell under one sequence)"
+            f"; {left_out:,} training tokens in none (a null value in its columns, or a cell under one sequence or one per batch)"
             if left_out else ""))

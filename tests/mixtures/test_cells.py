@@ -40,8 +40,9 @@ def connection(documents=DOCUMENTS) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def spec(weights: dict, seq_len: int = 8) -> object:
-    return parse_spec({"name": "m", "seq_len": seq_len, "global_batch": 8, "steps": 10, "weights": weights}, "test")
+def spec(weights: dict, seq_len: int = 8, global_batch: int = 16) -> object:
+    return parse_spec({"name": "m", "seq_len": seq_len, "global_batch": global_batch, "steps": 10, "weights": weights},
+                      "test")
 
 
 def test_a_slice_takes_several_conditions_each_column_op_value():
@@ -122,9 +123,17 @@ def test_a_cell_under_one_sequence_is_left_out_with_its_tokens():
     assert expansion.wildcards["web:domain=*"].left_out_tokens == 200 + 50
 
 
+def test_a_cell_its_share_gives_under_one_sequence_per_batch_is_left_out_and_the_rest_share_its_weight():
+    # half of a batch of 8 is 4 sequences: domain 10's 200 of the cells' 1,000 tokens would get 0.8 of one
+    expansion = expand(spec({"web:domain=*": 0.5, "code": 0.5}, global_batch=8), connection(), NAMES)
+    assert dict(expansion.spec.phases[0].weights) == {"web:domain=2": 0.25, "web:domain=3": 0.25, "code": 0.5}
+    assert expansion.wildcards["web:domain=*"].left_out_tokens == 200 + 50
+
+
 def test_a_wildcard_with_no_cell_is_refused_in_one_line():
-    with pytest.raises(UserError, match="'code:domain=\\*' has no cell of at least one sequence \\(9 tokens\\): "
-                                        "the 1,000 training tokens it selects have a null"):
+    with pytest.raises(UserError, match="'code:domain=\\*' has no cell of at least one sequence \\(9 tokens\\) that its "
+                                        "share gives a sequence per batch: the 1,000 training tokens it selects "
+                                        "have a null"):
         expand(spec({"code:domain=*": 1.0}), connection(), NAMES)
 
 
@@ -223,7 +232,7 @@ def test_a_domain_slice_without_domains_fails_in_one_line_before_anything_is_wri
 # ---- domains end to end: the slice curated with [domains] (needs curation's domains stage) --------------
 
 DOMAIN_CELLS = """seq_len = 32
-global_batch = 16
+global_batch = 64
 total_tokens = 20_000
 [weights]
 "docs:domain=*" = 0.5
@@ -265,7 +274,9 @@ def test_domain_cells_build_from_curated_domains_with_names_shown(domains_mix_ws
     for d in pq.read_table(published(ws) / "manifest" / "documents").to_pylist():
         if d["source"] == "docs" and (d["shard"], d["row"]) not in held:
             training[d["domain"]] = training.get(d["domain"], 0) + d["n_tokens"]
-    cells = [f"docs:domain={d}" for d in sorted(training) if training[d] >= 33]
+    # a cell holds one sequence (33 tokens) and gets one of the 32 sequences per batch its wildcard's 0.5 gives
+    cells = [f"docs:domain={d}" for d in sorted(training)
+             if training[d] >= 33 and training[d] * 32 >= sum(t for t in training.values() if t >= 33)]
     assert len(cells) >= 2 and meta["cells"]["docs:domain=*"]["cells"] == cells
     assert meta["domain_names"] == {"1": "first"}
     keys = [c["key"] for c in meta["components"]]
