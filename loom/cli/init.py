@@ -12,7 +12,7 @@ from loom.cli.console import console
 
 STARTER_SOURCES = """\
 # The corpora `loom curate` reads: one [[source]] table per corpus. Every key and format is described in
-# Loom's README.md, section "Sources: `sources.toml`". A relative path starts from this file's folder (or from
+# Loom's docs/curation.md, section "Sources: `sources.toml`". A relative path starts from this file's folder (or from
 # `root = "/data/corpora"`, set at the top).
 
 # An example to start from: the documentation pages bundled with Loom. Replace it with your own data.
@@ -22,10 +22,15 @@ format = "jsonl.gz"                 # any format `loom curate --help` lists
 paths = ["{docs}/*.jsonl.gz"]
 text_field = "text"                 # the field that holds each record's text
 id_field = "id"                     # optional: the source's own id, kept in meta as source_id
-tags = ["docs", "en"]               # domains, for mixtures
+tags = ["docs", "en"]               # groups of sources a mixture can weigh together
 filters = ["gopher_repetition"]     # any of the filters `loom curate --help` lists; without this key a web
                                     # source (of a web format, or tagged "web") gets every web filter, and any
                                     # other none (reStructuredText fails all but gopher_repetition)
+
+# Topic domains inside sources (docs/curation.md, "Topic domains"): uncomment to cluster the kept documents into
+# k domains, which mixtures weigh as cells ("docs:domain=*" = 0.5).
+# [domains]
+# k = 24
 """
 
 
