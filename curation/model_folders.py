@@ -125,14 +125,22 @@ class Encoder:
 
 
 def _load(folder: Path, found: str | None):
+    """The folder's encode function. Any failure to load is the folder's: one line with the loader's first."""
     if found is None or (why := problem(folder)) is not None:
         raise UserError(f"[domains]: the embedding folder {folder} {why or 'is not a model folder'}")
-    if found == MODEL2VEC:
-        from model2vec import StaticModel
+    try:
+        return _model2vec(folder) if found == MODEL2VEC else _sentence_transformer(folder)
+    except Exception as err:  # noqa: BLE001 - whatever the loader raises, the fix is the folder
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"[domains]: the {found} folder {folder} cannot be loaded from its own files ({first}); "
+                        "give a folder that holds the whole model") from None
 
-        model = StaticModel.from_pretrained(folder, force_download=False)  # an existing folder is read as it is
-        return lambda texts: model.encode(texts, use_multiprocessing=False, show_progress_bar=False)
-    return _sentence_transformer(folder)
+
+def _model2vec(folder: Path):
+    from model2vec import StaticModel
+
+    model = StaticModel.from_pretrained(folder, force_download=False)  # an existing folder is read as it is
+    return lambda texts: model.encode(texts, use_multiprocessing=False, show_progress_bar=False)
 
 
 def _sentence_transformer(folder: Path):
@@ -142,11 +150,6 @@ def _sentence_transformer(folder: Path):
 
     transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bars in the workers' output
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        model = SentenceTransformer(str(folder), device=device, local_files_only=True)
-    except (OSError, ValueError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"[domains]: the embedding folder {folder} cannot be loaded without a download ({first}); "
-                        "give a folder that holds the whole model") from None
+    model = SentenceTransformer(str(folder), device=device, local_files_only=True)  # never the hub
     return lambda texts: model.encode(texts, batch_size=ENCODE_BATCH, convert_to_numpy=True,
                                       show_progress_bar=False)

@@ -224,3 +224,21 @@ def test_one_curate_of_the_slice_with_a_model_folder(model_folder, tmp_path, sli
     assert settings["embedding"] == model_folder.name
     assert {d["model_digest"] for d in pq.read_table(gen / "manifest" / "domains.parquet").to_pylist()} == {
         info["model_digest"]}
+
+
+def test_a_folder_that_fails_to_load_stops_loom_curate_in_one_line(tmp_path, slice_tokenizer):
+    """It passes the checks at config load (its files are there), so the fit's worker finds it out."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in model_folders.MODEL2VEC_FILES:
+        (folder / name).write_text("{}")
+    (tmp_path / "tiny.jsonl").write_text("".join(json.dumps({"text": f"document number {i} about topic {i}"}) + "\n"
+                                                 for i in range(4)))
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[[source]]\nname = "tiny"\nformat = "jsonl"\npaths = ["tiny.jsonl"]\nfilters = []\n\n'
+                       '[domains]\nk = 2\nembedding = "model"\n')
+    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
+                      "--workers", 1, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"error: [domains]: the model2vec folder {folder} cannot be loaded from its own files (")
