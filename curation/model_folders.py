@@ -26,6 +26,10 @@ MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
                    "tokenizer.model")
+REQUIRED_FILES = {  # a module kind -> what its folder must hold, each one of some names
+    "Transformer": (("config", ("config.json",)), ("weights", WEIGHT_FILES), ("tokenizer", TOKENIZER_FILES)),
+    "StaticEmbedding": (("weights", ("model.safetensors",)), ("tokenizer", ("tokenizer.json",))),
+}
 PACKAGES = {MODEL2VEC: ("model2vec", "pip install 'model2vec>=0.10'"),
             SENTENCE_TRANSFORMERS: ("sentence_transformers", "pip install 'loom[embeddings]'")}
 ENCODE_BATCH = 64  # texts per forward pass of a sentence-transformers model
@@ -45,40 +49,47 @@ def kind(folder: Path) -> str | None:
 def problem(folder: Path) -> str | None:
     """Why the folder cannot be used as it is (a clause naming the fix), or None."""
     folder = Path(folder)
-    if not folder.is_dir() or (found := kind(folder)) is None:
+    try:
+        found = kind(folder) if folder.is_dir() else None
+    except ValueError as err:
+        return f"has a {MODULES_FILE} that is not a list of sentence-transformers modules ({err})"
+    if found is None:
         return (f"is not a model folder (no {MODULES_FILE}, nor model2vec's {', '.join(MODEL2VEC_FILES)} in "
                 f"{folder}); use \"tfidf\" or a sentence-transformers or model2vec folder")
     module, install = PACKAGES[found]
     if importlib.util.find_spec(module) is None:
         return f"is a {found} folder, which needs the {found} package: {install}"
-    missing = _missing_files(folder) if found == SENTENCE_TRANSFORMERS else None
-    if missing:
+    if missing := _missing_files(folder):
         return f"lacks {missing}, which would have to be downloaded; nothing is: give a folder that holds the model"
     return None
 
 
+def _modules(folder: Path) -> list[dict]:
+    """modules.json's entries (a model2vec folder without one: its static embedding at the top)."""
+    if not (folder / MODULES_FILE).is_file():
+        return [{"path": ".", "type": "StaticEmbedding"}]
+    modules = json.loads((folder / MODULES_FILE).read_text())
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
+        raise ValueError("each entry needs a `type`")
+    return modules
+
+
 def _module_types(folder: Path) -> list[str]:
-    """The last part of each module's type in modules.json ("Transformer", "Pooling", ...)."""
-    try:
-        modules = json.loads((folder / MODULES_FILE).read_text())
-        return [str(m["type"]).rsplit(".", 1)[-1] for m in modules]
-    except (ValueError, TypeError, KeyError) as err:
-        raise UserError(f"{folder / MODULES_FILE} is not a sentence-transformers module list ({err})") from None
+    """The last part of each module's type ("Transformer", "Pooling", "StaticEmbedding", ...)."""
+    return [str(m["type"]).rsplit(".", 1)[-1] for m in _modules(folder)]
 
 
 def _missing_files(folder: Path) -> str | None:
-    """The first thing a sentence-transformers folder's modules lack: a module's folder, or a transformer
-    module's config, weights or tokenizer."""
-    modules = json.loads((folder / MODULES_FILE).read_text())
-    paths = [folder / module.get("path", "") for module in modules]
+    """The first thing the folder's modules lack: a module's folder, or the files of a module that holds a model
+    (REQUIRED_FILES)."""
+    modules = _modules(folder)
+    paths = [folder / str(module.get("path", "")) for module in modules]
     if missing := [path for path in paths if not path.is_dir()]:
         return f"the folder {missing[0]} of one of its modules"
-    for module, path in zip(modules, paths):
-        if not str(module.get("type", "")).endswith("Transformer"):
-            continue
-        for what, names in (("config", ("config.json",)), ("weights", WEIGHT_FILES), ("tokenizer", TOKENIZER_FILES)):
+    for kind_of_module, path in zip(_module_types(folder), paths):
+        for what, names in REQUIRED_FILES.get(kind_of_module, ()):
             if not any((path / name).is_file() for name in names):
-                return f"its transformer's {what} ({' or '.join(names)} in {path})"
+                return f"its {kind_of_module} module's {what} ({' or '.join(names)} in {path})"
     return None
 
 

@@ -186,7 +186,20 @@ def test_a_sentence_transformers_folder_that_needs_a_download_is_one_line(tmp_pa
     (folder / "config.json").write_text("{}")
     (folder / "tokenizer.json").write_text("{}")
     message = sources_with(tmp_path, "model")
-    assert "lacks its transformer's weights (model.safetensors or" in message and "would have to be downloaded" in message
+    assert "lacks its Transformer module's weights (model.safetensors or" in message
+    assert "would have to be downloaded" in message
+
+
+def test_a_model2vec_folder_missing_its_tokenizer_or_a_broken_module_list_is_one_line(tmp_path):
+    folder = tmp_path / "model"
+    (folder / "0_StaticEmbedding").mkdir(parents=True)
+    (folder / "0_StaticEmbedding" / "model.safetensors").write_bytes(b"")
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_StaticEmbedding", "type": "sentence_transformers.models.StaticEmbedding"}]))
+    assert "lacks its StaticEmbedding module's tokenizer (tokenizer.json in" in sources_with(tmp_path, "model")
+    (folder / "modules.json").write_text('{"type": ')
+    assert "has a modules.json that is not a list of sentence-transformers modules (" in sources_with(tmp_path,
+                                                                                                     "model")
 
 
 def test_without_sentence_transformers_installed_a_folder_is_one_line(tmp_path, monkeypatch):
