@@ -1,19 +1,20 @@
 """Topic domains: a small clustering model fitted on a sample of documents, then applied to every document.
 
-The embedding is either a local model folder's (curation.model_folders: model2vec or sentence-transformers,
-each text's vector L2-normalized) or, by default, hashed TF-IDF (words and word bigrams of a text's first MAX_CHARS characters hashed into FEATURES
-columns, so that no vocabulary is held), reduced by a truncated SVD to `dims` dimensions and normalized; the idf
-and the SVD are fitted on at most BASIS_TEXTS of the sample, so that the sparse matrix held is bounded whatever
-`sample` is. The domains are spherical k-means centres on every sampled text's unit vector (scikit-learn's KMeans
-on unit vectors, its centres normalized again, documents assigned by cosine). A document's distance is 1 - its
-cosine to its domain's centre.
-With a model folder the hashed TF-IDF is still fitted on the basis, but only to find the top terms (below).
+The embedding is by default hashed TF-IDF (words and word bigrams of a text's first MAX_CHARS characters hashed
+into FEATURES columns, so that no vocabulary is held), reduced by a truncated SVD to `dims` dimensions and
+normalized; the idf and the SVD are fitted on at most BASIS_TEXTS of the sample, so that the sparse matrix held
+is bounded whatever `sample` is. Or it is a local model folder's (curation.model_folders: model2vec or
+sentence-transformers), each text's vector L2-normalized, no SVD; the hashed TF-IDF is then fitted on the basis
+only to find the top terms. The domains are spherical k-means centres on every sampled text's unit vector
+(scikit-learn's KMeans on unit vectors, its centres normalized again, documents assigned by cosine). A document's
+distance is 1 - its cosine to its domain's centre.
 
-The fitted state is plain arrays (idf, SVD components unless a model folder embeds, centres) in one .npz and its settings and top terms in a
-JSON file: no pickle. A hashed feature has no word, so the top terms are recorded while fitting: for each domain,
-the sample's words (and bigrams) whose hashed columns have the highest mean TF-IDF over its members, less their
-mean over the whole sample. Same texts, same settings and seed: same model, same digest. A model folder's own
-digest (over its files) is saved with its path; `load` refuses a folder whose files changed since the fit."""
+The fitted state is plain arrays (idf, the SVD's components for TF-IDF, centres) in one .npz and its settings and
+top terms in a JSON file: no pickle. A hashed feature has no word, so the top terms are recorded while fitting:
+for each domain, the sample's words (and bigrams) whose hashed columns have the highest mean TF-IDF over its
+members, less their mean over the whole sample. Same texts, same settings and seed: same model, same digest. A
+model folder's own digest (over its files) is saved with its path; `load` refuses the folder once its files
+changed."""
 
 import hashlib
 import json

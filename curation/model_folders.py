@@ -23,7 +23,8 @@ MODEL2VEC, SENTENCE_TRANSFORMERS = "model2vec", "sentence-transformers"
 MODULES_FILE = "modules.json"  # a sentence-transformers folder's list of modules (model2vec writes one too)
 STATIC_MODULES = {"StaticEmbedding", "Normalize"}  # a sentence-transformers layout that model2vec reads itself
 MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
                    "tokenizer.model")
 REQUIRED_FILES = {  # a module kind -> what its folder must hold, each one of some names
