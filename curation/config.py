@@ -7,7 +7,9 @@ from base.errors import UserError, reject_unknown_keys
 from base.names import NAME, NAME_RULE, check_name, is_name
 from base.small_files import read_toml
 from base.store import is_url
+from curation import model_folders
 from curation.languages import is_language, unknown_language
+from curation.model_folders import TFIDF
 from curation.readers import READERS
 from curation.steps.filters import FILTERS, web_filters
 
@@ -126,10 +128,6 @@ class DecontaminationConfig:
     false_positive_rate: float = 1e-4  # of each set's Bloom filter, sized for the set's count of n-grams
 
 
-DOMAIN_EMBEDDINGS = ("tfidf",)  # what this version computes; a model folder is recognised and refused
-MODEL_FOLDER_FILES = ("config.json", "model.safetensors")  # a sentence-transformers or model2vec folder has one
-
-
 @dataclass(frozen=True)
 class DomainsConfig:
     """The `[domains]` table: topic domains fitted on a sample of the chosen sources (curation.stages.domains)."""
@@ -137,7 +135,7 @@ class DomainsConfig:
     k: int
     sources: tuple[str, ...] = ()  # the sources clustered; empty: all
     sample: int = 200_000  # documents the model is fitted on, at most
-    embedding: str = "tfidf"
+    embedding: str = "tfidf"  # or a local model folder's resolved path
     seed: int = 0
     names: dict = field(default_factory=dict)  # domain number as a string -> a name a mixture key may use
 
@@ -267,18 +265,15 @@ def _parse_domains(table, path: Path, source_names: list[str], base_dir: Path) -
 
 
 def _domain_embedding(value, where: str, base_dir: Path) -> str:
-    """"tfidf", or a local model folder: one that is not a model is refused, and so (for now) is a model."""
-    if value in DOMAIN_EMBEDDINGS:
+    """"tfidf", or the resolved path of a local model folder that can be loaded as it is (curation.model_folders)."""
+    if value == TFIDF:
         return value
     if not isinstance(value, str) or not value:
         raise UserError(f"{where}: `embedding` must be \"tfidf\" or the path of a local model folder")
-    folder = base_dir / value
-    if not folder.is_dir() or not (any((folder / name).is_file() for name in MODEL_FOLDER_FILES)
-                                   or any(folder.glob("*.npy"))):
-        raise UserError(f"{where}: `embedding` = {value!r} is not a model folder (no {' or '.join(MODEL_FOLDER_FILES)} "
-                        f"or *.npy in {folder}); use \"tfidf\" or a sentence-transformers or model2vec folder")
-    raise UserError(f"{where}: `embedding` = {value!r}: only \"tfidf\" is supported in this version; remove the key "
-                    "or set it to \"tfidf\"")
+    folder = (base_dir / value).resolve()
+    if why := model_folders.problem(folder):
+        raise UserError(f"{where}: `embedding` = {value!r} {why}")
+    return str(folder)
 
 
 def _parse_eval_set(entry: dict, index: int, where: str, base_dir: Path) -> EvalSetConfig:

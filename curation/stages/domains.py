@@ -20,7 +20,9 @@ from base.done_markers import mark_done
 from base.errors import UserError
 from base.small_files import read_text
 from base.workspace import ASSIGNMENTS_DIR, DOMAIN_MODEL_DIR
+from curation import model_folders
 from curation.domains import DIMS, FEATURES, MAX_CHARS, PREDICT_BATCH, DomainModel
+from curation.model_folders import TFIDF
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import write_shard_rows
 from curation.stages.survivors import shard_rows, surviving_batches
@@ -56,7 +58,7 @@ def fit_model(config, folder: str, *samples: list[str]) -> dict:
         texts = [texts[i] for i in keep]
     if len(texts) < config.k:
         return {"sampled": len(texts)}
-    model = DomainModel(config.k, config.seed).fit(texts)
+    model = DomainModel(config.k, config.seed, embedding=config.embedding).fit(texts)
     return {"sampled": len(texts), "model_digest": model.save(folder), "top_terms": model.top_terms()}
 
 
@@ -87,8 +89,11 @@ class Domains(GlobalStage):
         return ctx.config.domains is not None
 
     def inputs(self, ctx) -> str:
+        """The settings, and a model folder's digest: changed files in the folder fit the domains again."""
         config = ctx.config.domains
-        return settings_json((asdict(config), config.clustered(ctx.config.sources), FEATURES, DIMS, MAX_CHARS))
+        folder = () if config.embedding == TFIDF else (model_folders.digest(config.embedding),)
+        return settings_json((asdict(config), config.clustered(ctx.config.sources), FEATURES, DIMS, MAX_CHARS,
+                              *folder))
 
     def model_folder(self, ws) -> Path:
         return ws.stage_dir(self.name) / DOMAIN_MODEL_DIR

@@ -85,7 +85,7 @@ paths = ["docs.jsonl"]
     ('k = 3\nnames = {1 = "Math Stuff"}', "`names` must map domain numbers to names"),
     ('k = 3\nnames = {0 = "a", 1 = "a"}', "`names` gives 'a' to two domains"),
     ('k = 3\nembedding = "models/none"', "`embedding` = 'models/none' is not a model folder"),
-    ('k = 3\nembedding = "model"', "`embedding` = 'model': only \"tfidf\" is supported in this version"),
+    ('k = 3\nembedding = "model"', "`embedding` = 'model' is not a model folder (no modules.json, nor model2vec's"),
     ("k = 3\nclusters = 4", "unknown key 'clusters'"),
 ])
 def test_bad_domains_settings_are_one_line(tmp_path, table, message):
