@@ -2,14 +2,16 @@
 as a function of the mixture x, fitted to the proxies, and how far to trust them: each proxy's objective predicted
 by a fit on the others (leave-one-out, ranked against the measured ones by Spearman), and a bootstrap interval.
 
-"loglinear" is RegMix's and Olmix's mixing law, y = c + exp(t . x), 0 <= c < min(y), fitted with a Huber loss on
+"ridge" (sweeps/ridge.py) is the log-linear law with its slopes pulled together, for tens of weights with
+about half as many proxies. "loglinear" is RegMix's and Olmix's mixing law, y = c + exp(t . x), 0 <= c < min(y), fitted with a Huber loss on
 log-loss residuals from a grid of starts (sweeps.robust.best_of), as the ladder's laws are. "linear" is y = t . x by
 least squares, with no intercept: each phase's weights sum to 1, so an intercept is already in t. With several
 phases t is not unique (a constant added to one phase's t and taken from another's changes nothing); the
 predictions are.
 
 SURROGATES maps each `--surrogate` name to its law: help text, formulas, and how it is fitted, predicts and
-differentiates. How to add a surrogate: a module with a class like Linear below, and one line in SURROGATES.
+differentiates, and the fewest mixtures it fits (minimum_points). How to add a surrogate: a module with a class
+like Linear below, and one line in SURROGATES.
 """
 
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from sweeps import intervals
+from sweeps.ridge import RidgeLogLinear
 from sweeps.robust import best_of
 
 # A proxy's loss is noisy by a few tenths of a percent; a residual past 1% (log-loss) counts as an outlier (a
@@ -35,6 +38,9 @@ class LogLinear:
     search_law = "L = c + exp(t . w)"  # as search.json and its page write it, over the weights w
     intercept = True  # a parameter besides one slope per weight
     positive = True  # fits positive losses only
+
+    def minimum_points(self, dims: int) -> int:
+        return dims + 2  # one slope per weight, c, and one residual
 
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         """(c, t); `start` (c, t) starts the fit instead of the grid."""
@@ -56,6 +62,9 @@ class Linear:
     intercept = False
     positive = False
 
+    def minimum_points(self, dims: int) -> int:
+        return dims + 1  # one slope per weight and one residual
+
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         return 0.0, np.linalg.lstsq(X, y, rcond=None)[0]
 
@@ -66,7 +75,7 @@ class Linear:
         return slopes.copy()
 
 
-SURROGATES = {"loglinear": LogLinear(), "linear": Linear()}
+SURROGATES = {"loglinear": LogLinear(), "linear": Linear(), "ridge": RidgeLogLinear()}
 
 
 @dataclass(frozen=True, eq=False)  # its arrays have no one truth value to compare by
@@ -95,8 +104,9 @@ class Surrogate:
 
 
 def minimum_points(model: str, dims: int) -> int:
-    """The parameters of one metric's law plus one, so that a fit has a residual to measure."""
-    return dims + 1 + SURROGATES[model].intercept
+    """The fewest mixtures the law fits with a residual left to measure (each law says: a plain law one more than
+    its parameters, the ridge law fewer, sweeps/ridge.py)."""
+    return SURROGATES[model].minimum_points(dims)
 
 
 def fit_surrogate(X, Y, model: str = "loglinear", starts: "Surrogate | None" = None) -> Surrogate:
