@@ -15,9 +15,12 @@ from base.errors import UserError
 from base.workspace import Workspace
 from mixtures import MixtureSpec
 from mixtures.compile import measure
+from mixtures.manifest import read_curation
 from mixtures.spec import Phase
 from sweeps.objective import describe, parse_objective, resolve_objective
 from sweeps.plan import LadderPlan, RungPlan, TargetPlan, plan_ladder
+from mixtures.cells import domain_names
+from sweeps.search_cells import check_cells, check_over, with_wildcards
 from sweeps.search_space import (DESIGNS, SearchSpace, natural_weights, proportional, sample_designs, uniform,
                                  unimax)
 from sweeps.spec import LadderSpec
@@ -45,6 +48,7 @@ class SearchOptions:
     confirm: bool = False
     confirm_rung: str | None = None  # default: the rung above the proxies' (theirs if it is the largest)
     target_tokens: int | None = None  # default: the mixture's own budget
+    over: tuple[str, ...] = ()  # cell axes (sweeps.search_cells): the searched phases' sources become their cells
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class SearchPlan:
     confirm_rung: str  # and the one the confirm runs train
     objective: dict[str, float]  # metric (source:NAME, eval:NAME, val_loss) -> its weight in the objective
     objective_text: str
+    domain_names: dict[str, str] | None = None  # the curated domains' names by number, with --over domain
 
     def with_weights(self, x: np.ndarray, name: str) -> MixtureSpec:
         """The base mixture with the searched phases' weights set to x."""
@@ -95,9 +100,16 @@ def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec,
     if proxy_rung.tokens >= target_tokens:
         raise UserError(f"the proxies' rung {proxy_rung.rung} trains {proxy_rung.tokens:,} tokens, not fewer than "
                         f"the target run's {target_tokens:,}; pick a smaller --rung or raise --target-tokens")
+    names = None
+    if options.over:
+        base, names = over_cells(ws, base, options)
     at_target = dataclasses.replace(base, seq_len=planned.seq_len, global_batch=planned.global_batch,
                                     target_tokens=None)
     measured = measure(at_target, ws)
+    if options.over:  # the searched phases' wildcards are now their cells, one weight each
+        at_target = measured.spec
+        base = dataclasses.replace(base, phases=measured.spec.phases)
+        check_cells(base, [p.name for p in _searched_phases(base, options.phases)], options.over)
     stats = measured.stats
     terms = parse_objective(options.objective)
     validated = sorted(s for s, v in measured.validation.items() if v["sequences"] > 0)
@@ -111,7 +123,7 @@ def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec,
     confirm_rung = _rung(rungs, options.confirm_rung, _next(rungs, proxy_rung), "--confirm-rung")
     search = SearchPlan(name, dataclasses.replace(base, target_tokens=None), target_tokens, space,
                         {k: v["tokens"] for k, v in stats.items()}, designs, proxies, None, baselines,
-                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms))
+                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms), names)
     if not options.confirm:
         return search
     within = [kind for kind in BASELINES if search.within_caps(baselines[kind])]  # the others are reported, not run
@@ -130,13 +142,22 @@ def check_options(options: SearchOptions) -> None:
                         "number >= 0, --concentration a finite number > 0")
 
 
+def over_cells(ws: Workspace, base: MixtureSpec, options: SearchOptions) -> tuple[MixtureSpec, dict | None]:
+    """The base mixture with its searched phases' sources as wildcards over options.over (measure expands them),
+    and the domains' names."""
+    curation = read_curation(ws.published())
+    check_over(options.over, curation)
+    searched = [p.name for p in _searched_phases(base, options.phases)]
+    return with_wildcards(base, searched, options.over, curation["sources"]), domain_names(curation)
+
+
 def check_enough_proxies(options: SearchOptions, dims: int) -> None:
     """A fit needs its points, and the held-out check one more: refused before anything trains."""
     needed = minimum_points(options.surrogate, dims) + 1
     if options.proxies < needed:
         raise UserError(f"--proxies {options.proxies}: a {options.surrogate} surrogate of {dims} weights needs at "
                         f"least {needed} proxies (one more than its fit, to check it on proxies it did not see); "
-                        "raise --proxies or search fewer phases")
+                        "raise --proxies or search fewer phases" + (" or axes" if options.over else ""))
 
 
 def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict], target_tokens: int) -> SearchSpace:

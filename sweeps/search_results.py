@@ -54,6 +54,7 @@ def header(plan: SearchPlan, options: SearchOptions) -> dict:
         "prior_kind": options.prior,
         "objective": {"text": plan.objective_text, "terms": plan.objective},
         "target_tokens": plan.target_tokens, "max_epochs": plan.base.max_epochs,
+        "over": list(options.over), "domain_names": plan.domain_names,
         "proxy": {"rung": plan.proxy_rung, **rung.shape.__dict__,
                   "active_parameters": rung.active_parameters, "tokens": rung.tokens, "steps": rung.steps,
                   "flops": rung.flops, "lr": rung.lr, "target_tokens": plan.target_tokens},
@@ -77,9 +78,12 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
     measured = objective(Y, weights)
     for i, predicted in zip(done, held_out):
         proxies[i]["loo_predicted"] = float(predicted)
+    slopes = [f"{phase}/{key}" for phase, keys in zip(plan.space.phases, plan.space.keys) for key in keys]
+    fits = {name: {"c": float(c), "t": dict(zip(slopes, map(float, t))), "residual_scale": float(s)}
+            for name, c, t, s in zip(names, surrogate.intercepts, surrogate.slopes, surrogate.residual_scales)}
     results["surrogate"] = {
         **surrogate.to_json(), "model": options.surrogate, "law": SURROGATES[options.surrogate].search_law,
-        "metrics": names, "n_proxies": len(done),
+        "metrics": names, "fits": fits, "n_proxies": len(done),
         "held_out": {"method": "leave-one-out", "spearman": spearman(held_out, measured),
                      "mean_abs_error": float(np.mean(np.abs(held_out - measured)))}}
     best_proxies = X[np.argsort(measured)[:3]]
