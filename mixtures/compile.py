@@ -18,6 +18,7 @@ from base.store import as_path, path_text
 from base.workspace import Generation, Workspace
 from curation.tokenizer import tokenizer_fingerprint
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, VALIDATION_FILE, sequences_file
+from mixtures.cells import Expansion, domain_names, expand
 from mixtures.evalsets import compile_evals
 from mixtures.heldout import hold_out, validation_counts
 from mixtures.manifest import documents, manifest_fingerprint, read_curation
@@ -28,6 +29,8 @@ from mixtures.spec import MixtureSpec, to_toml
 @dataclass
 class Measured:
     """What a spec selects in the published data, counted before anything is written."""
+    spec: MixtureSpec  # the spec with its wildcard keys expanded into cells (mixtures.cells)
+    expansion: Expansion
     gen: Generation
     curation: dict
     tokenizer: Path
@@ -40,33 +43,38 @@ class Measured:
 
 
 def measure(spec: MixtureSpec, ws: Workspace) -> Measured:
-    """Each weight key's training documents and sequences (its sources' held-out documents left out)."""
+    """Each weight key's training documents and sequences (its sources' held-out documents left out), the spec's
+    wildcard keys first expanded into their cells by the cells' training tokens."""
     gen = ws.published()  # read once: a curation publishing meanwhile does not change what this mixture is built on
     curation = read_curation(gen)
     tokenizer = curated_tokenizer(spec, ws, curation)
-    keys = weight_keys(spec)
-    components = [resolve(key, curation["sources"]) for key in keys]
-    con = documents(gen)
-    sources = sorted({s for c in components for s in c.sources})
+    names = domain_names(curation)
+    sources = sorted({s for key in weight_keys(spec) for s in resolve(key, curation["sources"], names).sources})
     check_eval_sources(spec, sources)
+    con = documents(gen)
     held_out = hold_out(con, spec, sources)
+    expansion = expand(spec, con, names, curation["sources"])
+    keys = weight_keys(expansion.spec)
+    components = [resolve(key, curation["sources"], names) for key in keys]
     validation = validation_counts(held_out, sources, spec.seq_len)
     stats = {c.key: {**component_stats(spec, c.key, *count(con, c)),
                      "validation_tokens": sum(validation[s]["tokens"] for s in c.sources)} for c in components}
-    return Measured(gen, curation, tokenizer, keys, components, con, held_out, validation, stats)
+    return Measured(expansion.spec, expansion, gen, curation, tokenizer, keys, components, con, held_out, validation,
+                    stats)
 
 
 def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     m = measure(spec, ws)
     steps = spec.resolved_steps()
-    phases = plan_phases(spec, m.keys, steps)
-    rows = plan_rows(spec, m.components, phases, m.stats)
+    phases = plan_phases(m.spec, m.keys, steps)
+    rows = plan_rows(m.spec, m.components, phases, m.stats)
     meta = {
         "name": spec.name, "seed": spec.seed, "seq_len": spec.seq_len, "global_batch": spec.global_batch,
         "steps": steps, "tokens": steps * spec.global_batch * spec.seq_len,
         "vocab_size": Tokenizer.from_file(str(local_file(m.tokenizer))).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
         "components": write_sequence_indexes(m.con, m.components, m.stats, out),
+        **m.expansion.record(),
         "validation": {"file": VALIDATION_FILE, "tokens_per_source": spec.validation_budget(),
                        "sources": m.validation},
         "evals": compile_evals(spec, ws.root, m.tokenizer, m.gen, m.held_out, out),

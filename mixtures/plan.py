@@ -1,20 +1,16 @@
 """Planning a mixture, without touching a file: what each weight key selects, the phases' steps and sequences
 per batch, and the plan's rows (tokens and epochs per phase and component)."""
 
-import re
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from base.errors import UserError
 from base.sql import literal, literal_list
-from curation.config import SOURCE_NAME
+from mixtures.cells import checked_slice, slice_where
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec
 
-SLICE = re.compile(rf"^(?P<source>{SOURCE_NAME}):(?P<column>[a-z_]+)\s*(?P<op>>=|<=|!=|=|>|<)\s*(?P<value>.+)$")
-SLICE_COLUMNS = {"lang", "lang_score", "quality", "quality_bucket", "n_tokens", "n_chars"}
-NUMBER = re.compile(r"-?\d+(\.\d+)?")
 PLAN = pa.schema([
     ("phase", pa.string()), ("component", pa.string()), ("sources", pa.string()), ("weight", pa.float64()),
     ("target_share", pa.float64()), ("realized_share", pa.float64()), ("sequences_per_step", pa.int32()),
@@ -37,25 +33,17 @@ def weight_keys(spec: MixtureSpec) -> list[str]:
     return list(dict.fromkeys(key for phase in spec.phases for key, _ in phase.weights))
 
 
-def resolve(key: str, sources: dict[str, dict]) -> Component:
-    """A weight's key: a source, a tag of sources, or a slice `source:column op value`."""
+def resolve(key: str, sources: dict[str, dict], names: dict[str, str] | None = None) -> Component:
+    """A weight's key: a source, a tag of sources, or a slice `source:column op value[,column op value...]`
+    (mixtures.cells; `names`: the domains' names, None where the data has no domains). A wildcard key's component
+    selects every cell of it; compile expands it into the cells first."""
     if key in sources:
         return Component(key, f"source = {literal(key)}", (key,))
     tagged = tuple(sorted(name for name, info in sources.items() if key in info["tags"]))
     if tagged:
         return Component(key, f"source IN {literal_list(tagged)}", tagged)
-    match = SLICE.match(key)
-    if not match:
-        raise UserError(f"weight key '{key}' is not a source, a tag or a slice like 'web:quality_bucket>=3'; "
-                        f"sources: {', '.join(sorted(sources))}")
-    source, column, op, value = match["source"], match["column"], match["op"], match["value"].strip()
-    if source not in sources:
-        raise UserError(f"weight key '{key}': no source '{source}'; sources: {', '.join(sorted(sources))}")
-    if column not in SLICE_COLUMNS:
-        raise UserError(f"weight key '{key}': cannot slice on '{column}'; use one of {', '.join(sorted(SLICE_COLUMNS))}")
-    # a number stays as written (NUMBER lets nothing else through); anything else is a string, quotes optional
-    operand = value if NUMBER.fullmatch(value) else literal(value.strip("'\""))
-    return Component(key, f"source = {literal(source)} AND {column} {op} {operand}", (source,))
+    source, conditions = checked_slice(key, sources, names)
+    return Component(key, slice_where(source, conditions), (source,))
 
 
 def component_stats(spec: MixtureSpec, key: str, documents: int, tokens: int) -> dict:
