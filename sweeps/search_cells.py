@@ -2,7 +2,8 @@
 that a search over one crawl has tens of weights instead of one.
 
 Each searched phase's source key `web` becomes the wildcard `web:domain=*,quality_bucket=*`, and a slice of one
-source `web:lang=en` becomes `web:lang=en,domain=*,...` (an axis the slice already conditions on is not added);
+source `web:lang=en` becomes `web:lang=en,domain=*,...` (an axis the slice already conditions on is not added, nor
+one the source has no values of: the domains may be fitted on some sources only);
 mixtures.cells expands them (in mixtures.compile.measure) into one component per non-empty cell, weighted by the
 cells' natural token shares. A tag stays one component (its sources' cells would be several sources' cells: name
 the sources instead). The phases not searched keep their keys.
@@ -14,6 +15,8 @@ the others: Spearman 0.24-0.83 over six laws against 0.83-0.99 for Dirichlet dra
 law)."""
 
 import dataclasses
+
+import duckdb
 
 from base.errors import UserError
 from mixtures.cells import NO_DOMAINS, domain_names, parse_conditions
@@ -49,22 +52,47 @@ def check_over(over: tuple[str, ...], curation: dict) -> None:
         raise UserError(f"--over {','.join(over)}: the curated data has no domains; {NO_DOMAINS}")
 
 
-def with_wildcards(spec: MixtureSpec, searched: list[str], over: tuple[str, ...], sources: dict) -> MixtureSpec:
-    """The spec with each searched phase's source and slice keys made wildcards over the axes `over`."""
-    phases = tuple(dataclasses.replace(p, weights=tuple((_wildcard(k, over, sources), w) for k, w in p.weights))
-                   if p.name in searched else p for p in spec.phases)
-    return dataclasses.replace(spec, phases=phases)
+def source_axes(con: duckdb.DuckDBPyConnection, over: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Per source, the axes of `over` its documents have values of (the domains may cover some sources only; a
+    source curated without a quality model has no buckets)."""
+    present = ", ".join(f"count({axis}) > 0" for axis in over)
+    rows = con.execute(f"SELECT source, {present} FROM documents GROUP BY source").fetchall()
+    return {source: tuple(axis for axis, has in zip(over, flags) if has) for source, *flags in rows}
 
 
-def _wildcard(key: str, over: tuple[str, ...], sources: dict) -> str:
-    if key in sources:
-        return f"{key}:" + ",".join(f"{axis}=*" for axis in over)
+def with_wildcards(spec: MixtureSpec, searched: list[str], over: tuple[str, ...],
+                   axes: dict[str, tuple[str, ...]]) -> MixtureSpec:
+    """The spec with each searched phase's source and slice keys made wildcards over the axes `over` their source
+    has values of (`axes`, source_axes'); UserError where no key of a searched phase has any."""
+    phases = []
+    for phase in spec.phases:
+        if phase.name not in searched:
+            phases.append(phase)
+            continue
+        weights = tuple((_wildcard(k, over, axes), w) for k, w in phase.weights)
+        if weights == phase.weights:
+            raise UserError(f"--over {','.join(over)}: no source of phase '{phase.name}' has {' or '.join(over)} "
+                            f"values; {_fix(over)}")
+        phases.append(dataclasses.replace(phase, weights=weights))
+    return dataclasses.replace(spec, phases=tuple(phases))
+
+
+def _fix(over: tuple[str, ...]) -> str:
+    fixes = {"domain": "list the sources in [domains] sources", "quality_bucket": "curate with a quality model "
+             "(`loom quality train`, then `loom curate`)"}
+    return " or ".join(fixes[axis] for axis in over)
+
+
+def _wildcard(key: str, over: tuple[str, ...], axes: dict[str, tuple[str, ...]]) -> str:
     parsed = parse_conditions(key)
-    if parsed is None:
-        return key  # a tag
-    conditioned = {c.column for c in parsed[1]}
-    added = [f"{axis}=*" for axis in over if axis not in conditioned]
-    return ",".join([key, *added]) if added else key
+    source = key if parsed is None else parsed[0]
+    if source not in axes:
+        return key  # a tag (its sources' cells would be several sources' cells)
+    conditioned = set() if parsed is None else {c.column for c in parsed[1]}
+    added = [f"{axis}=*" for axis in over if axis in axes[source] and axis not in conditioned]
+    if not added:
+        return key
+    return f"{key}{',' if parsed else ':'}" + ",".join(added)
 
 
 def check_cells(expanded: MixtureSpec, searched: list[str], over: tuple[str, ...]) -> None:

@@ -15,12 +15,12 @@ from base.errors import UserError
 from base.workspace import Workspace
 from mixtures import MixtureSpec
 from mixtures.compile import measure
-from mixtures.manifest import read_curation
+from mixtures.manifest import documents, read_curation
 from mixtures.spec import Phase
 from sweeps.objective import describe, parse_objective, resolve_objective
 from sweeps.plan import LadderPlan, RungPlan, TargetPlan, plan_ladder
 from mixtures.cells import domain_names
-from sweeps.search_cells import check_cells, check_over, with_wildcards
+from sweeps.search_cells import check_cells, check_over, source_axes, with_wildcards
 from sweeps.search_space import (DESIGNS, SearchSpace, natural_weights, proportional, sample_designs, uniform,
                                  unimax)
 from sweeps.spec import LadderSpec
@@ -145,10 +145,12 @@ def check_options(options: SearchOptions) -> None:
 def over_cells(ws: Workspace, base: MixtureSpec, options: SearchOptions) -> tuple[MixtureSpec, dict | None]:
     """The base mixture with its searched phases' sources as wildcards over options.over (measure expands them),
     and the domains' names."""
-    curation = read_curation(ws.published())
+    gen = ws.published()
+    curation = read_curation(gen)
     check_over(options.over, curation)
     searched = [p.name for p in _searched_phases(base, options.phases)]
-    return with_wildcards(base, searched, options.over, curation["sources"]), domain_names(curation)
+    axes = source_axes(documents(gen), options.over)
+    return with_wildcards(base, searched, options.over, axes), domain_names(curation)
 
 
 def check_enough_proxies(options: SearchOptions, dims: int) -> None:

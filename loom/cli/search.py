@@ -124,6 +124,8 @@ def _design_table(planned) -> Table:
 
 def _component_table(planned) -> Table:
     """A row per component (tens of cells), in key order: the prior, the designs' range and the baselines."""
+    from mixtures.cells import cell_label
+
     space = planned.space
     names = [r.rung for r in planned.proxies.rungs]
     table = Table(title=f"Designs {names[0]}..{names[-1]}: each component's prior, the designs' lowest and highest "
@@ -136,7 +138,8 @@ def _component_table(planned) -> Table:
     for phase, keys in zip(space.phases, space.keys):
         for key in keys:
             column = planned.designs[:, offset]
-            label = key if len(space.phases) == 1 else f"{phase}/{key}"
+            label = cell_label(key, planned.domain_names)
+            label = label if len(space.phases) == 1 else f"{phase}/{label}"
             table.add_row(label, f"{prior[offset]:.3f}", f"{column.min():.3f}", f"{column.max():.3f}",
                           *[f"{x[offset]:.3f}" for x in baselines])
             offset += 1
