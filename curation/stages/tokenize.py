@@ -8,6 +8,7 @@ from base.done_markers import mark_done
 from base.parquet_files import parquet_writer
 from curation.schema import CURATED
 from curation.stages.base import ShardStage
+from curation.stages.domains import DOMAINS
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.stages.survivors import shard_rows, surviving_batches
@@ -53,9 +54,9 @@ def dup_counts(ctx, shard) -> pa.Table:
 
 
 def domain_assignments(ctx, shard) -> pa.Table:
-    """`record`, `domain` and `domain_distance` of the shard's documents (none without [domains])."""
-    return pa.table({"record": pa.array([], pa.int64()), "domain": pa.array([], pa.int32()),
-                     "domain_distance": pa.array([], pa.float32())})
+    """`record`, `domain` and `domain_distance` of the shard's documents (none without [domains], or when its
+    source is not clustered)."""
+    return DOMAINS.domain_rows(ctx, shard)
 
 
 def by_record(table: pa.Table, docs: pa.Table, column: str):
