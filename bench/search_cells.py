@@ -4,13 +4,14 @@ searched, confirmed against the proportional and uniform mixtures (issue 38's ch
     python bench/search_cells.py [--docs 30000] [--k 8] [--buckets 4] [--over domain,quality_bucket]
                                  [--proxies N] [--ladder cpu|FILE] [--toy] [--workdir DIR] [--keep]
 
-1. The corpus: bench/web_corpus.py's pages (--docs, --seed) as jsonl.gz shards: the source `crawl`; beside it the
-   bundled `docs` and `fortunes`, only to train the quality classifier (docs the good class, fortunes the poor).
-2. The workspace: the tokenizer curate_vs_datatrove.py trains, `loom quality train`, then `loom curate` with
+1. The corpus: bench/web_corpus.py's pages (--docs, --seed) as jsonl.gz shards: the source `crawl`, the only one
+   curated (so that its quality buckets are the quantiles of its own scores).
+2. The workspace: the tokenizer curate_vs_datatrove.py trains, `loom quality train` on the bundled docs (the good
+   class) against the fortunes (the poor one), files not sources, then `loom curate` with
    `[domains] k = --k` on the crawl and `[quality] buckets = --buckets` (each `loom` as a user runs it).
 3. The mixture `crawl`: the crawl alone, its budget --passes (2) x its training tokens, max_epochs the smallest
-   whole number from 4 up that keeps the uniform mixture of the cells within its caps (so uniform can be
-   trained), printed.
+   whole number from 4 up (at most 16) that keeps the uniform mixture of the cells within its caps (so uniform
+   can be trained; where a cell is too small for that, uniform is reported over its cap and not trained).
 4. `loom mix search cells --from crawl --over OVER --proxies N --confirm --parallel 2`: N is the number of cells
    unless given (Olmix's swarm grows with the domains; the ridge surrogate needs ceil(cells / 2) + 4), the cpu
    ladder's smallest rung as proxies and the next as the confirm runs (--toy: a ladder of tiny rungs that proves
@@ -37,8 +38,9 @@ from loom_job import add_run_arguments, bench_tokenizer, bench_workdir, machine_
 
 SPEARMAN_GOAL = 0.8
 CAP_MARGIN = 0.95  # sweeps.search_plan's: designs keep this far under each cap
+MAX_EPOCHS = 16  # a cell read more often than this is no longer the data it was
 CORPORA = REPO / "examples" / "corpora"
-# tiny rungs for --toy: 24 and 40 steps of 64 sequences of 32 tokens (a batch wide enough to weigh tens of cells)
+# tiny rungs for --toy: 24, 40 and 60 steps of 64 sequences of 32 tokens (a batch wide enough to weigh tens of cells)
 TOY_LADDER = """[[rung]]
 d_model = 16
 n_layers = 1
@@ -49,6 +51,11 @@ d_model = 24
 n_layers = 1
 n_heads = 2
 tokens = 81_920
+[[rung]]
+d_model = 32
+n_layers = 2
+n_heads = 2
+tokens = 122_880
 [target]
 d_model = 32
 n_layers = 2
@@ -73,6 +80,7 @@ def loom(ws: Path, *args, quiet: bool = False) -> float:
 
 
 def sources_toml(shards: Path, k: int, buckets: int) -> str:
+    """The crawl alone: its quality buckets are the quantiles of its own scores."""
     domains = f'\n[domains]\nk = {k}\nsources = ["crawl"]\nseed = 0\n' if k else ""
     return f"""[[source]]
 name = "crawl"
@@ -80,23 +88,7 @@ format = "jsonl.gz"
 paths = ["{shards}/*.jsonl.gz"]
 id_field = "id"
 
-[[source]]
-name = "docs"
-format = "jsonl.gz"
-paths = ["{CORPORA}/docs/*.jsonl.gz"]
-text_field = "text"
-id_field = "id"
-filters = ["gopher_repetition"]
-
-[[source]]
-name = "fortunes"
-format = "jsonl.zst"
-paths = ["{CORPORA}/fortunes/*.jsonl.zst"]
-text_field = "text"
-
 [quality]
-positive = ["docs"]
-negative = ["fortunes"]
 buckets = {buckets}
 {domains}"""
 
@@ -112,7 +104,9 @@ def curated_workspace(workdir: Path, args) -> Path:
     (ws / "sources.toml").write_text(sources_toml(shards, args.k, args.buckets), encoding="utf-8")
     (ws / "models").mkdir(exist_ok=True)
     bench_tokenizer(texts, ws / "models" / "tokenizer.json")
-    loom(ws, "quality", "train", quiet=True)
+    files = lambda folder, pattern: ",".join(str(p) for p in sorted((CORPORA / folder).glob(pattern)))  # noqa: E731
+    loom(ws, "quality", "train", "--positive", files("docs", "*.jsonl.gz"), "--negative",
+         files("fortunes", "*.jsonl.zst"), quiet=True)
     seconds = loom(ws, "curate", "--workers", args.workers, quiet=True)
     print(f"corpus: {len(texts):,} pages curated in {seconds:.0f} s; load average {machine_load()}", flush=True)
     return ws
@@ -129,12 +123,12 @@ def crawl_cells(ws: Path, over: list[str]) -> list[tuple[str, int]]:
 
 
 def mixture_toml(cells: list[tuple[str, int]], passes: float, seq_len: int, global_batch: int) -> tuple[str, float]:
-    """The crawl alone for `passes` times its tokens, max_epochs the smallest from 4 up within which the uniform
-    mixture of the cells fits."""
+    """The crawl alone for `passes` times its tokens, max_epochs the smallest from 4 up to MAX_EPOCHS within which
+    the uniform mixture of the cells fits (past it, uniform is over a cap and reported, not trained)."""
     total = sum(t for _, t in cells)
     target = int(passes * total)
     uniform_epochs = max(target / len(cells) / t for _, t in cells) / CAP_MARGIN
-    max_epochs = float(max(4, math.ceil(uniform_epochs)))
+    max_epochs = float(min(MAX_EPOCHS, max(4, math.ceil(uniform_epochs))))
     return (f'name = "crawl"\nseq_len = {seq_len}\nglobal_batch = {global_batch}\ntotal_tokens = {target}\n'
             f'max_epochs = {max_epochs:g}\nseed = 0\n\n[weights]\ncrawl = 1.0\n'), max_epochs
 
@@ -179,8 +173,9 @@ def main() -> None:
     with bench_workdir(args, "search-cells") as workdir:
         ws = curated_workspace(workdir, args)
         cells = crawl_cells(ws, over)
-        print(f"cells over {args.over}: {len(cells)}; the smallest {min(t for _, t in cells):,} tokens, the largest "
-              f"{max(t for _, t in cells):,}", flush=True)
+        total = sum(t for _, t in cells)
+        print(f"cells over {args.over}: {len(cells)}, {total:,} training tokens: " + ", ".join(
+            f"{key.split(':', 1)[1]} {t / total:.1%}" for key, t in cells), flush=True)
         ladder = args.ladder
         seq_len, global_batch = 256, 32
         if args.toy:

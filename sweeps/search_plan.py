@@ -114,13 +114,13 @@ def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec,
     terms = parse_objective(options.objective)
     validated = sorted(s for s, v in measured.validation.items() if v["sequences"] > 0)
     objective = resolve_objective(terms, validated, [e.name for e in base.evals])
-    space = build_space(at_target, options, stats, target_tokens)
+    confirm_rung = _rung(rungs, options.confirm_rung, _next(rungs, proxy_rung), "--confirm-rung")
+    space = build_space(at_target, options, stats, target_tokens, (proxy_rung, confirm_rung))
     check_enough_proxies(options, space.dims)
     designs = sample_designs(space, options.proxies, options.design, options.concentration, options.seed)
     target = TargetPlan(proxy_rung.flops_per_token * target_tokens, target_tokens, proxy_rung.active_parameters, None)
     proxies = _runs(planned, proxy_rung, [f"p{i + 1:02d}" for i in range(len(designs))], target)
     baselines = {"proportional": proportional(space), "uniform": uniform(space), "unimax": unimax(space)}
-    confirm_rung = _rung(rungs, options.confirm_rung, _next(rungs, proxy_rung), "--confirm-rung")
     search = SearchPlan(name, dataclasses.replace(base, target_tokens=None), target_tokens, space,
                         {k: v["tokens"] for k, v in stats.items()}, designs, proxies, None, baselines,
                         proxy_rung.rung, confirm_rung.rung, objective, describe(terms), names)
@@ -162,13 +162,17 @@ def check_enough_proxies(options: SearchOptions, dims: int) -> None:
                         "raise --proxies or search fewer phases" + (" or axes" if options.over else ""))
 
 
-def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict], target_tokens: int) -> SearchSpace:
+def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict], target_tokens: int,
+                rungs=()) -> SearchSpace:
+    """The searched phases' space; each key's capacity the tightest of the target run's and of each rung's
+    (`rungs`: their `steps`) own pool, which is whole sequences: a pool of a few sequences, a small cell's in a
+    small proxy, rounds down by more than CAP_MARGIN leaves."""
     searched = _searched_phases(spec, options.phases)
     keys = tuple(tuple(k for k, _ in p.weights) for p in searched)
     tokens = {key: s["tokens"] for key, s in stats.items()}
     natural = natural_weights(keys, tokens)
     prior = natural if options.prior == "natural" else tuple(_normalized(p) for p in searched)
-    capacity = {key: CAP_MARGIN * spec.max_epochs * s["tokens"] / target_tokens for key, s in stats.items()}
+    capacity = {key: CAP_MARGIN * min(_capacities(spec, s, target_tokens, rungs)) for key, s in stats.items()}
     fixed = {key: 0.0 for key in stats}
     for phase in spec.phases:
         if phase not in searched:
@@ -176,6 +180,15 @@ def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict
                 fixed[key] += phase.fraction * weight
     return SearchSpace(tuple(p.name for p in searched), tuple(p.fraction for p in searched), keys, prior, natural,
                        capacity, fixed, spec.global_batch)
+
+
+def _capacities(spec: MixtureSpec, stat: dict, target_tokens: int, rungs):
+    """The fraction of a run's sequences a key may take within max_epochs: in the target run, and in each rung's
+    run with its pool cut as the compiler cuts it (MixtureSpec.pool_sequences)."""
+    yield spec.max_epochs * stat["tokens"] / target_tokens
+    for rung in rungs:
+        run = dataclasses.replace(spec, steps=rung.steps, total_tokens=None, target_tokens=target_tokens)
+        yield spec.max_epochs * run.pool_sequences(stat["available_sequences"]) / (rung.steps * spec.global_batch)
 
 
 def _searched_phases(spec: MixtureSpec, wanted: tuple[str, ...]) -> list[Phase]:

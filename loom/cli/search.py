@@ -13,6 +13,7 @@ from loom.cli.mix import builtin_mixtures
 from loom.cli.options import RegistryOption
 
 WIDE = 8  # components beyond which the plan lists a row per component, not per design
+HEAVIEST = 4  # components a line shows of a mixture of more than WIDE
 TRUSTED_SPEARMAN = 0.8  # the issue's goal for the surrogate's held-out rank correlation
 RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"
 
@@ -91,7 +92,14 @@ def search(ws: Workspace, name, from_mixture, proxies, over, design, concentrati
 
 
 def _weights_text(weights: dict[str, dict[str, float]]) -> str:
-    return "; ".join(" ".join(f"{k} {w:.3f}" for k, w in ws.items()) for ws in weights.values())
+    """Each phase's weights; past WIDE components its heaviest few (the rest are in search.json and the spec)."""
+    phases = []
+    for phase_weights in weights.values():
+        shown = phase_weights if len(phase_weights) <= WIDE else dict(
+            sorted(phase_weights.items(), key=lambda kv: -kv[1])[:HEAVIEST])
+        more = len(phase_weights) - len(shown)
+        phases.append(" ".join(f"{k} {w:.3f}" for k, w in shown.items()) + (f" (+{more} more)" if more else ""))
+    return "; ".join(phases)
 
 
 def print_plan(planned) -> None:

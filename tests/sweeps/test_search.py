@@ -246,6 +246,26 @@ def test_over_picks_the_ridge_surrogate_and_dirichlet_designs_unless_given():
         with_wildcards(spec, ["pretrain"], ("domain",), {"web": (), "docs": ()})
 
 
+def test_a_small_cell_s_cap_is_the_tighter_of_the_target_run_s_and_the_proxy_s_whole_sequence_pool():
+    """A pool of a few sequences rounds down by more than the designs' 5% margin: 20 sequences cut to 24 of 100
+    steps is a pool of 4, not 4.8; the cap must be the proxy's, or its compile refuses the design."""
+    from types import SimpleNamespace
+
+    from mixtures.spec import parse_spec
+    from sweeps.search_plan import CAP_MARGIN, SearchOptions, build_space
+
+    spec = parse_spec({"name": "m", "seq_len": 32, "global_batch": 64, "steps": 100, "max_epochs": 4,
+                       "weights": {"small": 0.5, "large": 0.5}}, "m")
+    stats = {"small": {"tokens": 20 * 33, "available_sequences": 20},
+             "large": {"tokens": 1000 * 33, "available_sequences": 1000}}
+    target = 100 * 64 * 32
+    target_only = build_space(spec, SearchOptions(), stats, target)
+    with_proxy = build_space(spec, SearchOptions(), stats, target, [SimpleNamespace(steps=24)])
+    assert target_only.capacity["small"] == pytest.approx(CAP_MARGIN * 4 * 20 * 33 / target)
+    assert with_proxy.capacity["small"] == pytest.approx(CAP_MARGIN * 4 * 4 / (24 * 64))
+    assert with_proxy.capacity["large"] == pytest.approx(target_only.capacity["large"], rel=0.05)
+
+
 def test_the_objective_shares_sources_and_evals_out_as_means():
     from sweeps.objective import parse_objective, resolve_objective, score
 
