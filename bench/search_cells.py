@@ -129,6 +129,9 @@ def mixture_toml(cells: list[tuple[str, int]], passes: float, seq_len: int, glob
     target = int(passes * total)
     uniform_epochs = max(target / len(cells) / t for _, t in cells) / CAP_MARGIN
     max_epochs = float(min(MAX_EPOCHS, max(4, math.ceil(uniform_epochs))))
+    if uniform_epochs > max_epochs:
+        print(f"uniform is over a cap: its smallest cell would be read {uniform_epochs * CAP_MARGIN:.1f} times; "
+              f"--passes {passes * MAX_EPOCHS / uniform_epochs:.2g} would keep it within {MAX_EPOCHS} epochs")
     return (f'name = "crawl"\nseq_len = {seq_len}\nglobal_batch = {global_batch}\ntotal_tokens = {target}\n'
             f'max_epochs = {max_epochs:g}\nseed = 0\n\n[weights]\ncrawl = 1.0\n'), max_epochs
 
