@@ -48,6 +48,11 @@ class RidgeLogLinear:
     def minimum_points(self, dims: int) -> int:
         return math.ceil(dims / 2) + 3
 
+    def resample_points(self, dims: int) -> int:
+        """Distinct points a bootstrap resample needs: a resample of n holds about 0.63 n distinct, fewer than
+        minimum_points; the pull, chosen again on each, keeps the refit defined."""
+        return math.ceil(dims / 4) + 3
+
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         """(c, t); `start` is ignored: the fit has no starts to take."""
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)

@@ -42,6 +42,9 @@ class LogLinear:
     def minimum_points(self, dims: int) -> int:
         return dims + 2  # one slope per weight, c, and one residual
 
+    def resample_points(self, dims: int) -> int:
+        return self.minimum_points(dims)
+
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         """(c, t); `start` (c, t) starts the fit instead of the grid."""
         return _fit_loglinear(X, y, None if start is None else [np.append(*start)])
@@ -64,6 +67,9 @@ class Linear:
 
     def minimum_points(self, dims: int) -> int:
         return dims + 1  # one slope per weight and one residual
+
+    def resample_points(self, dims: int) -> int:
+        return self.minimum_points(dims)
 
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         return 0.0, np.linalg.lstsq(X, y, rcond=None)[0]
@@ -202,7 +208,7 @@ def spearman(a, b) -> float:
 def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: int = 200,
                        seed: int = 0) -> tuple[float, float]:
     """Lower and upper percentiles of the objective predicted at x by refits on resampled rows (seeded; a resample
-    with too few distinct rows to leave a residual is drawn again). Each refit starts from the full fit."""
+    with fewer distinct rows than the law's resample_points is drawn again). Each refit starts from the full fit."""
     intervals.check_confidence(confidence)
     X, Y = _check(X, Y, model)
     used = np.asarray(weights, dtype=float) > 0
@@ -210,7 +216,8 @@ def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: 
     full = fit_surrogate(X, Y, model)
     point = np.asarray(x, dtype=float)[None, :]
     predicted = []
-    for index in intervals.resamples(len(X), minimum_points(model, X.shape[1]) - 1, count, seed):
+    distinct = SURROGATES[model].resample_points(X.shape[1])
+    for index in intervals.resamples(len(X), distinct - 1, count, seed):
         try:
             refit = fit_surrogate(X[index], Y[index], model, starts=full)
         except ValueError:  # diverged from its start: the resample says nothing, not that the band is narrow

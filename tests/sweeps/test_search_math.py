@@ -282,6 +282,16 @@ def test_ridge_ranks_held_out_proxies_over_24_cells_from_20_where_loglinear_cann
     assert minimum_points("ridge", 24) == 15 and minimum_points("ridge", 40) == 23
 
 
+def test_ridge_has_a_bootstrap_interval_over_24_cells_from_20_proxies():
+    """A resample of 20 holds about 13 distinct proxies, fewer than the fit's minimum of 15: the ridge's
+    resamples need only its own resample_points."""
+    X = sample_designs(cells_space(), 20, "dirichlet", seed=0)
+    y = (2.0 + np.exp(X @ cells_law(100))) * np.exp(np.random.default_rng(1).normal(0.0, 0.002, len(X)))
+    x = X.mean(axis=0)
+    lower, upper = bootstrap_interval(X, y[:, None], x, [1.0], "ridge", count=30)
+    assert lower <= fit_surrogate(X, y, "ridge").predict(x[None])[0, 0] <= upper
+
+
 def test_ridge_pulls_less_the_more_proxies_there_are():
     sp = cells_space()
     fresh = sample_designs(sp, 10, "dirichlet", seed=9)
