@@ -10,7 +10,8 @@ phases t is not unique (a constant added to one phase's t and taken from another
 predictions are.
 
 SURROGATES maps each `--surrogate` name to its law: help text, formulas, and how it is fitted, predicts and
-differentiates, and the fewest mixtures it fits (minimum_points). How to add a surrogate: a module with a class
+differentiates (and, where a law needs other than one mixture more than its parameters, minimum_points and
+resample_points). How to add a surrogate: a module with a class
 like Linear below, and one line in SURROGATES.
 """
 
@@ -39,12 +40,6 @@ class LogLinear:
     intercept = True  # a parameter besides one slope per weight
     positive = True  # fits positive losses only
 
-    def minimum_points(self, dims: int) -> int:
-        return dims + 2  # one slope per weight, c, and one residual
-
-    def resample_points(self, dims: int) -> int:
-        return self.minimum_points(dims)
-
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         """(c, t); `start` (c, t) starts the fit instead of the grid."""
         return _fit_loglinear(X, y, None if start is None else [np.append(*start)])
@@ -64,12 +59,6 @@ class Linear:
     search_law = "L = t . w"
     intercept = False
     positive = False
-
-    def minimum_points(self, dims: int) -> int:
-        return dims + 1  # one slope per weight and one residual
-
-    def resample_points(self, dims: int) -> int:
-        return self.minimum_points(dims)
 
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         return 0.0, np.linalg.lstsq(X, y, rcond=None)[0]
@@ -110,9 +99,16 @@ class Surrogate:
 
 
 def minimum_points(model: str, dims: int) -> int:
-    """The fewest mixtures the law fits with a residual left to measure (each law says: a plain law one more than
-    its parameters, the ridge law fewer, sweeps/ridge.py)."""
-    return SURROGATES[model].minimum_points(dims)
+    """The fewest mixtures the law fits with a residual left to measure: its parameters plus one, unless the law
+    says otherwise (the ridge law needs fewer, sweeps/ridge.py)."""
+    law = SURROGATES[model]
+    return law.minimum_points(dims) if hasattr(law, "minimum_points") else dims + 1 + law.intercept
+
+
+def resample_points(model: str, dims: int) -> int:
+    """The fewest distinct mixtures a bootstrap resample needs: minimum_points unless the law says otherwise."""
+    law = SURROGATES[model]
+    return law.resample_points(dims) if hasattr(law, "resample_points") else minimum_points(model, dims)
 
 
 def fit_surrogate(X, Y, model: str = "loglinear", starts: "Surrogate | None" = None) -> Surrogate:
@@ -216,7 +212,7 @@ def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: 
     full = fit_surrogate(X, Y, model)
     point = np.asarray(x, dtype=float)[None, :]
     predicted = []
-    distinct = SURROGATES[model].resample_points(X.shape[1])
+    distinct = resample_points(model, X.shape[1])
     for index in intervals.resamples(len(X), distinct - 1, count, seed):
         try:
             refit = fit_surrogate(X[index], Y[index], model, starts=full)
