@@ -37,6 +37,8 @@ DONE_MARKER = "_done"  # a stage's done-marker, beside its outputs
 REMOVALS_DIR = "removals"  # a removing stage's removals table (curation.stages.base)
 FILTERS_DIR, EVIDENCE_DIR = "filters", "evidence"  # decontaminate's, under work/<stage>/
 CLUSTERS_DIR, BUCKETS_DIR = "clusters", "buckets"  # minhash_dedup's and quality_select's, under work/<stage>/
+COPIES_DIR = "copies"  # exact_dedup's: each kept copy's number of exact copies, under work/<stage>/
+DUP_COUNTS_DIR = "dup_counts"  # minhash_dedup's: each kept document's dup_count, under work/<stage>/
 # domains' (curation.stages.domains), under work/domains/: the fitted model's folder and its two files, the
 # sampled texts, and each document's domain (a table by shard)
 DOMAIN_MODEL_DIR, DOMAIN_STATE_FILE, DOMAIN_SETTINGS_FILE = "model", "domains.npz", "domains.json"

@@ -23,6 +23,12 @@
    line: recall of planted pairs with true Jaccard in [0.8, 0.9) (goal >= 0.98) and planted pairs below 0.5
    merged (goal 0), with Loom's candidate and verified pair counts and its MinHash time.
 
+5. dup_count (issue 38): for the planted groups (an original and its planted copies), how many have one kept
+   member and it carries the group's size as its dup_count (minhash_dedup's dup_counts table): over every group,
+   and over the groups of the copies with true Jaccard >= 0.8 to their original (what the threshold promises;
+   a copy edited further is its own document, dup_count 1). The corpus has no exact copies (above), so this
+   checks the near-duplicate half of the count; tests/curation/test_dedup.py checks both on planted texts.
+
 The last line is the ratio: Loom docs/s over datatrove docs/s, and the agreement of the removed sets.
 """
 
@@ -45,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from dedup_corpus import RATES, build_corpus, record_offsets, write_shards  # noqa: E402
+from dedup_groups import planted_groups_report  # noqa: E402
 from loom_job import StageClock, add_run_arguments, bench_workdir, loom_workspace, machine_load  # noqa: E402
 
 THRESHOLD = 0.8
@@ -239,6 +246,7 @@ def loom_only_report(loom: dict, texts: list[str], lines, planted, full_job: boo
           f"{stats['candidate_pairs']:,} candidate pairs, {stats['verified_pairs']:,} verified, "
           f"{stats.get('rounds', '-')} component rounds, MinHash time {seconds:.1f}s "
           f"(signatures {loom['stages']['minhash']:.1f}s, dedup {loom['stages']['minhash_dedup']:.1f}s)")
+    planted_groups_report(loom["workspace"], texts, lines, planted, removed, clusters, true_j, THRESHOLD)
 
 
 def main() -> None:
@@ -325,6 +333,7 @@ def main() -> None:
               f"{int(l_found[low].sum())}, datatrove {int(d_found[low].sum())} of {int(low.sum())} (goal 0); Loom "
               f"{stats['candidate_pairs']:,} candidate pairs, {stats['verified_pairs']:,} verified, "
               f"{stats.get('rounds', '-')} component rounds, MinHash time {loom_time:.1f}s")
+        planted_groups_report(loom["workspace"], texts, lines, planted, l_removed, l_clusters, true_j, THRESHOLD)
         print("agreement:")
         print(f"  removed-set Jaccard {removed_j:.3f} (both {len(l_removed & d_removed):,}, Loom only "
               f"{len(l_removed - d_removed):,}, datatrove only {len(d_removed - l_removed):,})")

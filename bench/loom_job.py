@@ -166,8 +166,10 @@ def write_jsonl_shards(texts: list[str], n_shards: int, out: Path) -> list[Path]
     return paths
 
 
-def loom_workspace(ws: Path, shards_dir: Path, source_options: str, dedup: str, tokenizer: Path) -> Path:
-    """A fresh workspace whose sources.toml has one jsonl.gz source over `shards_dir`."""
+def loom_workspace(ws: Path, shards_dir: Path, source_options: str, dedup: str, tokenizer: Path,
+                   tables: str = "") -> Path:
+    """A fresh workspace whose sources.toml has one jsonl.gz source over `shards_dir` (and `tables`, more
+    top-level tables such as domains_table's)."""
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     (ws / "sources.toml").write_text(f"""
@@ -180,13 +182,28 @@ id_field = "id"
 
 [dedup]
 {dedup}
-""", encoding="utf-8")
+{tables}""", encoding="utf-8")
     from base.workspace import Workspace
 
     target = Workspace(ws).tokenizer
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(tokenizer.read_bytes())
     return ws
+
+
+def domains_table(k: int | None, sample: int | None = None) -> str:
+    """sources.toml's [domains] table for --domains K (and its `sample`), or nothing without it."""
+    if not k:
+        return ""
+    return f"[domains]\nk = {k}\n" + (f"sample = {sample}\n" if sample else "")
+
+
+def domains_share(stages: dict[str, float], total: float) -> str:
+    """The domains stage's seconds and share of the job's (its gap to the next stage's start: StageClock)."""
+    seconds = stages.get("domains")
+    if seconds is None:
+        return "no domains stage ran"
+    return f"domains stage {seconds:.1f}s of {total:.1f}s = {seconds / total:.1%} of the curate time"
 
 
 def bench_tokenizer(texts: list[str], out: Path) -> Path:
@@ -265,6 +282,13 @@ def add_run_arguments(parser: argparse.ArgumentParser, docs: int, shards: int, p
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+
+
+def add_domains_argument(parser: argparse.ArgumentParser, sample: int | None = None, why: str = "") -> None:
+    """--domains K: the curated sources get `[domains] k = K` (and --domains-sample, default `sample`)."""
+    parser.add_argument("--domains", type=int, metavar="K", help="curate with topic domains: [domains] k = K")
+    parser.add_argument("--domains-sample", type=int, default=sample, metavar="N",
+                        help=f"with --domains: [domains] sample = N (default: {sample or 'the stage default'}{why})")
 
 
 @contextmanager

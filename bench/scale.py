@@ -1,8 +1,8 @@
 """Cost as the corpus grows: Loom's whole curate job at 1x, 4x and 16x the corpus, memory per process and stage.
 
     python bench/scale.py [--docs 2000] [--shards 2] [--sizes 1,4,16] [--corpus prose|web] [--workers 2]
-                          [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json] [--domains K]
-                          [--domain-sample N]
+                          [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json]
+                          [--domains K [--domains-sample N]]
     python bench/scale.py --report FILE.json     # the report of a saved run, without running it again
 
 Each size k is its own corpus of k x --docs documents in k x --shards jsonl.gz shards, so that a shard holds
@@ -22,6 +22,12 @@ process also hosts the LocalCluster's scheduler) in the client's figure: both ar
 each stage, each process's peak per stage, the time ratio per doubling (target <= 2.1x) and each process's
 peak at the largest size over the smallest (target <= 1.15), PASS or FAIL with the bound in MB and why it
 should hold, then the per-document figures a projection to 1B documents needs and that projection.
+
+With --domains K every size adds `[domains] k = K` and `sample = --domains-sample` (default 1,000: below the
+documents kept at 1x, so that the fitted sample, and with it the fitting task's memory, is the same at every
+size, as a real corpus far larger than `sample` has it; at the stage's default of 200,000 the whole corpus would
+be the sample here and that task's peak would grow with it). The `domains` stage then has its row in every
+table, and each size's line gives its seconds and share of the curate time.
 """
 
 import argparse
@@ -36,8 +42,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this checkout
 
-from loom_job import (add_run_arguments, bench_tokenizer, bench_workdir, loom_workspace, machine_load,  # noqa: E402
-                      prose_corpus, run_loom, web_like_corpus, write_jsonl_shards)
+from loom_job import (add_domains_argument, add_run_arguments, bench_tokenizer, bench_workdir,  # noqa: E402
+                      domains_share, domains_table, loom_workspace, machine_load, prose_corpus, run_loom,
+                      web_like_corpus, write_jsonl_shards)
 
 TIME_TARGET = 2.1  # at most this much more time per doubling of the corpus
 PEAK_TARGET = 1.15  # every process's peak per stage at the largest size over the smallest
@@ -54,8 +61,9 @@ HOLDS = {
     "minhash": "workers: one 1,000-document batch of one shard, signatures and band keys; flat",
     "minhash_dedup": "workers: shuffle partitions, as many as shards, so ~ a shard's band rows, pairs and shingle "
                      "sets each: flat; the client holds counts only (pairs, changed labels per components round)",
-    "domains": "workers: one shard's reservoir sample and batches of 2,048 documents to assign; the fit task the "
-               "merged sample (`sample` texts, the model): set by `sample`, so flat once the corpus exceeds it",
+    "domains": "workers: one shard's reservoir (ceil(sample / shards) texts) or one predict batch of 2,048 "
+               "documents; the fitting task the merged sample, at most `sample` texts, and the model: set by "
+               "`sample`, not the corpus, so flat (with --domains)",
     "tokenize": "workers: one shard's batches and the shard's removed records; flat",
     "publish": "workers: one task per shard (its funnel joined with its removals, shuffled to it by shard; its "
                "curated part's rows), then the small tables in one task; the client holds counts only, so flat",
@@ -149,7 +157,7 @@ def workspace_figures(ws: Path, summary: dict, corpus: Path) -> dict:
     return {
         "entering": {"prepare": summary["docs_in"], "quality_select": n_prepared, "exact_dedup": after_quality,
                      "minhash": after_quality - removed("exact_dedup"), "minhash_dedup": n_signed,
-                     "tokenize": summary["kept"], "publish": summary["docs_in"]},
+                     "domains": summary["kept"], "tokenize": summary["kept"], "publish": summary["docs_in"]},
         "input_bytes": disk(corpus.glob("*.jsonl.gz")) / summary["docs_in"],
         "prepared_bytes": disk(prepared) / max(n_prepared, 1),
         "text_bytes": row_bytes(prepared[0], ["text"]),
@@ -178,10 +186,7 @@ def run_size(workdir: Path, k: int, args, tokenizer: Path) -> dict:
     mb = sum(len(t.encode()) for t in texts) / 1e6
     del texts
     ws = workdir / f"loom-{k}x"
-    loom_workspace(ws, shards_dir, "", "", tokenizer)
-    if args.domains:
-        with open(ws / "sources.toml", "a", encoding="utf-8") as sources:
-            sources.write(f"\n[domains]\nk = {args.domains}\nsample = {args.domain_sample}\n")
+    loom_workspace(ws, shards_dir, "", "", tokenizer, domains_table(args.domains, args.domains_sample))
     out = workdir / f"measured-{k}x.json"
     subprocess.run([sys.executable, __file__, "--measure", str(ws), str(shards_dir), str(out),
                     "--workers", str(args.workers)], check=True)
@@ -322,12 +327,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, docs=2000, shards=2, per=" at 1x")
     parser.add_argument("--sizes", default="1,4,16")
-    parser.add_argument("--domains", type=int, default=None, metavar="K", help="the job with [domains] k = K")
-    parser.add_argument("--domain-sample", type=int, default=500, metavar="N", help="[domains] sample (default 500)")
     parser.add_argument("--corpus", choices=("prose", "web"), default="prose",
                         help="prose: ~99%% pass the filters (default); web: the mosaics of earlier runs, ~5%%")
     parser.add_argument("--save", type=Path, help="write every size's figures to this JSON file")
     parser.add_argument("--report", type=Path, help="print the report of a JSON file that --save wrote, and stop")
+    add_domains_argument(parser, sample=1000, why="; below the documents kept at 1x")
     parser.add_argument("--measure", nargs=3, type=Path, metavar=("WORKSPACE", "CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -349,7 +353,8 @@ def main() -> None:
             s = result["summary"]
             print(f"{k}x: {result['docs']:,} documents, {result['mb']:.1f} MB, {result['total']:.1f}s; kept "
                   f"{s['kept']:,} ({s['kept'] / s['docs_in']:.0%}; filtered {s['filtered']:,}, duplicate "
-                  f"{s['duplicate']:,}); load average {machine_load()}", flush=True)
+                  f"{s['duplicate']:,}); load average {machine_load()}"
+                  + (f"; {domains_share(result['stages'], result['total'])}" if args.domains else ""), flush=True)
             results.append(result)
         if args.save:
             args.save.write_text(json.dumps(results))

@@ -58,7 +58,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources,
                 "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None,
-                "domains": {key: domains[key] for key in ("k", "sources", "names", "model_digest")} if domains else None,
+                "domains": domains and {key: domains[key] for key in ("k", "sources", "names", "model_digest")},
                 "warnings": curation_warnings(con, gen.manifest_files("funnel"), list(configs.values()))}
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))

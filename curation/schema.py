@@ -88,6 +88,16 @@ NEAR_DUPLICATE_CLUSTERS = pa.schema(
     ]
 )
 
+EXACT_COPIES = pa.schema(
+    # exact_dedup's: each kept document with exact copies, and how many documents had its text (itself included)
+    [("source", pa.string()), ("shard", pa.int32()), ("record", pa.int64()), ("copies", pa.int32())]
+)
+
+DUP_COUNTS = pa.schema(
+    # minhash_dedup's: each kept document whose exact and near-duplicate clusters held more than itself
+    [("source", pa.string()), ("shard", pa.int32()), ("record", pa.int64()), ("dup_count", pa.int32())]
+)
+
 CONTAMINATION = pa.schema(
     # The evidence of the decontaminate stage: a row per document and eval set it overlaps at the threshold or more
     # (manifest/contamination.parquet). The document's removal names the set with the largest fraction.

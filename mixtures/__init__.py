@@ -7,7 +7,8 @@ from typing import Callable
 from base.atomic_files import remove_temporary_files
 from base.lock import exclusive
 from base.workspace import Generation, Workspace, mixture_lock
-from mixtures.builds import current_schedule, publish_build, reading
+from mixtures.builds import current_schedule, load_meta, publish_build, reading
+from mixtures.cells import cell_label, cell_wildcards
 from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
 from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_plan
 from mixtures.manifest import shard_sources
@@ -16,9 +17,10 @@ from mixtures.sequences import RowGroupCache, SequenceReader
 from mixtures.spec import MixtureSpec, find_spec, load_spec, spec_files
 
 __all__ = ["PLAN_FILE", "SCHEDULE_FILE", "Build", "MixtureSpec", "RowGroupCache", "Schedule", "SequenceIndex",
-           "SequenceReader", "build_mixture", "compile_mixture", "compiled_mixtures", "current_build", "current_schedule",
-           "find_spec", "load_schedule", "load_spec", "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint",
-           "shard_sources", "spec_files", "target_shares"]
+           "SequenceReader", "build_mixture", "cell_label", "cell_wildcards", "compile_mixture", "compiled_mixtures",
+           "current_build", "current_schedule", "find_spec", "load_meta", "load_schedule", "load_spec",
+           "mixture_tokenizer", "read_plan", "reading", "schedule_fingerprint", "shard_sources", "spec_files",
+           "target_shares"]
 
 
 def build_mixture(spec: MixtureSpec, ws: Workspace, note: Callable[[str], None] = lambda line: None

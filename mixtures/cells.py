@@ -198,15 +198,31 @@ def expand(spec: MixtureSpec, con: duckdb.DuckDBPyConnection, names: dict[str, s
     out), each cell weighted by the key's weight x its share of the cells' tokens; a cell that the phase also
     weighs explicitly gets the sum. `sources` (curation.json's) checks the keys' sources; None: unchecked."""
     keys = dict.fromkeys(k for phase in spec.phases for k, _ in phase.weights if is_wildcard(k))
-    wildcards = {k: wildcard_cells(k, sources, con, names, min_tokens=spec.seq_len + 1) for k in keys}
+    wildcards = {k: batch_sized(wildcard_cells(k, sources, con, names, min_tokens=spec.seq_len + 1),
+                                _largest_share(spec, k) * spec.global_batch) for k in keys}
     for w in wildcards.values():
         if not w.cells:
             raise UserError(f"mixture '{spec.name}': weight key '{w.key}' has no cell of at least one sequence "
-                            f"({spec.seq_len + 1} tokens): the {w.left_out_tokens:,} training tokens it selects have "
-                            "a null in its wildcard's columns or are in smaller cells; check them with `loom sql`")
+                            f"({spec.seq_len + 1} tokens) that its share gives a sequence per batch: the "
+                            f"{w.left_out_tokens:,} training tokens it selects have a null in its wildcard's columns "
+                            "or are in smaller cells; raise global_batch or check them with `loom sql`")
     cell_set = {k for w in wildcards.values() for k, _ in w.cells}
     phases = tuple(replace(p, weights=_expanded_weights(p, wildcards, cell_set, sources, names)) for p in spec.phases)
     return Expansion(replace(spec, phases=phases), wildcards, names)
+
+
+def _largest_share(spec: MixtureSpec, key: str) -> float:
+    """The largest share of a batch that any phase gives `key` (its weight over the phase's total)."""
+    return max(dict(p.weights).get(key, 0.0) / sum(w for _, w in p.weights) for p in spec.phases)
+
+
+def batch_sized(wildcard: Wildcard, sequences: float) -> Wildcard:
+    """The wildcard without its cells whose natural share of its `sequences` per batch is under one: a batch
+    could not hold them (they would round to none), so they join the tokens left out, and the rest share it."""
+    total = sum(t for _, t in wildcard.cells)
+    kept = tuple((k, t) for k, t in wildcard.cells if t * sequences >= total)
+    return replace(wildcard, cells=kept,
+                   left_out_tokens=wildcard.left_out_tokens + total - sum(t for _, t in kept))
 
 
 def expand_spec(spec: MixtureSpec, con: duckdb.DuckDBPyConnection, names: dict[str, str] | None) -> MixtureSpec:
@@ -226,6 +242,11 @@ def _expanded_weights(phase: Phase, wildcards: dict[str, Wildcard], cell_set: se
             named = canonical if canonical in cell_set else key
             weights[named] = weights.get(named, 0.0) + weight
     return tuple(weights.items())
+
+
+def cell_wildcards(meta: dict) -> dict[str, str]:
+    """Each cell's wildcard key, from a schedule's record of its expansion (schedule.json's "cells")."""
+    return {cell: key for key, record in meta.get("cells", {}).items() for cell in record["cells"]}
 
 
 def cell_label(key: str, names: dict[str, str] | None) -> str:

@@ -57,8 +57,8 @@ def measure(spec: MixtureSpec, ws: Workspace) -> Measured:
     keys = weight_keys(expansion.spec)
     components = [resolve(key, curation["sources"], names) for key in keys]
     validation = validation_counts(held_out, sources, spec.seq_len)
-    stats = {c.key: {**component_stats(spec, c.key, *count(con, c)),
-                     "validation_tokens": sum(validation[s]["tokens"] for s in c.sources)} for c in components}
+    check_dup_counts(spec, con)
+    stats = {c.key: measured_stats(spec, con, c, validation) for c in components}
     return Measured(expansion.spec, expansion, gen, curation, tokenizer, keys, components, con, held_out, validation,
                     stats)
 
@@ -73,7 +73,7 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
         "steps": steps, "tokens": steps * spec.global_batch * spec.seq_len,
         "vocab_size": Tokenizer.from_file(str(local_file(m.tokenizer))).get_vocab_size(),
         "phases": [{k: p[k] for k in ("name", "start_step", "end_step", "counts")} for p in phases],
-        "components": write_sequence_indexes(m.con, m.components, m.stats, out),
+        "components": write_sequence_indexes(m.con, m.components, m.stats, out, spec),
         **m.expansion.record(),
         "validation": {"file": VALIDATION_FILE, "tokens_per_source": spec.validation_budget(),
                        "sources": m.validation},
@@ -133,22 +133,60 @@ def check_eval_sources(spec: MixtureSpec, sources: list[str]) -> None:
                             f"of the mixture reads; use one of {', '.join(sources)}")
 
 
-def count(con: duckdb.DuckDBPyConnection, component: Component) -> tuple[int, int]:
-    """The training documents a component selects (its sources' held-out ones left out), and their tokens."""
-    documents, tokens = con.execute(f"SELECT count(*), coalesce(sum(n_tokens), 0) FROM training_documents "
-                                    f"WHERE {component.where}").fetchall()[0]
-    return documents, int(tokens)
+def measured_stats(spec: MixtureSpec, con: duckdb.DuckDBPyConnection, component: Component,
+                   validation: dict[str, dict]) -> dict:
+    """A component's stats (plan.component_stats) with its validation tokens and, when rehydrated, its rules and
+    its rehydration: tokens after over before (what its tokens and epochs are counted on is after)."""
+    rules = spec.rehydration(component.key)
+    documents, tokens, natural = count(con, component, rules)
+    stats = {**component_stats(spec, component.key, documents, tokens),
+             "validation_tokens": sum(validation[s]["tokens"] for s in component.sources)}
+    if rules:  # a component without keeps the stats (and so the schedule) it had before [rehydrate]
+        stats.update(rehydrate={str(t): r for t, r in rules}, rehydration=round(tokens / max(natural, 1), 6))
+    return stats
+
+
+def repeats_sql(rules: tuple[tuple[int, int], ...]) -> str:
+    """SQL for how many times a document is repeated: the rule with the largest threshold its dup_count reaches."""
+    if not rules:
+        return "1"
+    cases = " ".join(f"WHEN dup_count >= {threshold} THEN {repeats}" for threshold, repeats in reversed(rules))
+    return f"(CASE {cases} ELSE 1 END)"
+
+
+def check_dup_counts(spec: MixtureSpec, con: duckdb.DuckDBPyConnection) -> None:
+    """A spec that rehydrates needs data curated with dup_count (every generation since issue 38's)."""
+    columns = {d[0] for d in con.execute("SELECT * FROM documents LIMIT 0").description}
+    if spec.rehydrate and "dup_count" not in columns:
+        raise UserError(f"mixture '{spec.name}': [rehydrate] needs each document's dup_count, which the published "
+                        "data predates; re-run `loom curate`, or drop [rehydrate]")
+
+
+def count(con: duckdb.DuckDBPyConnection, component: Component,
+          rules: tuple[tuple[int, int], ...] = ()) -> tuple[int, int, int]:
+    """The training documents a component selects (its sources' held-out ones left out), their tokens as the
+    mixture reads them (each document `repeats_sql` times) and their tokens once each."""
+    documents, tokens, natural = con.execute(
+        f"SELECT count(*), coalesce(sum(n_tokens * {repeats_sql(rules)}), 0), coalesce(sum(n_tokens), 0) "
+        f"FROM training_documents WHERE {component.where}").fetchall()[0]
+    return documents, int(tokens), int(natural)
 
 
 def write_sequence_indexes(con: duckdb.DuckDBPyConnection, components: list[Component], stats: dict[str, dict],
-                           out: Path) -> list[dict]:
+                           out: Path, spec: MixtureSpec) -> list[dict]:
     """Per component, its training documents in shard and row order with their offsets into its packed token
-    stream; returns the components as schedule.json records them."""
+    stream; returns the components as schedule.json records them. A rehydrated component's stream passes over
+    its documents once per repeat, each pass holding those repeated at least that often, in shard and row order:
+    a document's copies lie a whole pass apart, not side by side in one sequence (where a model would learn to
+    copy the text it has just read rather than predict it) unless a pass is shorter than a sequence, and each pass
+    reads the row groups in order. A component without [rehydrate] has one pass: the index it always had."""
     records = []
     for i, c in enumerate(components):
         index = con.sql(f"""
-            SELECT shard, row, n_tokens, (sum(n_tokens) OVER (ORDER BY shard, row) - n_tokens)::BIGINT AS offset
-            FROM training_documents WHERE {c.where} ORDER BY shard, row
+            SELECT shard, row, n_tokens, (sum(n_tokens) OVER (ORDER BY pass, shard, row) - n_tokens)::BIGINT AS offset
+            FROM (SELECT shard, row, n_tokens, unnest(range({repeats_sql(spec.rehydration(c.key))})) AS pass
+                  FROM training_documents WHERE {c.where})
+            ORDER BY pass, shard, row
         """).to_arrow_table()
         file = sequences_file(i)
         write_parquet(index, out / file)

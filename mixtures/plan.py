@@ -18,6 +18,7 @@ PLAN = pa.schema([
     ("available_sequences", pa.int64()), ("available_tokens", pa.int64()), ("documents", pa.int64()),
     ("validation_tokens", pa.int64()),  # held out of the component's sources (mixtures.heldout), never trained on
     ("pool_sequences", pa.int64()),  # read epoch after epoch: all available unless target_tokens cuts them
+    ("rehydration", pa.float64()),  # [rehydrate]: available tokens with each document's repeats over without; 1: none
 ])
 
 
@@ -104,7 +105,7 @@ def plan_rows(spec: MixtureSpec, components: list[Component], phases: list[dict]
                 "tokens": count * n_steps * spec.seq_len, "epochs_cumulative": round(epochs, 6),
                 "available_sequences": stats[c.key]["available_sequences"], "available_tokens": stats[c.key]["tokens"],
                 "documents": stats[c.key]["documents"], "validation_tokens": stats[c.key]["validation_tokens"],
-                "pool_sequences": stats[c.key]["pool_sequences"],
+                "pool_sequences": stats[c.key]["pool_sequences"], "rehydration": stats[c.key].get("rehydration", 1.0),
             })
     return rows
 

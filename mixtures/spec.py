@@ -13,7 +13,8 @@ from base.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
-             "validation_sequences", "validation_tokens", "target_tokens", "weights", "midtrain", "phase", "eval"}
+             "validation_sequences", "validation_tokens", "target_tokens", "weights", "midtrain", "phase", "eval",
+             "rehydrate"}
 EVAL_KEYS = {"path", "text", "source"}
 PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a phase's name is a label, never a path
 EVAL_NAME = re.compile(r"[A-Za-z0-9_-]+")  # names evals/NAME.parquet and a metrics key
@@ -54,6 +55,17 @@ class MixtureSpec:
     # simulated epoching: the mixture stands in for a run of this many tokens, so each component's pool is cut to
     # tokens / target_tokens of its sequences and is repeated as often as in that run (see pool_sequences)
     target_tokens: int | None = None
+    # FineWeb-2's rehydration: per weight key, (dup_count threshold, repeats) rules, thresholds ascending; a document
+    # is repeated as often as the rule with the largest threshold its dup_count reaches says (once below them all)
+    rehydrate: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
+
+    def rehydration(self, key: str) -> tuple[tuple[int, int], ...]:
+        """The rehydrate rules of a component: its own key's entry, else the first wildcard entry it was expanded
+        from; () when it has none."""
+        own = dict(self.rehydrate).get(key)
+        if own is not None:
+            return own
+        return next((rules for entry, rules in self.rehydrate if rehydrate_covers(entry, key)), ())
 
     def validation_budget(self) -> int:
         """Tokens of whole documents held out per source; 8 sequences' worth unless the spec says otherwise."""
@@ -97,8 +109,51 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     _check_validation_budget(ints, where)
     tokenizer = _workspace_path("tokenizer", raw["tokenizer"], where, f"a {TOKENIZER_FILE}",
                                 f"{MODELS_DIR}/{TOKENIZER_FILE}") if "tokenizer" in raw else None
-    return MixtureSpec(name=name, phases=_phases(raw, where), tokenizer=tokenizer, max_epochs=float(max_epochs),
-                       evals=_evals(raw.get("eval", {}), where), **ints)
+    phases = _phases(raw, where)
+    return MixtureSpec(name=name, phases=phases, tokenizer=tokenizer, max_epochs=float(max_epochs),
+                       evals=_evals(raw.get("eval", {}), where),
+                       rehydrate=_rehydrate(raw.get("rehydrate", {}), phases, where), **ints)
+
+
+def rehydrate_covers(entry: str, key: str) -> bool:
+    """Whether a [rehydrate] entry applies to a component's key: the same key, or a cell that a wildcard key
+    expands to (`web:domain=*` covers `web:domain=3`, `web:domain=*,quality_bucket=*` covers
+    `web:domain=3,quality_bucket=2`: the same source and columns, each value equal or `*`)."""
+    if entry == key:
+        return True
+    if "*" not in entry or ":" not in entry or ":" not in key:
+        return False
+    (source, conditions), (key_source, key_conditions) = entry.split(":", 1), key.split(":", 1)
+    wanted, got = [c.partition("=") for c in conditions.split(",")], [c.partition("=") for c in key_conditions.split(",")]
+    return (source == key_source and len(wanted) == len(got)
+            and all(w[1] == g[1] == "=" and w[0].strip() == g[0].strip() and w[2].strip() in ("*", g[2].strip())
+                    for w, g in zip(wanted, got)))
+
+
+def _rehydrate(table, phases: tuple[Phase, ...], where: str) -> tuple[tuple[str, tuple[tuple[int, int], ...]], ...]:
+    """[rehydrate]: weight key = { dup_count threshold = repeats, ... }, thresholds and repeats whole numbers >= 1."""
+    example = 'web = { 1 = 1, 2 = 2, 5 = 3 }'
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: [rehydrate] must be a table of weight key = {{ N = REPEATS }}, such as {example}")
+    weighed = {key for phase in phases for key, _ in phase.weights}
+    entries = []
+    for key, rules in table.items():
+        at = f"{where}: [rehydrate] '{key}'"
+        if not any(rehydrate_covers(key, w) for w in weighed):
+            raise UserError(f"{at} is weighed in no phase; give a key of the weights ({', '.join(sorted(weighed))})")
+        if not isinstance(rules, dict) or not rules:
+            raise UserError(f"{at} must be a table {{ N = REPEATS }}: a document whose duplicate clusters held at "
+                            f"least N documents is repeated REPEATS times, such as {example}")
+        parsed = {}
+        for threshold, repeats in rules.items():
+            if not (threshold.isascii() and threshold.isdigit()) or int(threshold) < 1 or int(threshold) in parsed:
+                raise UserError(f"{at}: '{threshold}' is not a distinct whole number >= 1; thresholds are dup_counts "
+                                f"(1 for a unique document), such as {example}")
+            if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+                raise UserError(f"{at}: {threshold} = {repeats!r}; the repeats are a whole number >= 1")
+            parsed[int(threshold)] = repeats
+        entries.append((key, tuple(sorted(parsed.items()))))
+    return tuple(entries)
 
 
 def _check_validation_budget(ints: dict, where: str) -> None:
@@ -232,7 +287,8 @@ def to_toml(spec: MixtureSpec, extra: dict, note: str, by: str = "`loom mix buil
     """The spec as resolved, every default filled in, as TOML; the budget as `extra` gives it (steps)."""
     lines = [f"# as resolved by {by}: every default filled in; {note}", ""]
     values = {f.name: getattr(spec, f.name) for f in fields(spec)
-              if f.name not in ("phases", "total_tokens", "validation_sequences", "validation_tokens", "evals")}
+              if f.name not in ("phases", "total_tokens", "validation_sequences", "validation_tokens", "evals",
+                                "rehydrate")}
     values.update({"validation_tokens": spec.validation_budget(), **extra})
     for key, value in values.items():
         if value is not None:
@@ -240,6 +296,9 @@ def to_toml(spec: MixtureSpec, extra: dict, note: str, by: str = "`loom mix buil
     for phase in spec.phases:
         lines += ["", "[[phase]]", f"name = {_toml_value(phase.name)}", f"fraction = {phase.fraction!r}",
                   "weights = { " + ", ".join(f"{_toml_value(k)} = {w!r}" for k, w in phase.weights) + " }"]
+    if spec.rehydrate:
+        lines += ["", "[rehydrate]"] + [f"{_toml_value(key)} = {{ " + ", ".join(f'"{t}" = {r}' for t, r in rules) + " }"
+                                         for key, rules in spec.rehydrate]
     for e in spec.evals:
         lines += ["", f"[eval.{e.name}]"] + ([f"source = {_toml_value(e.source)}"] if e.source else
                                                [f"path = {_toml_value(e.path)}", f"text = {_toml_value(e.text)}"])

@@ -54,7 +54,7 @@ def mixture_report(root: Path, name: str) -> Path:
     body = [f"<h1>Mixture {esc(name)}</h1>", mixture.headline(meta, curation, documents, sources, ws),
             mixture.phases(meta, rows, colors),
             mixture.source_totals(totals, {s: st.tokens for s, st in stats.items()}, colors),
-            mixture.composition(meta, rows), sections.funnel(stats, colors),
+            mixture.cells(meta, rows), mixture.composition(meta, rows), sections.funnel(stats, colors),
             sections.distributions(con, shown, colors, sources), sections.spot_checks(con, shown, meta["seed"], len(sources))]
     out = folder / REPORT_FILE
     write_text(page(f"Loom mixture {name}", body), out)

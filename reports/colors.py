@@ -3,7 +3,8 @@
 A source's colour comes from its place in the published generation's sources (sources.toml's order): the first
 nine take the palette, the rest hues spaced by the golden angle; a name the generation does not know (a run trained
 on an older one) gets a hue from its name's digest. A mixture component that is a slice of a source
-(`code:quality_bucket>=3`) is a shade of that source's colour; a tag's component is its first source's, darker."""
+(`code:quality_bucket>=3`, or a cell `web:domain=3`) is a shade of that source's colour; a tag's component is its
+first source's, darker."""
 
 import colorsys
 import hashlib
@@ -39,7 +40,11 @@ class SourceColors:
             return base
         siblings = [k for k in keys if k not in self.rank and k.split(":", 1)[0] == sources[0]] or [key]
         place = siblings.index(key) + 1 if key in siblings else 1
-        return shade(base, 0.35 + 0.3 * (place % 3) / 2 if ":" in key else -0.3)
+        if ":" not in key:
+            return shade(base, -0.3)
+        if len(siblings) > 3:  # a wildcard's cells: shades spread from near the source's to light, none repeated
+            return shade(base, 0.12 + 0.68 * (place - 1) / (len(siblings) - 1))
+        return shade(base, 0.35 + 0.3 * (place % 3) / 2)
 
 
 def shade(color: str, amount: float) -> str:

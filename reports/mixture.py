@@ -7,6 +7,7 @@ from base.digests import file_digest
 from base.store import path_text
 from base.workspace import Workspace
 
+from mixtures import cell_label
 from reports.bars import Bar, PhaseBlock, Segment, bar_chart, legend, timeline
 from reports.colors import OTHER, SourceColors
 from reports.html import esc, number, table
@@ -125,6 +126,34 @@ def source_totals(totals: dict[str, float], available: dict[str, int], colors: S
             + table(["source", "tokens", "share", "epochs"], rows, "source-tokens-table", sortable=True))
 
 
+def cells(meta: dict, rows: list[dict]) -> str:
+    """Each wildcard key's cells in one table, largest first: what the cell gives the whole mixture (all phases),
+    its share of the mixture and of the key, and its epochs; empty for a mixture without wildcards."""
+    recorded = meta.get("cells") or {}
+    if not recorded:
+        return ""
+    names = meta.get("domain_names")
+    tokens, epochs, available = {}, {}, {}
+    for r in rows:
+        tokens[r["component"]] = tokens.get(r["component"], 0) + r["tokens"]
+        epochs[r["component"]] = max(epochs.get(r["component"], 0.0), r["epochs_cumulative"])
+        available[r["component"]] = r["available_tokens"]
+    parts = []
+    for i, (key, record) in enumerate(recorded.items()):
+        whole = sum(tokens.get(c, 0) for c in record["cells"]) or 1
+        ranked = sorted(record["cells"], key=lambda c: (-tokens.get(c, 0), c))
+        left_out = record["left_out_tokens"]
+        parts.append(f"<h3>{esc(key)}: {len(ranked)} cells</h3>"
+                     + (f'<p class="note">{number(left_out)} training tokens are in none of them (a null value in '
+                        "its columns, or a cell under one sequence or one per batch).</p>" if left_out else "")
+                     + table(["cell", "tokens", "share of mixture", f"share of {key}", "epochs", "available tokens"],
+                             [[cell_label(c, names), tokens.get(c, 0), tokens.get(c, 0) / meta["tokens"],
+                               tokens.get(c, 0) / whole, epochs.get(c, 0.0), available.get(c, 0)] for c in ranked],
+                             f"cells-{i}", sortable=True))
+    return ("<h2>Cells</h2><p>A wildcard key weighs one component per non-empty cell of its source, its weight split "
+            "by the cells' training tokens; each cell's tokens over all phases, largest first.</p>" + "".join(parts))
+
+
 def composition(meta: dict, rows: list[dict]) -> str:
     """The plan's table of each phase, and the change in share from the first phase to the last."""
     parts = []
@@ -133,7 +162,7 @@ def composition(meta: dict, rows: list[dict]) -> str:
         parts.append(f"<h3>{esc(phase['name'])}: steps {phase['start_step']:,} to {phase['end_step'] - 1:,}</h3>")
         parts.append(table(["component", "sources", "target share", "realized share", "tokens", "documents", "epochs",
                             "available tokens"],
-                           [[r["component"], r["sources"], r["target_share"], r["realized_share"], r["tokens"],
+                           [[cell_label(r["component"], meta.get("domain_names")), r["sources"], r["target_share"], r["realized_share"], r["tokens"],
                              r["documents"], r["epochs_cumulative"], r["available_tokens"]] for r in phase_rows],
                            f"plan-{phase['name']}", sortable=True))
     if len(meta["phases"]) >= 2:

@@ -166,9 +166,9 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
     assert sources["decontaminate"] == {f.name for f in fields(DecontaminationConfig)} - {"evals"}
     assert sources["decontaminate.eval"] == {"name", "paths", "text"}
     mixture = documented_keys(page("mixtures"))
-    tables = {"weights", "midtrain", "phase", "eval"}
+    tables = {"weights", "midtrain", "phase", "eval", "rehydrate"}
     assert mixture[""] | {"validation_sequences"} == SPEC_KEYS - tables  # validation_sequences: the older spelling
-    assert set(mixture) >= {"weights", "midtrain", "eval.bofh"}
+    assert set(mixture) >= {"weights", "midtrain", "eval.bofh", "rehydrate"}
     ladder = documented_keys(page("sweeps"))  # the spec's reference block, then the toy ladder's (a bash heredoc)
     assert ladder[""] == ladder_spec.SPEC_KEYS - {"rung", "target", "lr", "fit", "train"}
     assert ladder["rung"] | ladder["target"] >= set(ladder_spec.SHAPE_KEYS) - {"n_experts", "top_k"}

@@ -114,9 +114,9 @@ class Domains(GlobalStage):
         remove_tree(folder)
         fitted = client.compute(dask.delayed(fit_model)(config, str(folder), *samples), sync=True)
         if "model_digest" not in fitted:
-            raise UserError(f"[domains]: {fitted['sampled']} documents of {', '.join(config.clustered(ctx.config.sources))} "
-                            f"are left to cluster after filtering and dedup, fewer than k = {config.k}; lower k or "
-                            "cluster more sources")
+            sources = ", ".join(config.clustered(ctx.config.sources))
+            raise UserError(f"[domains]: {fitted['sampled']} documents of {sources} are left to cluster after "
+                            f"filtering and dedup, fewer than k = {config.k}; lower k or cluster more sources")
         remove_tree(self.assignments_folder(ws))  # a part of a shard that this run has not is a previous run's
         assigned = client.compute([dask.delayed(assign_shard)(ctx, s, str(folder), fitted["model_digest"])
                                    for s in chosen], sync=True)

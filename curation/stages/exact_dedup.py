@@ -1,14 +1,20 @@
 """Stage 3, over all shards, as a Dask shuffle by id: of documents with the same normalized text (so, the same
 id), the first by source order in sources.toml, then shard, then record, is kept; documents removed before take
-no part. Every copy of an id meets in one partition, which decides its own ids; no task reads every id."""
+no part. Every copy of an id meets in one partition, which decides its own ids; no task reads every id. Each kept
+copy's number of copies (itself included) is written too, for those with more than one (`copies_folder`): the
+start of its dup_count, which minhash_dedup completes."""
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from base.done_markers import mark_done
 from base.parquet_files import read_parquet
-from curation.schema import REMOVALS
+from base.workspace import COPIES_DIR
+from curation.schema import EXACT_COPIES, REMOVALS
 from curation.stages.base import GlobalStage, removals_frame
+from curation.stages.dedup_components import persisted
 from curation.stages.parts import write_by_shard
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
@@ -18,6 +24,9 @@ IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.in
                     "shard": pd.Series(dtype=np.int32), "record": pd.Series(dtype=np.int64),
                     "input": pd.Series(dtype=object)})
 DUPLICATES = removals_frame()
+COPIES = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype=np.int32),
+                       "record": pd.Series(dtype=np.int64), "copies": pd.Series(dtype=np.int32)})
+JUDGED = DUPLICATES.assign(copies=pd.Series(dtype=np.int32))  # removals (copies 0) and kept copies (copies > 1)
 
 
 def shard_ids(ctx, shard) -> pd.DataFrame:
@@ -36,12 +45,17 @@ def shard_ids(ctx, shard) -> pd.DataFrame:
     return frame.merge(inputs, on="record", how="left", sort=False)
 
 
+def in_copy_order(part: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The partition sorted by id then the order copies are kept by, and each row's place among its id's copies."""
+    part = part.sort_values(["id", "rank", "shard", "record"], kind="stable")
+    return part, part.groupby("id", sort=False).cumcount().to_numpy()
+
+
 def duplicates(part: pd.DataFrame) -> pd.DataFrame:
     """Every copy but the first of each id in the partition (all copies of an id are here)."""
     if part.empty:
         return DUPLICATES.copy()
-    part = part.sort_values(["id", "rank", "shard", "record"], kind="stable")
-    copy = part.groupby("id", sort=False).cumcount().to_numpy()
+    part, copy = in_copy_order(part)
     first = part["input"].astype(str) + "#" + part["record"].astype(str)  # the same whichever shard holds it
     survivor = first.where(copy == 0).ffill()  # sorted by id: each group's first row holds its survivor
     gone = part[copy > 0]
@@ -53,21 +67,51 @@ def duplicates(part: pd.DataFrame) -> pd.DataFrame:
                          "dup_cluster": [None] * n})
 
 
+def kept_copies(part: pd.DataFrame) -> pd.DataFrame:
+    """The kept copy of each id of the partition that had more than one, with the number of its copies."""
+    if part.empty:
+        return COPIES.copy()
+    part, copy = in_copy_order(part)
+    copies = part.groupby("id", sort=False)["record"].transform("size").to_numpy()
+    kept = part[(copy == 0) & (copies > 1)]
+    return pd.DataFrame({"source": kept["source"].to_numpy(object), "shard": kept["shard"].to_numpy(np.int32),
+                         "record": kept["record"].to_numpy(np.int64),
+                         "copies": copies[(copy == 0) & (copies > 1)].astype(np.int32)})
+
+
+def judged(part: pd.DataFrame) -> pd.DataFrame:
+    """The partition's removals and its kept copies in one frame (`copies` 0 on a removal), so that the shuffle by
+    id runs once and only these rows, not every id, are held until both tables are written."""
+    return pd.concat([duplicates(part).assign(copies=np.int32(0)), kept_copies(part)], ignore_index=True)[
+        list(JUDGED.columns)].astype({"shard": np.int32, "record": np.int64, "copies": np.int32})
+
+
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
     on_client = True
     removes = True
     partitions = None  # of the shuffle; default one per shard. Results do not depend on it
 
+    def copies_folder(self, ws) -> Path:
+        """Kept documents with exact copies and their number, a table by shard."""
+        return ws.stage_dir(self.name) / COPIES_DIR
+
+    def outputs(self, ws) -> list[Path]:
+        return [*super().outputs(ws), self.copies_folder(ws)]
+
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         import dask
         import dask.dataframe as dd
 
         ids = dd.from_delayed([dask.delayed(shard_ids)(ctx, s) for s in shards], meta=IDS, verify_meta=False)
-        removed = ids.shuffle(on="id", npartitions=self.partitions or len(shards)).map_partitions(duplicates, meta=DUPLICATES)
-        n = write_by_shard(client, removed, self.removed_path(ctx.workspace), shards, REMOVALS, ["record"],
-                           self.name, self.partitions)
-        stats = {"duplicates": n}
+        by_id = ids.shuffle(on="id", npartitions=self.partitions or len(shards))
+        found = persisted(client, by_id.map_partitions(judged, meta=JUDGED))
+        n = write_by_shard(client, found[found["copies"] == 0][list(DUPLICATES.columns)],
+                           self.removed_path(ctx.workspace), shards, REMOVALS, ["record"], self.name, self.partitions)
+        n_kept = write_by_shard(client, found[found["copies"] > 0][list(COPIES.columns)],
+                                self.copies_folder(ctx.workspace), shards, EXACT_COPIES, ["record"],
+                                f"{self.name}-copies", self.partitions)
+        stats = {"duplicates": n, "kept_with_copies": n_kept}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats
 

@@ -1,5 +1,5 @@
 """Stage 6, per shard: tokenize the documents still in and write the curated Parquet, with each one's quality
-bucket and near-duplicate cluster (in work/tokenize/; curation.publish puts it in a generation)."""
+bucket, near-duplicate cluster and dup_count (in work/tokenize/; curation.publish puts it in a generation)."""
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,7 +50,7 @@ class Tokenize(ShardStage):
 
 def dup_counts(ctx, shard) -> pa.Table:
     """`record` and `dup_count` of the shard's documents whose duplicate clusters held more than one (the rest: 1)."""
-    return pa.table({"record": pa.array([], pa.int64()), "dup_count": pa.array([], pa.int32())})
+    return shard_rows(MINHASH_DEDUP.dup_counts_folder(ctx.workspace), shard, ["record", "dup_count"])
 
 
 def domain_assignments(ctx, shard) -> pa.Table:

@@ -118,6 +118,7 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     if spec.simulates_epochs():
         console.print(f"Simulated epoching: each component reads {meta['tokens']:,} / {spec.target_tokens:,} of its "
                       "sequences, as often as the target run reads all of them")
+    print_cells(meta)
     held_out = ", ".join(f"{name} {v['tokens']:,}" for name, v in meta["validation"]["sources"].items())
     console.print(f"Validation: whole documents held out per source (tokens): {held_out}")
     for e in meta["evals"]:
@@ -152,21 +153,61 @@ def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -
 
 def print_plan(build) -> None:
     """The plan of a build as a table, with a `pool` column (sequences read of those available) where simulated
-    epoching cut a pool."""
-    from mixtures import read_plan
+    epoching cut a pool, and a `rehydration` column (available tokens with [rehydrate]'s repeats over without)
+    where a component is rehydrated; a wildcard key's cells under a row of the key's totals, each named domain's
+    name beside its number."""
+    from mixtures import load_meta, read_plan
 
-    rows = read_plan(build.root)
+    rows, meta = read_plan(build.root), load_meta(build)
     pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
+    rehydrated = any((row.get("rehydration") or 1.0) != 1.0 for row in rows)
     table = Table(title=f"Plan of {build.mixture}")
     columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
-               "validation_tokens") + (("pool",) if pooled else ())
+               "validation_tokens") + (("rehydration",) if rehydrated else ()) + (("pool",) if pooled else ())
     for column in columns:
         table.add_column(column.replace("_", " "), justify="left" if column in ("phase", "component") else "right")
-    for row in rows:
-        cells = [row["phase"], row["component"], f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
+    for row, shown in plan_lines(rows, meta):
+        if row is None:
+            table.add_row(*shown, *[""] * (len(columns) - len(shown)))
+            continue
+        cells = [row["phase"], shown, f"{row['target_share']:.3f}", f"{row['realized_share']:.3f}",
                  f"{row['tokens']:,}", f"{row['epochs_cumulative']:.2f}", f"{row['available_tokens']:,}",
                  f"{row.get('validation_tokens') or 0:,}"]
+        if rehydrated:
+            cells.append(f"x{row.get('rehydration') or 1.0:.3f}")
         if pooled:
             cells.append(f"{row['pool_sequences']:,} of {row['available_sequences']:,} seq")
         table.add_row(*cells)
     console.print(table)
+
+
+def plan_lines(rows: list[dict], meta: dict) -> list[tuple[dict | None, object]]:
+    """The plan's rows with how each component is shown; before a wildcard key's first cell in a phase, a line of
+    its own (row None) with the key and the cells' totals."""
+    from mixtures import cell_label, cell_wildcards
+
+    wildcard_of, names = cell_wildcards(meta), meta.get("domain_names")
+    lines, started = [], set()
+    for row in rows:
+        wildcard = wildcard_of.get(row["component"])
+        if wildcard is None:
+            lines.append((row, cell_label(row["component"], names)))
+            continue
+        if (row["phase"], wildcard) not in started:
+            started.add((row["phase"], wildcard))
+            cells = [r for r in rows if r["phase"] == row["phase"] and wildcard_of.get(r["component"]) == wildcard]
+            lines.append((None, (row["phase"], f"{wildcard} ({len(cells)} cells)",
+                                 f"{sum(r['target_share'] for r in cells):.3f}",
+                                 f"{sum(r['realized_share'] for r in cells):.3f}", f"{sum(r['tokens'] for r in cells):,}",
+                                 "", f"{sum(r['available_tokens'] for r in cells):,}")))
+        lines.append((row, "  " + cell_label(row["component"], names)))
+    return lines
+
+
+def print_cells(meta: dict) -> None:
+    """Each wildcard key's cells, and the training tokens it selects that none holds."""
+    for key, record in meta.get("cells", {}).items():
+        left_out = record["left_out_tokens"]
+        console.print(f"Cells of '{key}': {len(record['cells'])}" + (
+            f"; {left_out:,} training tokens in none (a null value in its columns, or a cell under one sequence or one per batch)"
+            if left_out else ""))

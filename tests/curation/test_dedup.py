@@ -7,12 +7,14 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from curation.config import load_sources, DedupConfig
 from curation.minhash import band_keys, shingles
 from curation.samples import source_texts
+from curation.stages.dedup_counts import cluster_dup_counts
 from curation.steps.normalize import document_id, normalize_text
 from helpers import EXAMPLES, published, run_loom
 
@@ -212,6 +214,60 @@ def test_a_cluster_over_the_size_limit_is_flagged_and_reported(tmp_path, slice_t
     assert all(r["removed"] == (not r["is_survivor"] and r["jaccard_to_survivor"] >= 0.95) for r in rows)
     report = json.loads((published(ws) / "manifest" / "dedup_report.json").read_text())
     assert len(report["oversized_clusters"]) == len({r["cluster_id"] for r in rows})
+    kept = pq.read_table(published(ws) / "manifest" / "documents", columns=["dup_count"])["dup_count"].to_pylist()
+    assert sum(kept) == 2 * N_BASES and max(kept) > 1  # kept members count themselves, survivors those removed
     toml.write_text(toml.read_text().replace("max_cluster_size = 1", "max_cluster_size = 1000"))
     rerun = curate(tmp_path, slice_tokenizer, "--workers", 2)  # a changed [dedup] setting redoes the clusters
     assert not any(r["oversized"] for r in clusters_of(rerun))
+
+
+def write_planted_groups(root: Path) -> list[tuple[set[str], int]]:
+    """Texts with planted exact and near copies in two sources of two shards each: A three times exactly (across
+    sources) and an edited A' twice, B twice, C with an edited C', D with two edited copies; six texts unique.
+    Returns each group's ids (normalized text) and the size it had in documents."""
+    rng = random.Random(5)
+    a, b, c, d, *unique = base_texts()[:10]
+    near = lambda text: edit(text, 0.004, rng)  # noqa: E731  a few words edited: Jaccard well over 0.8
+    a2, c2, d2, d3 = near(a), near(c), near(d), near(d)
+    groups = [[a, a, a, a2, a2], [b, b], [c, c2], [d, d2, d3]] + [[t] for t in unique]
+    docs = [t for group in groups for t in group]
+    rng.shuffle(docs)
+    for name, texts in (("one", docs[::2]), ("two", docs[1::2])):
+        (root / name).mkdir(parents=True)
+        for i, half in enumerate((texts[::2], texts[1::2])):
+            (root / name / f"{name}-{i}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in half))
+    (root / "sources.toml").write_text("".join(f"[[source]]\nname = \"{name}\"\nformat = \"jsonl\"\n"
+                                               f"paths = [\"{name}/*.jsonl\"]\nfilters = []\n\n" for name in ("one", "two")))
+    return [({document_id(normalize_text(t)) for t in group}, len(group)) for group in groups]
+
+
+def test_each_kept_document_counts_the_copies_its_exact_and_near_clusters_held(tmp_path, slice_tokenizer):
+    groups = write_planted_groups(tmp_path)
+    ws = curate(tmp_path, slice_tokenizer, "--workers", 1)
+    curated = pq.read_table(sorted((published(ws) / "curated").glob("*/part-*.parquet")), columns=["id", "dup_count"])
+    kept = {r["id"]: r["dup_count"] for r in curated.to_pylist()}
+    for ids, size in groups:
+        assert [kept[i] for i in ids if i in kept] == [size], (size, ids & kept.keys())
+    assert sum(kept.values()) == sum(size for _, size in groups)
+    documents = pq.read_table(published(ws) / "manifest" / "documents", columns=["id", "dup_count"]).to_pylist()
+    assert {r["id"]: r["dup_count"] for r in documents} == kept
+
+
+def test_an_oversized_cluster_counts_each_member_once():
+    """Survivor s (2 exact copies) stands for removed r (3 copies); kept member k of the oversized cluster counts
+    its own 4 copies; so the counts still sum to the 9 documents."""
+    members = pd.DataFrame({"source": ["a"] * 3, "shard": np.int32([0, 0, 1]), "record": np.int64([1, 2, 3]),
+                            "cluster_id": ["s"] * 3, "is_survivor": [True, False, False],
+                            "removed": [False, True, False], "copies": [2.0, 3.0, 4.0]})
+    counted = cluster_dup_counts(members)
+    assert dict(zip(counted["record"], counted["dup_count"])) == {1: 5, 3: 4}
+
+
+def test_the_dup_counts_of_the_slice_add_up_to_its_duplicates(curated_slice):
+    """Each removed duplicate is counted by the one kept document it was removed for: the slice's planted docs
+    copy, and the copies and near copies its code and fortunes hold."""
+    gen = published(curated_slice[0])
+    documents = pq.read_table(gen / "manifest" / "documents", columns=["source", "dup_count"]).to_pylist()
+    funnel = pq.read_table(gen / "manifest" / "funnel", columns=["fate"]).to_pylist()
+    assert sum(r["dup_count"] - 1 for r in documents) == sum(r["fate"] == "duplicate" for r in funnel) > 1
+    assert any(r["source"] == "docs" and r["dup_count"] == 2 for r in documents)

@@ -155,7 +155,8 @@ def test_every_clustered_document_gets_a_domain_and_the_manifest_counts_them(dom
 
 def test_the_domains_view_and_a_rerun_that_changes_nothing(domains_ws):
     ws, sources, tokenizer = domains_ws
-    result = run_loom("-w", ws, "sql", "--format", "csv", "SELECT domain, sum(documents) FROM domains GROUP BY 1 ORDER BY 1")
+    result = run_loom("-w", ws, "sql", "--format", "csv",
+                      "SELECT domain, sum(documents) FROM domains GROUP BY 1 ORDER BY 1")
     counts = run_loom("-w", ws, "sql", "--format", "csv",
                       "SELECT domain, count(*) FROM documents WHERE domain IS NOT NULL GROUP BY 1 ORDER BY 1")
     assert result.stdout == counts.stdout.replace("count_star()", "sum(documents)") and result.stdout.count("\n") == 4
@@ -181,12 +182,13 @@ def test_the_curation_report_shows_the_domains_with_their_terms(domains_ws, tmp_
 
 def test_k_of_one_is_refused_by_loom_curate_in_one_line(tmp_path, slice_sources, slice_tokenizer):
     sources = tmp_path / "sources.toml"
-    sources.write_text(f"root = {json.dumps(str(slice_sources.parent))}\n{slice_sources.read_text()}\n[domains]\nk = 1\n")
+    root = f"root = {json.dumps(str(slice_sources.parent))}\n"
+    sources.write_text(f"{root}{slice_sources.read_text()}\n[domains]\nk = 1\n")
     result = run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
                       check=False)
     assert result.returncode == 2 and "Dask" not in result.stdout
-    assert result.stderr.strip().splitlines() == [f"error: {sources}: [domains]: `k` must be a whole number of domains, "
-                                                  "at least 2 (got 1); e.g. k = 24"]
+    assert result.stderr.strip().splitlines() == [
+        f"error: {sources}: [domains]: `k` must be a whole number of domains, at least 2 (got 1); e.g. k = 24"]
 
 
 def test_fewer_kept_documents_than_k_stops_the_stage_with_the_count(tmp_path, slice_tokenizer):

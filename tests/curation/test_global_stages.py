@@ -103,7 +103,7 @@ def curated_results(ws: Workspace) -> dict:
     return {
         "fates": sorted((r["doc_id"], r["fate"], r["reason"] or "", r["detail"] or "") for r in funnel),
         "clusters": sorted(tuple(sorted(r.items())) for r in clusters),
-        "curated": sorted(pq.read_table(gen.curated, columns=["id"])["id"].to_pylist()),
+        "curated": sorted(pq.read_table(gen.curated, columns=["id", "dup_count"]).to_pylist(), key=lambda r: r["id"]),
     }
 
 
@@ -130,3 +130,4 @@ def test_dedup_results_do_not_depend_on_workers_or_partitions(tmp_path, slice_to
     reasons = [reason for _, _, reason, _ in one["fates"]]
     assert reasons.count("exact_duplicate") == 5 and reasons.count("near_duplicate") >= 40
     assert len(one["curated"]) == len(corpus["texts"]) - reasons.count("near_duplicate")
+    assert sum(r["dup_count"] for r in one["curated"]) == len(corpus["texts"]) + 5  # every document counted once

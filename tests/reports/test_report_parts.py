@@ -21,6 +21,13 @@ def test_a_slice_is_a_shade_of_its_source_and_a_source_keeps_its_colour():
     assert all(s == shade(PALETTE[1], amount) for s, amount in zip(slices, (0.5, 0.65)))
 
 
+def test_a_wildcards_many_cells_are_distinct_shades_of_their_source():
+    colors = SourceColors(["web"])
+    keys = [f"web:domain={d},quality_bucket={b}" for d in range(8) for b in range(5)]
+    cells = [colors.of_component(k, ["web"], keys) for k in keys]
+    assert len(set(cells)) == len(keys) and PALETTE[0] not in cells
+
+
 def test_an_unknown_name_has_a_stable_colour_and_an_empty_workspace_has_colours(tmp_path):
     colors = workspace_colors(tmp_path)
     assert colors.of("web") == workspace_colors(tmp_path).of("web")
