@@ -1,14 +1,14 @@
 """`loom mix search --over domain,quality_bucket` on the bench web corpus: a one-source mixture whose cells are
 searched, confirmed against the proportional and uniform mixtures (issue 38's check).
 
-    python bench/search_cells.py [--docs 30000] [--k 8] [--buckets 4] [--over domain,quality_bucket]
+    python bench/search_cells.py [--docs 30000] [--domains 8] [--buckets 4] [--over domain,quality_bucket]
                                  [--proxies N] [--ladder cpu|FILE] [--toy] [--workdir DIR] [--keep]
 
 1. The corpus: bench/web_corpus.py's pages (--docs, --seed) as jsonl.gz shards: the source `crawl`, the only one
    curated (so that its quality buckets are the quantiles of its own scores).
 2. The workspace: the tokenizer curate_vs_datatrove.py trains, `loom quality train` on the bundled docs (the good
    class) against the fortunes (the poor one), files not sources, then `loom curate` with
-   `[domains] k = --k` on the crawl and `[quality] buckets = --buckets` (each `loom` as a user runs it).
+   `[domains] k = --domains` on the crawl and `[quality] buckets = --buckets` (each `loom` as a user runs it).
 3. The mixture `crawl`: the crawl alone, its budget --passes (2) x its training tokens, max_epochs the smallest
    whole number from 4 up (at most 16) that keeps the uniform mixture of the cells within its caps (so uniform
    can be trained; where a cell is too small for that, uniform is reported over its cap and not trained).
@@ -19,7 +19,7 @@ searched, confirmed against the proportional and uniform mixtures (issue 38's ch
 Prints the cells, the surrogate's leave-one-out Spearman (goal >= 0.8), and each confirm run's measured objective
 (the crawl's validation loss) with the searched mixture's against proportional's and uniform's; the last line is
 searched / proportional (< 1.0: the search paid). Exits 1 if the search fails; a baseline that wins is reported,
-not a failure. Without the domains stage (`[domains]` unknown), run with --over quality_bucket and --k 0.
+not a failure. --domains 0 curates without [domains] (then --over quality_bucket).
 """
 
 import argparse
@@ -34,7 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from loom_job import add_run_arguments, bench_tokenizer, bench_workdir, machine_load, write_jsonl_shards  # noqa: E402
+from loom_job import (add_domains_argument, add_run_arguments, bench_tokenizer, bench_workdir,  # noqa: E402
+                      machine_load, write_jsonl_shards)
 
 SPEARMAN_GOAL = 0.8
 CAP_MARGIN = 0.95  # sweeps.search_plan's: designs keep this far under each cap
@@ -79,9 +80,10 @@ def loom(ws: Path, *args, quiet: bool = False) -> float:
     return time.monotonic() - began
 
 
-def sources_toml(shards: Path, k: int, buckets: int) -> str:
+def sources_toml(shards: Path, k: int, sample: int | None, buckets: int) -> str:
     """The crawl alone: its quality buckets are the quantiles of its own scores."""
-    domains = f'\n[domains]\nk = {k}\nsources = ["crawl"]\nseed = 0\n' if k else ""
+    sampled = f"sample = {sample}\n" if sample else ""
+    domains = f'\n[domains]\nk = {k}\nsources = ["crawl"]\nseed = 0\n{sampled}' if k else ""
     return f"""[[source]]
 name = "crawl"
 format = "jsonl.gz"
@@ -101,7 +103,7 @@ def curated_workspace(workdir: Path, args) -> Path:
     write_jsonl_shards(texts, args.shards, shards)
     ws = workdir / "ws"
     ws.mkdir(parents=True, exist_ok=True)
-    (ws / "sources.toml").write_text(sources_toml(shards, args.k, args.buckets), encoding="utf-8")
+    (ws / "sources.toml").write_text(sources_toml(shards, args.domains, args.domains_sample, args.buckets), encoding="utf-8")
     (ws / "models").mkdir(exist_ok=True)
     bench_tokenizer(texts, ws / "models" / "tokenizer.json")
     files = lambda folder, pattern: ",".join(str(p) for p in sorted((CORPORA / folder).glob(pattern)))  # noqa: E731
@@ -164,7 +166,8 @@ def print_results(search: dict, seconds: float, cells: list[tuple[str, int]]) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, docs=30_000, shards=8)
-    parser.add_argument("--k", type=int, default=8, help="[domains] k (0: no [domains] table)")
+    add_domains_argument(parser)
+    parser.set_defaults(domains=8)  # --domains 0: no [domains] table (then --over quality_bucket)
     parser.add_argument("--buckets", type=int, default=4, help="[quality] buckets")
     parser.add_argument("--over", default="domain,quality_bucket")
     parser.add_argument("--proxies", type=int, help="default: one per cell")

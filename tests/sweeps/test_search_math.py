@@ -314,3 +314,19 @@ def test_designs_over_40_cells_with_tight_caps_are_found_within_the_caps_in_unde
     assert time.perf_counter() - started < 1.0
     assert len(np.unique(X, axis=0)) == 24 and all(sp.feasible(x) for x in X)
     assert np.allclose(X.sum(axis=1), 1.0)
+
+
+def test_over_cells_the_choice_stays_within_the_weights_the_proxies_tried():
+    """A law fitted to 20 proxies over 24 cells, whose slopes favour one cell, is not followed to that cell alone."""
+    from sweeps.search_results import tried_range
+
+    sp = cells_space()
+    X = sample_designs(sp, 20, "dirichlet", seed=0)
+    t = cells_law(100)
+    t[5] -= 3.0  # one cell far better than the rest
+    fit = fit_surrogate(X, 2.0 + np.exp(X @ t), "ridge")
+    free = optimize(sp, fit, [1.0], 0.05, starts=X[:3])
+    held = optimize(sp, fit, [1.0], 0.05, starts=X[:3], bounds=tried_range(X))
+    assert free[5] > 0.9
+    assert np.all(held >= X.min(axis=0) - 1e-6) and np.all(held <= X.max(axis=0) + 1e-6)
+    assert held[5] == pytest.approx(X[:, 5].max(), abs=2 / sp.global_batch)  # as far as the proxies went
