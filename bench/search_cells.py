@@ -142,7 +142,9 @@ def print_results(search: dict, seconds: float, cells: list[tuple[str, int]]) ->
     proxies = search["proxies"]
     finished = sum(p["status"] == "finished" for p in proxies)
     held = search["surrogate"]["held_out"]
-    print(f"\nsearch cells: {len(cells)} cells, {finished} of {len(proxies)} proxies finished, {seconds:.0f} s; "
+    searched_cells = sum(len(keys) for keys in search["keys"].values())
+    print(f"\nsearch cells: {searched_cells} of the {len(cells)} cells searched (mixtures.cells leaves out a cell under "
+          f"one sequence per batch), {finished} of {len(proxies)} proxies finished, {seconds:.0f} s; "
           f"surrogate {search['surrogate']['model']}")
     print(f"leave-one-out Spearman {held['spearman']:.3f} (goal >= {SPEARMAN_GOAL}: "
           f"{'met' if held['spearman'] >= SPEARMAN_GOAL else 'missed'}), mean absolute error "
