@@ -214,8 +214,16 @@ def test_over_domain_and_quality_bucket_plans_a_search_of_the_cells(curated_slic
     buckets alone), the prior their natural shares; with tens of cells the plan lists a row per cell."""
     ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
     with_cells(ws)
-    result = run_loom("-w", ws, *search_args(tmp_path, "--dry-run", "--over", "domain,quality_bucket",
-                                             "--proxies", 12))
+    # a batch of 64: at 8, a cell's natural share of its key's weight is under one sequence, and mixtures.cells
+    # leaves it out
+    write_spec(ws, "toymix", MIXTURE.replace("global_batch = 8", "global_batch = 64"))
+    ladder = TOY_LADDER  # as many steps as the toy's, of 8 times the sequences
+    for tokens in ("61_440", "15_360", "10_240", "6_144"):
+        ladder = ladder.replace(f"tokens = {tokens}\n", f"tokens = {int(tokens) * 8}\n")
+    (tmp_path / "cells.toml").write_text(ladder)
+    result = run_loom("-w", ws, "mix", "search", "cells", "--from", "toymix", "--ladder", tmp_path / "cells.toml",
+                      "--target-tokens", 8 * TARGET_TOKENS, "--over", "domain,quality_bucket", "--proxies", 12,
+                      "--dry-run")
     rows = re.findall(r"^\W*(\w+:[\w=,]+)[^│]*│\s*([\d.]+)", result.stdout, re.M)
     keys = [key for key, _ in rows]
     assert len(keys) == len(set(keys)) >= 14, result.stdout
