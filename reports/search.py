@@ -17,6 +17,8 @@ from reports.html import (
     PALETTE, REPORT_FILE, Dot, Html, Line, esc, legend, number, page, scientific, stacked_bars, table, xy_chart,
 )
 from reports.ladder import evaluations, metric_value
+from reports.search_wide import (component_ranges, fits_by_component, grouped_colors, is_wide, largest_weights,
+                                 weights_rows)
 from trainer.metrics import EVAL_LOSS_BY_SET, FINISHED, STEP, VAL_LOSS, VAL_LOSS_BY_SOURCE
 
 SEARCHED = "searched"  # the confirm run of the chosen mixture; the others are named by their baseline
@@ -241,12 +243,19 @@ def proxy_bars(search: dict) -> list[str]:
                 for p in proxy_order(search["proxies"]) if (p.get("weights") or {}).get(phase)]
         if rows:
             title = f"<h3>{esc(phase)}</h3>" if len(search["phases"]) > 1 else ""
-            charts.append(title + stacked_bars(rows, keys, f"proxy-weights-{i}"))
+            colors = grouped_colors(keys) if is_wide(keys) else None
+            charts.append(title + stacked_bars(rows, keys, f"proxy-weights-{i}", colors=colors))
     return charts
 
 
 def proxy_table(search: dict) -> str:
     parts = components(search)
+    if is_wide(parts):  # a column per component would not fit: the heaviest three, and a row per component below
+        rows = [[p.get("name", "?"), run_link(p.get("run")), p.get("status", "?"), largest_weights(p.get("weights")),
+                 p.get("objective"), p.get("loo_predicted")] for p in proxy_order(search["proxies"])]
+        columns = ["proxy", "run", "status", "heaviest components", "objective", "LOO prediction"]
+        return (table(columns, rows, "proxy-table", numeric={4, 5})
+                + component_ranges(search, parts, component_label, weight))
     rows = [[p.get("name", "?"), run_link(p.get("run")), p.get("status", "?"),
              *[weight(p.get("weights"), ph, k) for ph, k in parts], p.get("objective"), p.get("loo_predicted")]
             for p in proxy_order(search["proxies"])]
@@ -274,6 +283,8 @@ def fits_table(search: dict) -> str:
     if not fits:
         return ""
     slopes = sorted({name for fit in fits.values() for name in (fit.get("t") or {})})
+    if is_wide(slopes):
+        return scrolling(fits_by_component(fits))
     rows = [[term, fit.get("c"), *[(fit.get("t") or {}).get(s) for s in slopes], fit.get("residual_scale")]
             for term, fit in fits.items()]
     return scrolling(table(["objective term", "c", *[f"t {s}" for s in slopes], "residual scale"], rows, "fits-table",
@@ -297,9 +308,15 @@ def weights_section(search: dict) -> list[str]:
         rows = [[k, *[weight(m.get("weights"), phase, k) for m in compared.values()], epochs.get(k)] for k in keys]
         bars = [(name, [weight(m.get("weights"), phase, k) or 0 for k in keys]) for name, m in compared.items()
                 if (m.get("weights") or {}).get(phase)]
-        parts += [f"<h3>{esc(phase)}</h3>", stacked_bars(bars, keys, f"mixture-weights-{i}"),
-                  table(["component", *compared, "epochs (searched)"], rows, f"weights-{i}",
-                        numeric=set(range(1, len(compared) + 2)))]
+        colors = grouped_colors(keys) if is_wide(keys) else None
+        weights_table = table(["component", *compared, "epochs (searched)"], rows, f"weights-{i}",
+                              numeric=set(range(1, len(compared) + 2)))
+        if is_wide(keys):
+            weights_table = table(["group", "component", *compared, "epochs (searched)", "searched / prior"],
+                                  weights_rows(search, phase, keys, compared, epochs, weight), f"weights-{i}",
+                                  numeric=set(range(2, len(compared) + 4)))
+        parts += [f"<h3>{esc(phase)}</h3>", stacked_bars(bars, keys, f"mixture-weights-{i}", colors=colors),
+                  weights_table]
     return parts
 
 

@@ -19,8 +19,9 @@ LOG_FLOOR = 1e-12  # where a weight is 0, its KL term's gradient is taken here (
 MAX_ITERATIONS = 500
 
 
-def optimize(space: SearchSpace, surrogate: Surrogate, weights, kl_weight: float, starts=()) -> np.ndarray:
-    """The quantized x minimizing objective(surrogate.predict(x)) + kl_weight * kl_to_prior(x) within the caps."""
+def optimize(space: SearchSpace, surrogate: Surrogate, weights, kl_weight: float, starts=(), bounds=None) -> np.ndarray:
+    """The quantized x minimizing objective(surrogate.predict(x)) + kl_weight * kl_to_prior(x) within the caps and
+    `bounds` (a (low, high) per weight; default 0 to 1)."""
     if kl_weight < 0:
         raise UserError(f"the KL weight must be at least 0; got {kl_weight}")
     weights = np.asarray(weights, dtype=float)
@@ -33,8 +34,9 @@ def optimize(space: SearchSpace, surrogate: Surrogate, weights, kl_weight: float
         return value, gradient
 
     answers = []
+    box = list(bounds) if bounds is not None else [(0.0, 1.0)] * space.dims
     for x0 in _starts(space, starts):
-        result = minimize(penalized, x0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * space.dims,
+        result = minimize(penalized, x0, jac=True, method="SLSQP", bounds=box,
                           constraints=_constraints(space), options={"maxiter": MAX_ITERATIONS, "ftol": 1e-12})
         if _within(space, result.x):
             answers.append((float(penalized(result.x)[0]), result.x))

@@ -125,7 +125,7 @@ def resolved_toml(plan: SearchPlan, options: SearchOptions, ladder_source: str) 
     lines = ["# as resolved by `loom mix search`: the options, the proxies' model and designs", "",
              f"from = {value(plan.base.name)}", f"ladder = {value(ladder_source)}",
              *[f"{k} = {value(v)}" for k, v in dataclasses.asdict(options).items()
-               if v is not None and k not in NOT_TRAINED],
+               if v is not None and k not in NOT_TRAINED and not (k == "over" and not v)],  # as before --over
              f"target_tokens = {plan.target_tokens}",
              "", "[proxy]", f"rung = {value(plan.proxy_rung)}",
              *[f"{k} = {value(v)}" for k, v in dataclasses.asdict(rung.shape).items()],

@@ -15,9 +15,12 @@ from base.errors import UserError
 from base.workspace import Workspace
 from mixtures import MixtureSpec
 from mixtures.compile import measure
+from mixtures.manifest import documents, read_curation
 from mixtures.spec import Phase
 from sweeps.objective import describe, parse_objective, resolve_objective
 from sweeps.plan import LadderPlan, RungPlan, TargetPlan, plan_ladder
+from mixtures.cells import domain_names
+from sweeps.search_cells import check_cells, check_over, source_axes, with_wildcards
 from sweeps.search_space import (DESIGNS, SearchSpace, natural_weights, proportional, sample_designs, uniform,
                                  unimax)
 from sweeps.spec import LadderSpec
@@ -45,6 +48,7 @@ class SearchOptions:
     confirm: bool = False
     confirm_rung: str | None = None  # default: the rung above the proxies' (theirs if it is the largest)
     target_tokens: int | None = None  # default: the mixture's own budget
+    over: tuple[str, ...] = ()  # cell axes (sweeps.search_cells): the searched phases' sources become their cells
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class SearchPlan:
     confirm_rung: str  # and the one the confirm runs train
     objective: dict[str, float]  # metric (source:NAME, eval:NAME, val_loss) -> its weight in the objective
     objective_text: str
+    domain_names: dict[str, str] | None = None  # the curated domains' names by number, with --over domain
 
     def with_weights(self, x: np.ndarray, name: str) -> MixtureSpec:
         """The base mixture with the searched phases' weights set to x."""
@@ -95,23 +100,30 @@ def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec,
     if proxy_rung.tokens >= target_tokens:
         raise UserError(f"the proxies' rung {proxy_rung.rung} trains {proxy_rung.tokens:,} tokens, not fewer than "
                         f"the target run's {target_tokens:,}; pick a smaller --rung or raise --target-tokens")
+    names = None
+    if options.over:
+        base, names = over_cells(ws, base, options)
     at_target = dataclasses.replace(base, seq_len=planned.seq_len, global_batch=planned.global_batch,
                                     target_tokens=None)
     measured = measure(at_target, ws)
+    if options.over:  # the searched phases' wildcards are now their cells, one weight each
+        at_target = measured.spec
+        base = dataclasses.replace(base, phases=measured.spec.phases)
+        check_cells(base, [p.name for p in _searched_phases(base, options.phases)], options.over)
     stats = measured.stats
     terms = parse_objective(options.objective)
     validated = sorted(s for s, v in measured.validation.items() if v["sequences"] > 0)
     objective = resolve_objective(terms, validated, [e.name for e in base.evals])
-    space = build_space(at_target, options, stats, target_tokens)
+    confirm_rung = _rung(rungs, options.confirm_rung, _next(rungs, proxy_rung), "--confirm-rung")
+    space = build_space(at_target, options, stats, target_tokens, (proxy_rung, confirm_rung))
     check_enough_proxies(options, space.dims)
     designs = sample_designs(space, options.proxies, options.design, options.concentration, options.seed)
     target = TargetPlan(proxy_rung.flops_per_token * target_tokens, target_tokens, proxy_rung.active_parameters, None)
     proxies = _runs(planned, proxy_rung, [f"p{i + 1:02d}" for i in range(len(designs))], target)
     baselines = {"proportional": proportional(space), "uniform": uniform(space), "unimax": unimax(space)}
-    confirm_rung = _rung(rungs, options.confirm_rung, _next(rungs, proxy_rung), "--confirm-rung")
     search = SearchPlan(name, dataclasses.replace(base, target_tokens=None), target_tokens, space,
                         {k: v["tokens"] for k, v in stats.items()}, designs, proxies, None, baselines,
-                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms))
+                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms), names)
     if not options.confirm:
         return search
     within = [kind for kind in BASELINES if search.within_caps(baselines[kind])]  # the others are reported, not run
@@ -130,22 +142,37 @@ def check_options(options: SearchOptions) -> None:
                         "number >= 0, --concentration a finite number > 0")
 
 
+def over_cells(ws: Workspace, base: MixtureSpec, options: SearchOptions) -> tuple[MixtureSpec, dict | None]:
+    """The base mixture with its searched phases' sources as wildcards over options.over (measure expands them),
+    and the domains' names."""
+    gen = ws.published()
+    curation = read_curation(gen)
+    check_over(options.over, curation)
+    searched = [p.name for p in _searched_phases(base, options.phases)]
+    axes = source_axes(documents(gen), options.over)
+    return with_wildcards(base, searched, options.over, axes), domain_names(curation)
+
+
 def check_enough_proxies(options: SearchOptions, dims: int) -> None:
     """A fit needs its points, and the held-out check one more: refused before anything trains."""
     needed = minimum_points(options.surrogate, dims) + 1
     if options.proxies < needed:
         raise UserError(f"--proxies {options.proxies}: a {options.surrogate} surrogate of {dims} weights needs at "
                         f"least {needed} proxies (one more than its fit, to check it on proxies it did not see); "
-                        "raise --proxies or search fewer phases")
+                        "raise --proxies or search fewer phases" + (" or axes" if options.over else ""))
 
 
-def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict], target_tokens: int) -> SearchSpace:
+def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict], target_tokens: int,
+                rungs=()) -> SearchSpace:
+    """The searched phases' space; each key's capacity the tightest of the target run's and of each rung's
+    (`rungs`: their `steps`) own pool, which is whole sequences: a pool of a few sequences, a small cell's in a
+    small proxy, rounds down by more than CAP_MARGIN leaves."""
     searched = _searched_phases(spec, options.phases)
     keys = tuple(tuple(k for k, _ in p.weights) for p in searched)
     tokens = {key: s["tokens"] for key, s in stats.items()}
     natural = natural_weights(keys, tokens)
     prior = natural if options.prior == "natural" else tuple(_normalized(p) for p in searched)
-    capacity = {key: CAP_MARGIN * spec.max_epochs * s["tokens"] / target_tokens for key, s in stats.items()}
+    capacity = {key: CAP_MARGIN * min(_capacities(spec, s, target_tokens, rungs)) for key, s in stats.items()}
     fixed = {key: 0.0 for key in stats}
     for phase in spec.phases:
         if phase not in searched:
@@ -153,6 +180,15 @@ def build_space(spec: MixtureSpec, options: SearchOptions, stats: dict[str, dict
                 fixed[key] += phase.fraction * weight
     return SearchSpace(tuple(p.name for p in searched), tuple(p.fraction for p in searched), keys, prior, natural,
                        capacity, fixed, spec.global_batch)
+
+
+def _capacities(spec: MixtureSpec, stat: dict, target_tokens: int, rungs):
+    """The fraction of a run's sequences a key may take within max_epochs: in the target run, and in each rung's
+    run with its pool cut as the compiler cuts it (MixtureSpec.pool_sequences)."""
+    yield spec.max_epochs * stat["tokens"] / target_tokens
+    for rung in rungs:
+        run = dataclasses.replace(spec, steps=rung.steps, total_tokens=None, target_tokens=target_tokens)
+        yield spec.max_epochs * run.pool_sequences(stat["available_sequences"]) / (rung.steps * spec.global_batch)
 
 
 def _searched_phases(spec: MixtureSpec, wanted: tuple[str, ...]) -> list[Phase]:

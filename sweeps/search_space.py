@@ -213,12 +213,14 @@ def sample_designs(space: SearchSpace, count: int, design: str = "dirichlet",
 
 
 def distinct_feasible(space, rng, alphas, wanted: int | None, draws: int) -> list[np.ndarray]:
-    """Distinct quantized feasible draws, in the order drawn: until `wanted` are found or `draws` are spent."""
+    """Distinct quantized feasible draws, in the order drawn: until `wanted` are found or `draws` are spent. A draw
+    over a cap is pulled within the caps (pulled_within) rather than thrown away."""
     found, seen = [], set()
     batch = min(draws, 512)
+    center = interior_point(space)
     for _ in range(0, draws, batch):
         candidates = np.concatenate([rng.dirichlet(a, size=batch) for a in alphas], axis=1)
-        for x in candidates:
+        for x in pulled_within(space, candidates, center):
             if not (np.all(np.isfinite(x)) and space.feasible(x)):
                 continue
             try:
@@ -233,6 +235,31 @@ def distinct_feasible(space, rng, alphas, wanted: int | None, draws: int) -> lis
             if wanted is not None and len(found) == wanted:
                 return found
     return found
+
+
+def interior_point(space: SearchSpace) -> np.ndarray | None:
+    """A mixture strictly within every cap to pull draws towards: the natural one, else the (floored) prior, else
+    uniform weights; None when none is."""
+    uniform_x = np.concatenate([np.full(len(k), 1.0 / len(k)) for k in space.keys])
+    for x in (space.vector(space.natural), floored_prior(space), uniform_x):
+        if np.all(space.usage_vector(x) < space.capacity_vector - TOLERANCE):
+            return x
+    return None
+
+
+def pulled_within(space: SearchSpace, candidates: np.ndarray, center: np.ndarray | None) -> np.ndarray:
+    """Each candidate over a cap moved along the line to `center` until it is within every cap (on the nearest
+    cap's boundary). Over tens of components with caps of a few natural shares almost every uniform draw is over
+    some cap: rejecting them would leave no designs, and the moved ones keep their direction from the center.
+    The line stays on each phase's simplex (a convex combination of two points on it)."""
+    if center is None:
+        return candidates
+    usage, at_center = space.usage_vector(candidates), space.usage_vector(center)
+    capacity = space.capacity_vector
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(usage > capacity, (capacity - at_center) / (usage - at_center), 1.0)
+    step = np.clip(reach.min(axis=1), 0.0, 1.0)[:, None]
+    return np.where(step < 1, center + step * (1 - 1e-9) * (candidates - center), candidates)
 
 
 def _maximin(pool: list[np.ndarray], count: int, prior: np.ndarray) -> list[np.ndarray]:

@@ -2,14 +2,17 @@
 as a function of the mixture x, fitted to the proxies, and how far to trust them: each proxy's objective predicted
 by a fit on the others (leave-one-out, ranked against the measured ones by Spearman), and a bootstrap interval.
 
-"loglinear" is RegMix's and Olmix's mixing law, y = c + exp(t . x), 0 <= c < min(y), fitted with a Huber loss on
+"ridge" (sweeps/ridge.py) is the log-linear law with its slopes pulled together, for tens of weights with
+about half as many proxies. "loglinear" is RegMix's and Olmix's mixing law, y = c + exp(t . x), 0 <= c < min(y), fitted with a Huber loss on
 log-loss residuals from a grid of starts (sweeps.robust.best_of), as the ladder's laws are. "linear" is y = t . x by
 least squares, with no intercept: each phase's weights sum to 1, so an intercept is already in t. With several
 phases t is not unique (a constant added to one phase's t and taken from another's changes nothing); the
 predictions are.
 
 SURROGATES maps each `--surrogate` name to its law: help text, formulas, and how it is fitted, predicts and
-differentiates. How to add a surrogate: a module with a class like Linear below, and one line in SURROGATES.
+differentiates (and, where a law needs other than one mixture more than its parameters, minimum_points and
+resample_points). How to add a surrogate: a module with a class
+like Linear below, and one line in SURROGATES.
 """
 
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from sweeps import intervals
+from sweeps.ridge import RidgeLogLinear
 from sweeps.robust import best_of
 
 # A proxy's loss is noisy by a few tenths of a percent; a residual past 1% (log-loss) counts as an outlier (a
@@ -66,7 +70,7 @@ class Linear:
         return slopes.copy()
 
 
-SURROGATES = {"loglinear": LogLinear(), "linear": Linear()}
+SURROGATES = {"loglinear": LogLinear(), "linear": Linear(), "ridge": RidgeLogLinear()}
 
 
 @dataclass(frozen=True, eq=False)  # its arrays have no one truth value to compare by
@@ -95,8 +99,16 @@ class Surrogate:
 
 
 def minimum_points(model: str, dims: int) -> int:
-    """The parameters of one metric's law plus one, so that a fit has a residual to measure."""
-    return dims + 1 + SURROGATES[model].intercept
+    """The fewest mixtures the law fits with a residual left to measure: its parameters plus one, unless the law
+    says otherwise (the ridge law needs fewer, sweeps/ridge.py)."""
+    law = SURROGATES[model]
+    return law.minimum_points(dims) if hasattr(law, "minimum_points") else dims + 1 + law.intercept
+
+
+def resample_points(model: str, dims: int) -> int:
+    """The fewest distinct mixtures a bootstrap resample needs: minimum_points unless the law says otherwise."""
+    law = SURROGATES[model]
+    return law.resample_points(dims) if hasattr(law, "resample_points") else minimum_points(model, dims)
 
 
 def fit_surrogate(X, Y, model: str = "loglinear", starts: "Surrogate | None" = None) -> Surrogate:
@@ -192,7 +204,7 @@ def spearman(a, b) -> float:
 def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: int = 200,
                        seed: int = 0) -> tuple[float, float]:
     """Lower and upper percentiles of the objective predicted at x by refits on resampled rows (seeded; a resample
-    with too few distinct rows to leave a residual is drawn again). Each refit starts from the full fit."""
+    with fewer distinct rows than the law's resample_points is drawn again). Each refit starts from the full fit."""
     intervals.check_confidence(confidence)
     X, Y = _check(X, Y, model)
     used = np.asarray(weights, dtype=float) > 0
@@ -200,7 +212,8 @@ def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: 
     full = fit_surrogate(X, Y, model)
     point = np.asarray(x, dtype=float)[None, :]
     predicted = []
-    for index in intervals.resamples(len(X), minimum_points(model, X.shape[1]) - 1, count, seed):
+    distinct = resample_points(model, X.shape[1])
+    for index in intervals.resamples(len(X), distinct - 1, count, seed):
         try:
             refit = fit_surrogate(X[index], Y[index], model, starts=full)
         except ValueError:  # diverged from its start: the resample says nothing, not that the band is narrow

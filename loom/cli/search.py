@@ -12,6 +12,8 @@ from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
 from loom.cli.options import RegistryOption
 
+WIDE = 8  # components beyond which the plan lists a row per component, not per design
+HEAVIEST = 4  # components a line shows of a mixture of more than WIDE
 TRUSTED_SPEARMAN = 0.8  # the issue's goal for the surrogate's held-out rank correlation
 RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"
 
@@ -21,8 +23,11 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
 @click.option("--from", "from_mixture", required=True, metavar="MIX",
               help="The mixture whose components and phases are searched (a name or a path to a spec)")
 @click.option("--proxies", type=click.IntRange(min=1), default=12, show_default=True, help="Proxy runs to train")
+@click.option("--over", metavar="AXES",
+              help="Search the cells of the searched phases' sources over these axes instead of the sources: domain, "
+                   "quality_bucket or domain,quality_bucket (one weight per non-empty cell)")
 @click.option("--design", cls=RegistryOption, registry="sweeps.search_space:DESIGNS", choice=False,
-              default="spacefill", show_default=True, help="How the proxies' mixtures are drawn")
+              help="How the proxies' mixtures are drawn [default: spacefill; dirichlet with --over]")
 @click.option("--concentration", type=float, default=1.0, show_default=True,
               help="Dirichlet designs: alpha = this x components x prior (1 with a uniform prior: every mixture "
                    "equally likely; higher gathers them around the prior)")
@@ -32,8 +37,8 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
               help="The phase whose weights are searched (repeatable; all for every phase) [default: the first]")
 @click.option("--objective", default="sources", show_default=True, metavar="TERMS",
               help="sources, evals, val_loss, source:NAME, eval:NAME, each with an optional =WEIGHT, comma separated")
-@click.option("--surrogate", cls=RegistryOption, registry="sweeps.surrogate:SURROGATES", default="loglinear",
-              show_default=True, help="The law fitted to each objective term")
+@click.option("--surrogate", cls=RegistryOption, registry="sweeps.surrogate:SURROGATES",
+              help="The law fitted to each objective term [default: loglinear; ridge with --over]")
 @click.option("--kl", "kl_weight", type=float, default=0.05, show_default=True,
               help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective")
 @click.option("--ladder", "ladder_spec", metavar="PRESET|FILE",
@@ -50,7 +55,7 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
 @click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True, help="Ranks per run (torchrun)")
 @click.option("--dry-run", is_flag=True, help="Print the plan (the designs, the baselines) and stop")
 @click.pass_obj
-def search(ws: Workspace, name, from_mixture, proxies, design, concentration, prior, phases, objective, surrogate,
+def search(ws: Workspace, name, from_mixture, proxies, over, design, concentration, prior, phases, objective, surrogate,
            kl_weight, ladder_spec, rung, target_tokens, confirm, confirm_rung, seed, parallel, nproc, dry_run):
     """Search the weights of mixture MIX with proxy runs; write the chosen mixture as WORKSPACE/mixtures/NAME.toml
     and the search (proxies, surrogate, prediction, baselines) in WORKSPACE/searches/NAME/."""
@@ -58,15 +63,18 @@ def search(ws: Workspace, name, from_mixture, proxies, design, concentration, pr
     from reports.search import search_report
     from sweeps.ladder import vocabulary
     from sweeps.search import resolved_toml, run_search, spec_file
+    from sweeps.search_cells import defaults, parse_over
     from sweeps.search_plan import SearchOptions, plan_search
     from sweeps.spec import find_ladder_spec, load_ladder_spec
 
     check_name("search", name, "NAME")
+    axes = parse_over(over)
+    design, surrogate = defaults(axes, design, surrogate)
     source = ladder_spec or default_preset()
     ladder = load_ladder_spec(find_ladder_spec(source, builtin_ladders()))
     base = load_spec(find_spec(from_mixture, ws.mixtures, builtin_mixtures()))
     options = SearchOptions(proxies, design, concentration, prior, tuple(phases), objective, surrogate, kl_weight,
-                            seed, rung, confirm, confirm_rung, target_tokens)
+                            seed, rung, confirm, confirm_rung, target_tokens, axes)
     planned = plan_search(ws, name, base, ladder, options, vocabulary(ws, base))
     print_plan(planned)
     if dry_run:
@@ -84,7 +92,14 @@ def search(ws: Workspace, name, from_mixture, proxies, design, concentration, pr
 
 
 def _weights_text(weights: dict[str, dict[str, float]]) -> str:
-    return "; ".join(" ".join(f"{k} {w:.3f}" for k, w in ws.items()) for ws in weights.values())
+    """Each phase's weights; past WIDE components its heaviest few (the rest are in search.json and the spec)."""
+    phases = []
+    for phase_weights in weights.values():
+        shown = phase_weights if len(phase_weights) <= WIDE else dict(
+            sorted(phase_weights.items(), key=lambda kv: -kv[1])[:HEAVIEST])
+        more = len(phase_weights) - len(shown)
+        phases.append(" ".join(f"{k} {w:.3f}" for k, w in shown.items()) + (f" (+{more} more)" if more else ""))
+    return "; ".join(phases)
 
 
 def print_plan(planned) -> None:
@@ -95,6 +110,12 @@ def print_plan(planned) -> None:
     console.print(f"Proxies: {len(planned.designs)} runs of rung {planned.proxy_rung} (d_model {rung.shape.d_model}, "
                   f"{rung.shape.n_layers} layers, {rung.active_parameters:,} active parameters), {rung.tokens:,} "
                   f"tokens ({rung.steps:,} steps) each, standing in for a run of {planned.target_tokens:,} tokens")
+    console.print(_component_table(planned) if space.dims > WIDE else _design_table(planned))
+
+
+def _design_table(planned) -> Table:
+    """A row per design, a column per component: readable up to WIDE components."""
+    space = planned.space
     table = Table(title="Designs (weights of " + ", ".join(space.phases) + ")")
     table.add_column("run")
     for phase, keys in zip(space.phases, space.keys):
@@ -106,7 +127,34 @@ def print_plan(planned) -> None:
              for kind, x in planned.baselines.items()]
     for label, weights in rows:
         table.add_row(label, *[f"{w:.3f}" for ws in weights.values() for w in ws.values()])
-    console.print(table)
+    return table
+
+
+def _component_table(planned) -> Table:
+    """A row per component (tens of cells), in key order: the prior, the designs' range and the baselines."""
+    from mixtures.cells import cell_label
+
+    space = planned.space
+    names = [r.rung for r in planned.proxies.rungs]
+    table = Table(title=f"Designs {names[0]}..{names[-1]}: each component's prior, the designs' lowest and highest "
+                        "weight, and the baselines'")
+    for column in ("component", "prior", "designs min", "designs max", *planned.baselines):
+        table.add_column(column, justify="left" if column == "component" else "right")
+    baselines = [x for x in planned.baselines.values()]
+    prior = space.vector(space.prior)
+    offset = 0
+    for phase, keys in zip(space.phases, space.keys):
+        for key in keys:
+            column = planned.designs[:, offset]
+            label = cell_label(key, planned.domain_names)
+            label = label if len(space.phases) == 1 else f"{phase}/{label}"
+            table.add_row(label, f"{prior[offset]:.3f}", f"{column.min():.3f}", f"{column.max():.3f}",
+                          *[f"{x[offset]:.3f}" for x in baselines])
+            offset += 1
+    over = [kind for kind, x in planned.baselines.items() if not planned.within_caps(x)]
+    if over:
+        table.caption = f"over a cap: {', '.join(over)}"
+    return table
 
 
 def print_results(results: dict) -> None:

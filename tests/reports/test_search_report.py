@@ -3,6 +3,7 @@ and opened in a real headless Chromium: every proxy listed and drawn, the held-o
 put it, the confirm curves ending at their final values, the chosen weights shown; names from data inert; a search
 half run still has a page that says what is missing."""
 
+import colorsys
 import json
 import re
 
@@ -246,3 +247,62 @@ def test_each_searched_phase_has_its_columns_bars_and_weights(search_dir):
 def test_a_folder_without_search_json_is_one_clear_error(tmp_path):
     with pytest.raises(UserError, match="no search.json in .*; run `loom mix search NAME --from MIX` first"):
         search_report(tmp_path)
+
+
+CELLS = [f"web:domain={d},quality_bucket={b}" for d in range(8) for b in range(3)]  # a search --over of one source
+
+
+def over_cells(search):
+    """The search as one `--over domain,quality_bucket` leaves it: 24 cells, domain 3 named."""
+    share = [(i % 5 + 1) / sum(j % 5 + 1 for j in range(len(CELLS))) for i in range(len(CELLS))]
+    cells = lambda values: {"pretrain": dict(zip(CELLS, values))}  # noqa: E731
+    search["keys"], search["prior"], search["domain_names"] = {"pretrain": CELLS}, cells(share), {"3": "math"}
+    for i, p in enumerate(search["proxies"]):
+        p["weights"] = cells([share[(j + i) % len(CELLS)] for j in range(len(CELLS))])
+    search["chosen"]["weights"] = cells([2 * s if "domain=3" in k else s for k, s in zip(CELLS, share)])
+    search["chosen"]["epochs"] = dict(zip(CELLS, [0.5] * len(CELLS)))
+    for b in search["baselines"].values():
+        b["weights"] = cells(share)
+    search["surrogate"]["fits"] = {"source:web": {"c": 3.0, "t": {f"pretrain/{k}": -0.01 * i for i, k in
+                                                                  enumerate(CELLS)}, "residual_scale": 0.01}}
+
+
+def texts(page: str, table_id: str) -> list[str]:
+    """The text cells (those without a data-value) of a table of the page, row by row."""
+    body = page[page.index(f'id="{table_id}"'):]
+    return re.findall(r"<td>([^<]*)</td>", body[:body.index("</table>")])
+
+
+@needs_chromium()
+def test_tens_of_cells_are_rows_grouped_by_domain_not_columns(search_dir, tmp_path):
+    rewrite(search_dir, over_cells)
+    report = search_report(search_dir)
+    dom, console = open_page(report, tmp_path)
+    assert console == "", console
+    proxies = [r for r in dom.tables["proxy-table"] if r]  # proxy, run, status, heaviest three, objective, LOO
+    assert len(proxies) == 6 and all(len(r) == 6 for r in proxies)
+    assert re.search(r"web:domain=\d,quality_bucket=\d 0\.\d{3}; ", report.read_text())
+    text = report.read_text()
+    ranges = [r for r in dom.tables["proxy-ranges"] if r]  # group, component, prior, lowest, mean, highest
+    assert len(ranges) == len(CELLS) and all(float(r[3]) <= float(r[4]) <= float(r[5]) for r in ranges)
+    assert texts(text, "proxy-ranges")[1::2] == CELLS
+    assert texts(text, "proxy-ranges")[6:8] == ["web:domain=1", CELLS[3]]
+    assert texts(text, "proxy-ranges")[18:20] == ["web:domain=3 (math)", CELLS[9]]
+    weights = [r for r in dom.tables["weights-0"] if r]  # group, component, prior, searched, 3 baselines, epochs, ratio
+    assert texts(text, "weights-0")[1::2] == CELLS
+    assert [round(float(r[8]), 6) for r in weights] == [2.0 if "domain=3" in k else 1.0 for k in CELLS]
+    assert texts(text, "fits-table") == [f"pretrain/{k}" for k in CELLS] + ["c", "residual scale"]
+    assert dom.charts["proxy-weights-0"] == 6 * len(CELLS)
+    shot = tmp_path / "cells.png"
+    result = chromium(report.as_uri(), tmp_path, "--hide-scrollbars", "--window-size=1200,3400", f"--screenshot={shot}")
+    assert result.returncode == 0 and shot.stat().st_size > 20_000
+
+
+def test_a_domain_s_cells_are_shades_of_one_colour_and_the_next_domain_another():
+    from reports.search_wide import grouped_colors
+
+    colors = grouped_colors(CELLS)
+    hue = lambda color: colorsys.rgb_to_hls(*(int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)))[0]  # noqa: E731
+    assert len(set(colors)) == len(CELLS)
+    assert hue(colors[0]) == pytest.approx(hue(colors[1]), abs=0.02) == pytest.approx(hue(colors[2]), abs=0.02)
+    assert abs(hue(colors[0]) - hue(colors[3])) > 0.05

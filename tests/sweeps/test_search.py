@@ -5,14 +5,18 @@ the chosen shares within the epoch caps; a rerun trains nothing; a wrong option 
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from base.errors import UserError
+from base.workspace import Workspace
 from helpers import compiled, LOOM, TOY_LADDER, as_in_a_terminal, copy_curated, run_loom, training_spec, write_spec
 from trainer.metrics import read_metrics, read_run
 
@@ -156,6 +160,10 @@ def test_a_search_with_other_designs_is_refused(toy_search):
     (["--proxies", 6], "a loglinear surrogate of 4 weights needs at least 7 proxies"),
     (["--target-tokens", 4_096], "not fewer than the target run's"),
     (["--kl", "nan"], "--kl is a finite number >= 0"),
+    (["--over", "topic"], "--over topic: 'topic' is not an axis to search; use domain, quality_bucket"),
+    (["--over", "domain"], "the curated data has no domains; add a [domains] table to sources.toml"),
+    (["--over", "quality_bucket"], "--over quality_bucket: no source of phase 'pretrain' has quality_bucket values; "
+                                   "curate with a quality model"),
 ])
 def test_a_wrong_option_is_one_line_before_any_compute(curated_slice, slice_tokenizer, tmp_path, more, message):
     ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
@@ -181,6 +189,89 @@ def test_a_dry_run_prints_the_designs_and_trains_nothing(curated_slice, slice_to
     both = run_loom("-w", ws, *search_args(tmp_path, "--dry-run", "--phase", "all", "--proxies", 12))
     assert "phases pretrain, midtrain" in both.stdout
     assert "pretrain/web" in both.stdout and "midtrain/docs" in both.stdout
+
+
+def with_cells(ws: Path) -> None:
+    """The curated slice as if curated with `[domains] k = 3` on web and code and a quality model of 2 buckets:
+    its manifest's documents get a domain and a bucket by row (the slice has neither), curation.json its domains."""
+    gen = Workspace(ws).published()
+    for part in sorted(gen.manifest_table("documents").glob("*.parquet")):
+        table = pq.read_table(part)
+        rows = range(table.num_rows)
+        sources = table["source"].to_pylist()
+        domains = [i % 3 if s in ("web", "code") else None for i, s in zip(rows, sources)]
+        for name, values in (("domain", domains), ("quality_bucket", [i // 3 % 2 for i in rows])):
+            column = pa.array(values, type=table.schema.field(name).type)
+            table = table.set_column(table.schema.get_field_index(name), name, column)
+        pq.write_table(table, part)
+    info = json.loads(gen.curation_info.read_text())
+    info["domains"] = {"k": 3, "sources": ["web", "code"], "names": {"1": "fortran"}, "model_digest": "test"}
+    gen.curation_info.write_text(json.dumps(info))
+
+
+def test_over_domain_and_quality_bucket_plans_a_search_of_the_cells(curated_slice, slice_tokenizer, tmp_path):
+    """--over replaces the searched phase's sources by their non-empty cells (a source without domains by its
+    buckets alone), the prior their natural shares; with tens of cells the plan lists a row per cell."""
+    ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
+    with_cells(ws)
+    # a batch of 64: at 8, a cell's natural share of its key's weight is under one sequence, and mixtures.cells
+    # leaves it out
+    write_spec(ws, "toymix", MIXTURE.replace("global_batch = 8", "global_batch = 64"))
+    ladder = TOY_LADDER  # as many steps as the toy's, of 8 times the sequences
+    for tokens in ("61_440", "15_360", "10_240", "6_144"):
+        ladder = ladder.replace(f"tokens = {tokens}\n", f"tokens = {int(tokens) * 8}\n")
+    (tmp_path / "cells.toml").write_text(ladder)
+    result = run_loom("-w", ws, "mix", "search", "cells", "--from", "toymix", "--ladder", tmp_path / "cells.toml",
+                      "--target-tokens", 8 * TARGET_TOKENS, "--over", "domain,quality_bucket", "--proxies", 12,
+                      "--dry-run")
+    rows = re.findall(r"^\W*(\w+:[\w=,]+)[^│]*│\s*([\d.]+)", result.stdout, re.M)
+    keys = [key for key, _ in rows]
+    assert len(keys) == len(set(keys)) >= 14, result.stdout
+    assert "web:domain=1,quality_bucket=0" in keys and "code:domain=2,quality_bucket=1" in keys
+    assert "web:domain=1,quality_bucket=0 (fortran)" in result.stdout  # a domain's name beside its number
+    assert "docs:quality_bucket=0" in keys and "fortunes:quality_bucket=1" in keys
+    assert sum(float(prior) for _, prior in rows) == pytest.approx(1.0, abs=0.01)  # the natural shares
+    assert "p01..p12" in result.stdout and "designs min" in result.stdout
+    assert not (ws / "runs").exists() and not (ws / "searches").exists()
+
+
+def test_over_picks_the_ridge_surrogate_and_dirichlet_designs_unless_given():
+    from sweeps.search_cells import defaults, with_wildcards
+    from mixtures.spec import parse_spec
+
+    assert defaults((), None, None) == ("spacefill", "loglinear")
+    assert defaults(("domain",), None, None) == ("dirichlet", "ridge")
+    assert defaults(("domain",), "spacefill", "loglinear") == ("spacefill", "loglinear")
+    spec = parse_spec({"name": "m", "total_tokens": 1000, "weights": {"web": 0.5, "web:lang=en": 0.3, "docs": 0.2},
+                       "midtrain": {"web": 1.0}}, "m")
+    axes = {"web": ("domain", "quality_bucket"), "docs": ("quality_bucket",)}  # domains fitted on web only
+    over = with_wildcards(spec, ["pretrain"], ("domain", "quality_bucket"), axes)
+    assert [k for k, _ in over.phases[0].weights] == ["web:domain=*,quality_bucket=*",
+                                                       "web:lang=en,domain=*,quality_bucket=*",
+                                                       "docs:quality_bucket=*"]
+    assert over.phases[1].weights == spec.phases[1].weights
+    with pytest.raises(UserError, match="no source of phase 'pretrain' has domain values; list the sources in"):
+        with_wildcards(spec, ["pretrain"], ("domain",), {"web": (), "docs": ()})
+
+
+def test_a_small_cell_s_cap_is_the_tighter_of_the_target_run_s_and_the_proxy_s_whole_sequence_pool():
+    """A pool of a few sequences rounds down by more than the designs' 5% margin: 20 sequences cut to 24 of 100
+    steps is a pool of 4, not 4.8; the cap must be the proxy's, or its compile refuses the design."""
+    from types import SimpleNamespace
+
+    from mixtures.spec import parse_spec
+    from sweeps.search_plan import CAP_MARGIN, SearchOptions, build_space
+
+    spec = parse_spec({"name": "m", "seq_len": 32, "global_batch": 64, "steps": 100, "max_epochs": 4,
+                       "weights": {"small": 0.5, "large": 0.5}}, "m")
+    stats = {"small": {"tokens": 20 * 33, "available_sequences": 20},
+             "large": {"tokens": 1000 * 33, "available_sequences": 1000}}
+    target = 100 * 64 * 32
+    target_only = build_space(spec, SearchOptions(), stats, target)
+    with_proxy = build_space(spec, SearchOptions(), stats, target, [SimpleNamespace(steps=24)])
+    assert target_only.capacity["small"] == pytest.approx(CAP_MARGIN * 4 * 20 * 33 / target)
+    assert with_proxy.capacity["small"] == pytest.approx(CAP_MARGIN * 4 * 4 / (24 * 64))
+    assert with_proxy.capacity["large"] == pytest.approx(target_only.capacity["large"], rel=0.05)
 
 
 def test_the_objective_shares_sources_and_evals_out_as_means():

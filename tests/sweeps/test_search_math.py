@@ -2,6 +2,7 @@
 mixing laws of known optimum, no training: designs, baselines, quantization to whole sequences, the surrogates'
 fits and how far to trust them, and the optimum under epoch caps and a KL pull to the prior."""
 
+import time
 from itertools import combinations
 
 import numpy as np
@@ -13,7 +14,8 @@ from mixtures.schedule import largest_remainder
 from sweeps.mix_optimize import kl_to_prior, optimize
 from sweeps.search_space import (SearchSpace, natural_weights, proportional, quantize, sample_designs, uniform,
                                  unimax)
-from sweeps.surrogate import bootstrap_interval, fit_surrogate, leave_one_out, objective, spearman
+from sweeps.surrogate import (bootstrap_interval, fit_surrogate, leave_one_out, minimum_points, objective,
+                               spearman)
 
 NOISE = 0.003  # a proxy's final losses, multiplicative
 METRIC_WEIGHTS = np.array([1.0, 1.0, 1.0])
@@ -248,3 +250,83 @@ def test_spearman_ranks():
     assert spearman([1, 2, 3, 4], [10, 20, 25, 90]) == pytest.approx(1.0)
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+# -- tens of components: the cells of one source (loom mix search --over) ------------------------------------------
+
+CELL_KEYS = tuple(f"web:domain={d},quality_bucket={b}" for d in range(8) for b in range(3))
+
+
+def cells_space(keys=CELL_KEYS, room=None):
+    """One phase over the cells, natural shares skewed as a crawl's are; `room`: each cap as this many natural
+    shares (max_epochs x available / target tokens)."""
+    share = np.random.default_rng(0).lognormal(0.0, 1.0, len(keys))
+    share = tuple(share / share.sum())
+    capacity = {} if room is None else {k: 0.95 * room * s for k, s in zip(keys, share)}
+    return space((keys,), prior=(share,), capacity=capacity, batch=256)
+
+
+def cells_law(seed):
+    """A slope per cell: its domain's plus its quality bucket's (the better bucket lowers the loss)."""
+    rng = np.random.default_rng(seed)
+    return (rng.normal(0.0, 0.5, 8)[:, None] + np.array([0.6, 0.0, -0.6])[None, :]).ravel() + 0.3
+
+
+def test_ridge_ranks_held_out_proxies_over_24_cells_from_20_where_loglinear_cannot_fit():
+    X = sample_designs(cells_space(), 20, "dirichlet", seed=0)
+    y = (2.0 + np.exp(X @ cells_law(100))) * np.exp(np.random.default_rng(1).normal(0.0, 0.002, len(X)))
+    held_out = leave_one_out(X, y[:, None], [1.0], "ridge")
+    assert spearman(held_out, y) >= 0.8
+    with pytest.raises(ValueError, match="over 24 weights needs at least 26 mixtures; got 20"):
+        leave_one_out(X, y[:, None], [1.0], "loglinear")
+    assert minimum_points("ridge", 24) == 15 and minimum_points("ridge", 40) == 23
+
+
+def test_ridge_has_a_bootstrap_interval_over_24_cells_from_20_proxies():
+    """A resample of 20 holds about 13 distinct proxies, fewer than the fit's minimum of 15: the ridge's
+    resamples need only its own resample_points."""
+    X = sample_designs(cells_space(), 20, "dirichlet", seed=0)
+    y = (2.0 + np.exp(X @ cells_law(100))) * np.exp(np.random.default_rng(1).normal(0.0, 0.002, len(X)))
+    x = X.mean(axis=0)
+    lower, upper = bootstrap_interval(X, y[:, None], x, [1.0], "ridge", count=30)
+    assert lower <= fit_surrogate(X, y, "ridge").predict(x[None])[0, 0] <= upper
+
+
+def test_ridge_pulls_less_the_more_proxies_there_are():
+    sp = cells_space()
+    fresh = sample_designs(sp, 10, "dirichlet", seed=9)
+    t = cells_law(100)
+    errors = {}
+    for count in (16, 120):
+        X = sample_designs(sp, count, "dirichlet", seed=0)
+        fit = fit_surrogate(X, 2.0 + np.exp(X @ t), "ridge")
+        errors[count] = np.abs(fit.predict(fresh)[:, 0] - (2.0 + np.exp(fresh @ t))).max()
+    assert errors[120] < 0.002 < errors[16]
+    assert fit.to_json()["law"].endswith("ridge on t - mean(t)")
+
+
+@pytest.mark.parametrize("design", ["dirichlet", "spacefill"])
+def test_designs_over_40_cells_with_tight_caps_are_found_within_the_caps_in_under_a_second(design):
+    keys = tuple(f"web:domain={d},quality_bucket={b}" for d in range(10) for b in range(4))
+    sp = cells_space(keys, room=2.0)  # no cell above twice its natural share: most uniform draws are over a cap
+    started = time.perf_counter()
+    X = sample_designs(sp, 24, design, seed=0)
+    assert time.perf_counter() - started < 1.0
+    assert len(np.unique(X, axis=0)) == 24 and all(sp.feasible(x) for x in X)
+    assert np.allclose(X.sum(axis=1), 1.0)
+
+
+def test_over_cells_the_choice_stays_within_the_weights_the_proxies_tried():
+    """A law fitted to 20 proxies over 24 cells, whose slopes favour one cell, is not followed to that cell alone."""
+    from sweeps.search_results import tried_range
+
+    sp = cells_space()
+    X = sample_designs(sp, 20, "dirichlet", seed=0)
+    t = cells_law(100)
+    t[5] -= 3.0  # one cell far better than the rest
+    fit = fit_surrogate(X, 2.0 + np.exp(X @ t), "ridge")
+    free = optimize(sp, fit, [1.0], 0.05, starts=X[:3])
+    held = optimize(sp, fit, [1.0], 0.05, starts=X[:3], bounds=tried_range(X))
+    assert free[5] > 0.9
+    assert np.all(held >= X.min(axis=0) - 1e-6) and np.all(held <= X.max(axis=0) + 1e-6)
+    assert held[5] == pytest.approx(X[:, 5].max(), abs=2 / sp.global_batch)  # as far as the proxies went
