@@ -25,7 +25,7 @@ should hold, then the per-document figures a projection to 1B documents needs an
 
 With --domains K every size adds `[domains] k = K` and `sample = --domains-sample` (default 1,000: below the
 documents kept at 1x, so that the fitted sample, and with it the fitting task's memory, is the same at every
-size, as a real corpus far larger than `sample` has it; at the stage's default of 200,000 the whole corpus would
+size, as a real corpus far larger than `sample` has it; at the stage's default of 20,000 the whole corpus would
 be the sample here and that task's peak would grow with it). The `domains` stage then has its row in every
 table, and each size's line gives its seconds and share of the curate time.
 """

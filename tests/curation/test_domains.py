@@ -105,7 +105,7 @@ def test_domains_settings_parse_with_defaults(tmp_path):
 
     (tmp_path / "sources.toml").write_text(f'{SOURCES}\n[domains]\nk = 3\nsources = ["web"]\nnames = {{2 = "math"}}\n')
     config = load_config(tmp_path / "sources.toml")
-    assert config.domains == DomainsConfig(k=3, sources=("web",), sample=200_000, embedding="tfidf", seed=0,
+    assert config.domains == DomainsConfig(k=3, sources=("web",), sample=20_000, embedding="tfidf", seed=0,
                                            names={"2": "math"})
     assert config.domains.clustered(config.sources) == ["web"]
     (tmp_path / "sources.toml").write_text(SOURCES)
