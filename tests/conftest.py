@@ -14,6 +14,7 @@ from helpers import REPO, run_loom, write_slice
 
 
 QUICKSTART_GROUP = "quickstart_ws"
+DOMAINS_GROUP = "domains_slice"
 # The groups that take longest (a minute or more in CI with their slow tests), started first so that no long one
 # starts last while the other worker runs out of work; a file not named here keeps its place. The order changes
 # how soon the run ends, never a result.
@@ -26,9 +27,11 @@ LONGEST_FIRST = (QUICKSTART_GROUP, "test_dedup.py", "test_object_storage.py", "t
 @functools.cache
 def worker_group(path: str) -> str:
     """The worker group of a test file: every file that uses the quickstart workspace in one group (that workspace
-    is built once, by the worker that runs them), any other file a group of its own (its module fixtures built once)."""
-    uses_quickstart = "quickstart_ws" in (REPO / path).read_text(encoding="utf-8")
-    return QUICKSTART_GROUP if uses_quickstart else Path(path).name
+    is built once, by the worker that runs them), likewise the slice curated with domains; any other file a group
+    of its own (its module fixtures built once)."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    shared = [group for group in (QUICKSTART_GROUP, DOMAINS_GROUP) if group in text]
+    return shared[0] if shared else Path(path).name
 
 
 # Fixtures that take over 20 s to build (on CI's 2 cores): a test that uses one is slow, as the README's policy says.
@@ -98,6 +101,21 @@ def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     result = run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
                       "--workers", 2)
     return workspace, result
+
+
+@pytest.fixture(scope="session")
+def domains_slice(tmp_path_factory, slice_sources, slice_tokenizer):
+    """The slice curated once with `[domains] k = 3` over web and docs, domain 1 named "first", the tokenizer in
+    its models/: (workspace, its sources.toml, the tokenizer)."""
+    root = tmp_path_factory.mktemp("domains")
+    shutil.copytree(slice_sources.parent, root / "slice")
+    sources = root / "slice" / "sources.toml"
+    sources.write_text(sources.read_text() + '\n[domains]\nk = 3\nsources = ["web", "docs"]\nnames = {1 = "first"}\n')
+    ws = root / "ws"
+    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
+    (ws / "models").mkdir(exist_ok=True)
+    shutil.copy(slice_tokenizer, ws / "models" / "tokenizer.json")
+    return ws, sources, slice_tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -212,8 +212,8 @@ def test_without_sentence_transformers_installed_a_folder_is_one_line(tmp_path, 
         "pip install 'loom[embeddings]'")
 
 
-@pytest.mark.parametrize("model_folder", [model_folders.MODEL2VEC, pytest.param(
-    model_folders.SENTENCE_TRANSFORMERS, marks=pytest.mark.slow)], indirect=True)
+@pytest.mark.slow  # a curate of its own each (~20 s with model2vec, ~35 s with sentence-transformers)
+@pytest.mark.parametrize("model_folder", [model_folders.MODEL2VEC, model_folders.SENTENCE_TRANSFORMERS], indirect=True)
 def test_one_curate_of_the_slice_with_a_model_folder(model_folder, tmp_path, slice_sources, slice_tokenizer):
     """About as long as the TF-IDF curate of test_domains.py with model2vec; torch's import in every worker makes
     the sentence-transformers one longer (slow)."""

@@ -2,7 +2,6 @@
 the slice with `[domains] k = 3`."""
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -112,23 +111,8 @@ def test_domains_settings_parse_with_defaults(tmp_path):
     assert load_config(tmp_path / "sources.toml").domains is None
 
 
-DOMAINS = '\n[domains]\nk = 3\nsources = ["web", "docs"]\nnames = {1 = "first"}\n'
-
-
-@pytest.fixture(scope="module")
-def domains_ws(tmp_path_factory, slice_sources, slice_tokenizer):
-    """The slice curated once with `[domains] k = 3` over web and docs."""
-    root = tmp_path_factory.mktemp("domains")
-    shutil.copytree(slice_sources.parent, root / "slice")
-    sources = root / "slice" / "sources.toml"
-    sources.write_text(sources.read_text() + DOMAINS)
-    ws = root / "ws"
-    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
-    return ws, sources, slice_tokenizer
-
-
-def test_every_clustered_document_gets_a_domain_and_the_manifest_counts_them(domains_ws):
-    ws, _, _ = domains_ws
+def test_every_clustered_document_gets_a_domain_and_the_manifest_counts_them(domains_slice):
+    ws, _, _ = domains_slice
     gen = published(ws)
     curated = pq.read_table(gen / "curated", columns=["id", "source", "domain", "domain_distance", "n_tokens"])
     rows = curated.to_pylist()
@@ -153,8 +137,8 @@ def test_every_clustered_document_gets_a_domain_and_the_manifest_counts_them(dom
     assert {r["id"]: r["domain"] for r in docs} == {r["id"]: r["domain"] for r in rows}
 
 
-def test_the_domains_view_and_a_rerun_that_changes_nothing(domains_ws):
-    ws, sources, tokenizer = domains_ws
+def test_the_domains_view_and_a_rerun_that_changes_nothing(domains_slice):
+    ws, sources, tokenizer = domains_slice
     result = run_loom("-w", ws, "sql", "--format", "csv",
                       "SELECT domain, sum(documents) FROM domains GROUP BY 1 ORDER BY 1")
     counts = run_loom("-w", ws, "sql", "--format", "csv",
@@ -167,8 +151,8 @@ def test_the_domains_view_and_a_rerun_that_changes_nothing(domains_ws):
 
 
 @needs_chromium()
-def test_the_curation_report_shows_the_domains_with_their_terms(domains_ws, tmp_path):
-    ws, _, _ = domains_ws
+def test_the_curation_report_shows_the_domains_with_their_terms(domains_slice, tmp_path):
+    ws, _, _ = domains_slice
     run_loom("-w", ws, "report", "curation")
     report = published(ws) / "manifest" / "report.html"
     dom, _ = open_page(report, tmp_path)
@@ -191,6 +175,7 @@ def test_k_of_one_is_refused_by_loom_curate_in_one_line(tmp_path, slice_sources,
         f"error: {sources}: [domains]: `k` must be a whole number of domains, at least 2 (got 1); e.g. k = 24"]
 
 
+@pytest.mark.slow  # a curate of its own (~15 s)
 def test_fewer_kept_documents_than_k_stops_the_stage_with_the_count(tmp_path, slice_tokenizer):
     (tmp_path / "tiny.jsonl").write_text("".join(json.dumps({"text": f"document number {i} about topic {i}"}) + "\n"
                                                  for i in range(3)))

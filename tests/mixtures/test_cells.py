@@ -244,28 +244,8 @@ docs = 1.0
 """
 
 
-@pytest.fixture(scope="module")
-def domains_mix_ws(tmp_path_factory, slice_sources, slice_tokenizer):
-    """The slice curated with `[domains] k = 3` over web and docs, domain 1 named "first"."""
-    import shutil
-
-    from curation import config
-
-    if not hasattr(config, "DomainsConfig"):
-        pytest.skip("curation has no [domains] yet (the domains stage lands beside this)")
-    root = tmp_path_factory.mktemp("domaincells")
-    shutil.copytree(slice_sources.parent, root / "slice")
-    sources = root / "slice" / "sources.toml"
-    sources.write_text(sources.read_text() + '\n[domains]\nk = 3\nsources = ["web", "docs"]\nnames = {1 = "first"}\n')
-    ws = root / "ws"
-    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
-    (ws / "models").mkdir(exist_ok=True)
-    shutil.copy(slice_tokenizer, ws / "models" / "tokenizer.json")
-    return ws
-
-
-def test_domain_cells_build_from_curated_domains_with_names_shown(domains_mix_ws):
-    ws = domains_mix_ws
+def test_domain_cells_build_from_curated_domains_with_names_shown(domains_slice):
+    ws = domains_slice[0]
     write_spec(ws, "domains", DOMAIN_CELLS)
     result = run_loom("-w", ws, "mix", "build", "domains")
     meta = json.loads((compiled(ws, "domains") / "schedule.json").read_text())
