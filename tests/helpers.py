@@ -146,6 +146,17 @@ docs = 0.5
 """  # a mixture of the curated slice that compiles: both phases, a source, a slice
 
 
+def curate_tiny(tmp_path: Path, tokenizer: Path, documents: int, tables: str) -> subprocess.CompletedProcess:
+    """`loom curate` (one worker, exit status not checked) of a jsonl source `tiny` of `documents` short distinct
+    documents, with more sources.toml `tables` (a [domains] table, say)."""
+    (tmp_path / "tiny.jsonl").write_text("".join(f'{{"text": "document number {i} about topic {i}"}}\n'
+                                                 for i in range(documents)))
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[[source]]\nname = "tiny"\nformat = "jsonl"\npaths = ["tiny.jsonl"]\nfilters = []\n\n' + tables)
+    return run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", tokenizer,
+                    "--workers", 1, check=False)
+
+
 def write_spec(ws: Path, name: str, body: str) -> Path:
     """The workspace's mixtures/NAME.toml: `body` after its name line."""
     (ws / "mixtures").mkdir(exist_ok=True)

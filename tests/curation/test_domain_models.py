@@ -15,7 +15,7 @@ import pytest
 from base.errors import UserError
 from curation import model_folders
 from curation.domains import DomainModel
-from helpers import published, run_loom
+from helpers import curate_tiny, published, run_loom
 from test_domains import ASTRONOMY, ASTRONOMY_WORDS, COOKING, COOKING_WORDS, SOURCES
 
 COMMON_WORDS = ("the and with of to in is that for it as was be by on not this are or from at which but have an "
@@ -245,13 +245,7 @@ def test_a_folder_that_fails_to_load_stops_loom_curate_in_one_line(tmp_path, sli
     folder.mkdir()
     for name in model_folders.MODEL2VEC_FILES:
         (folder / name).write_text("{}")
-    (tmp_path / "tiny.jsonl").write_text("".join(json.dumps({"text": f"document number {i} about topic {i}"}) + "\n"
-                                                 for i in range(4)))
-    sources = tmp_path / "sources.toml"
-    sources.write_text('[[source]]\nname = "tiny"\nformat = "jsonl"\npaths = ["tiny.jsonl"]\nfilters = []\n\n'
-                       '[domains]\nk = 2\nembedding = "model"\n')
-    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
-                      "--workers", 1, check=False)
+    result = curate_tiny(tmp_path, slice_tokenizer, 4, '[domains]\nk = 2\nembedding = "model"\n')
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(
         f"error: [domains]: the model2vec folder {folder} cannot be loaded from its own files (")

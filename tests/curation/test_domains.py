@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curation.domains import DomainModel
-from helpers import published, run_loom
+from helpers import curate_tiny, published, run_loom
 from report_pages import needs_chromium, open_page
 
 COOKING_WORDS = "onion butter garlic tomato bread dough oven sugar eggs soup salt pepper herbs roast chicken".split()
@@ -177,13 +177,7 @@ def test_k_of_one_is_refused_by_loom_curate_in_one_line(tmp_path, slice_sources,
 
 @pytest.mark.slow  # a curate of its own (~15 s)
 def test_fewer_kept_documents_than_k_stops_the_stage_with_the_count(tmp_path, slice_tokenizer):
-    (tmp_path / "tiny.jsonl").write_text("".join(json.dumps({"text": f"document number {i} about topic {i}"}) + "\n"
-                                                 for i in range(3)))
-    sources = tmp_path / "sources.toml"
-    sources.write_text('[[source]]\nname = "tiny"\nformat = "jsonl"\npaths = ["tiny.jsonl"]\nfilters = []\n\n'
-                       "[domains]\nk = 4\nsample = 10\n")
-    result = run_loom("-w", tmp_path / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
-                      "--workers", 1, check=False)
+    result = curate_tiny(tmp_path, slice_tokenizer, 3, "[domains]\nk = 4\nsample = 10\n")
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.strip().splitlines()[-1] == ("error: [domains]: 3 documents of tiny are left to cluster after "
                                                       "filtering and dedup, fewer than k = 4; lower k or cluster more "
