@@ -193,13 +193,15 @@ def canonical_key(key: str, sources: dict | None, names: dict[str, str] | None) 
 
 
 def expand(spec: MixtureSpec, con: duckdb.DuckDBPyConnection, names: dict[str, str] | None,
-           sources: dict | None = None) -> Expansion:
+           sources: dict | None = None, whole_batches: bool = True) -> Expansion:
     """Every phase's wildcard keys replaced by their cells (cells under one sequence of seq_len + 1 tokens left
-    out), each cell weighted by the key's weight x its share of the cells' tokens; a cell that the phase also
-    weighs explicitly gets the sum. `sources` (curation.json's) checks the keys' sources; None: unchecked."""
+    out, and with `whole_batches` those their natural share gives under one sequence per batch), each cell
+    weighted by the key's weight x its share of the cells' tokens; a cell that the phase also weighs explicitly
+    gets the sum. `sources` (curation.json's) checks the keys' sources; None: unchecked."""
     keys = dict.fromkeys(k for phase in spec.phases for k, _ in phase.weights if is_wildcard(k))
-    wildcards = {k: batch_sized(wildcard_cells(k, sources, con, names, min_tokens=spec.seq_len + 1),
-                                _largest_share(spec, k) * spec.global_batch) for k in keys}
+    wildcards = {k: wildcard_cells(k, sources, con, names, min_tokens=spec.seq_len + 1) for k in keys}
+    if whole_batches:
+        wildcards = {k: batch_sized(w, _largest_share(spec, k) * spec.global_batch) for k, w in wildcards.items()}
     for w in wildcards.values():
         if not w.cells:
             raise UserError(f"mixture '{spec.name}': weight key '{w.key}' has no cell of at least one sequence "

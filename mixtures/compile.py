@@ -42,9 +42,10 @@ class Measured:
     stats: dict[str, dict]  # per weight key: documents, tokens, available and pool sequences, validation tokens
 
 
-def measure(spec: MixtureSpec, ws: Workspace) -> Measured:
+def measure(spec: MixtureSpec, ws: Workspace, whole_batches: bool = True) -> Measured:
     """Each weight key's training documents and sequences (its sources' held-out documents left out), the spec's
-    wildcard keys first expanded into their cells by the cells' training tokens."""
+    wildcard keys first expanded into their cells by the cells' training tokens (`whole_batches`: without the cells
+    their natural share gives under one sequence per batch; a search weighs its cells itself)."""
     gen = ws.published()  # read once: a curation publishing meanwhile does not change what this mixture is built on
     curation = read_curation(gen)
     tokenizer = curated_tokenizer(spec, ws, curation)
@@ -53,7 +54,7 @@ def measure(spec: MixtureSpec, ws: Workspace) -> Measured:
     check_eval_sources(spec, sources)
     con = documents(gen)
     held_out = hold_out(con, spec, sources)
-    expansion = expand(spec, con, names, curation["sources"])
+    expansion = expand(spec, con, names, curation["sources"], whole_batches)
     keys = weight_keys(expansion.spec)
     components = [resolve(key, curation["sources"], names) for key in keys]
     validation = validation_counts(held_out, sources, spec.seq_len)

@@ -105,7 +105,7 @@ def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec,
         base, names = over_cells(ws, base, options)
     at_target = dataclasses.replace(base, seq_len=planned.seq_len, global_batch=planned.global_batch,
                                     target_tokens=None)
-    measured = measure(at_target, ws)
+    measured = measure(at_target, ws, whole_batches=not options.over)  # a design weighs every cell itself
     if options.over:  # the searched phases' wildcards are now their cells, one weight each
         at_target = measured.spec
         base = dataclasses.replace(base, phases=measured.spec.phases)

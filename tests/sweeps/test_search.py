@@ -214,15 +214,12 @@ def test_over_domain_and_quality_bucket_plans_a_search_of_the_cells(curated_slic
     buckets alone), the prior their natural shares; with tens of cells the plan lists a row per cell."""
     ws = search_ws(curated_slice, slice_tokenizer, tmp_path)
     with_cells(ws)
-    # a batch of 64: at 8, a cell's natural share of its key's weight is under one sequence, and mixtures.cells
-    # leaves it out
-    write_spec(ws, "toymix", MIXTURE.replace("global_batch = 8", "global_batch = 64"))
-    ladder = TOY_LADDER  # as many steps as the toy's, of 8 times the sequences
-    for tokens in ("61_440", "15_360", "10_240", "6_144"):
-        ladder = ladder.replace(f"tokens = {tokens}\n", f"tokens = {int(tokens) * 8}\n")
-    (tmp_path / "cells.toml").write_text(ladder)
+    # a batch of 8 sequences, fewer than the cells: the search weighs every cell itself (mix build would leave out
+    # those whose natural share is under one sequence per batch)
+    write_spec(ws, "toymix", MIXTURE)
+    (tmp_path / "cells.toml").write_text(TOY_LADDER)
     result = run_loom("-w", ws, "mix", "search", "cells", "--from", "toymix", "--ladder", tmp_path / "cells.toml",
-                      "--target-tokens", 8 * TARGET_TOKENS, "--over", "domain,quality_bucket", "--proxies", 12,
+                      "--target-tokens", TARGET_TOKENS, "--over", "domain,quality_bucket", "--proxies", 12,
                       "--dry-run")
     rows = re.findall(r"^\W*(\w+:[\w=,]+)[^│]*│\s*([\d.]+)", result.stdout, re.M)
     keys = [key for key, _ in rows]
