@@ -19,7 +19,7 @@ import dataclasses
 import duckdb
 
 from base.errors import UserError
-from mixtures.cells import NO_DOMAINS, domain_names, parse_conditions
+from mixtures.cells import NO_DOMAINS, domain_names, is_wildcard, parse_conditions
 from mixtures.spec import MixtureSpec
 
 CELL_AXES = ("domain", "quality_bucket")
@@ -70,7 +70,7 @@ def with_wildcards(spec: MixtureSpec, searched: list[str], over: tuple[str, ...]
             phases.append(phase)
             continue
         weights = tuple((_wildcard(k, over, axes), w) for k, w in phase.weights)
-        if weights == phase.weights:
+        if not any(is_wildcard(k) for k, _ in weights):  # a key the user made a wildcard already is searched too
             raise UserError(f"--over {','.join(over)}: no source of phase '{phase.name}' has {' or '.join(over)} "
                             f"values; {_fix(over)}")
         phases.append(dataclasses.replace(phase, weights=weights))

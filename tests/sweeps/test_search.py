@@ -249,6 +249,9 @@ def test_over_picks_the_ridge_surrogate_and_dirichlet_designs_unless_given():
     assert over.phases[1].weights == spec.phases[1].weights
     with pytest.raises(UserError, match="no source of phase 'pretrain' has domain values; list the sources in"):
         with_wildcards(spec, ["pretrain"], ("domain",), {"web": (), "docs": ()})
+    celled = parse_spec({"name": "m", "total_tokens": 1000, "weights": {"web:domain=*": 0.6, "web:domain=2": 0.4}},
+                        "m")  # the user's own wildcard over the axis is searched as it is
+    assert with_wildcards(celled, ["pretrain"], ("domain",), axes).phases == celled.phases
 
 
 def test_a_small_cell_s_cap_is_the_tighter_of_the_target_run_s_and_the_proxy_s_whole_sequence_pool():
