@@ -56,10 +56,13 @@ def assert_same_words(texts: list[str]) -> None:
     from curation.steps.words import SharedWordTokenizer
 
     theirs, ours = SpaCyTokenizer("en"), SharedWordTokenizer()
-    theirs.word_tokenize("IS_ALPHA")  # from its second text with this token on, datatrove drops it: see SharedWordTokenizer._is_alpha_words
+    # from its second text with this token on, datatrove drops it (see SharedWordTokenizer._is_alpha_words), as a
+    # rule: one CI run's worker met a process where it kept it still; there the texts with it are not compared
+    stale = any(theirs.word_tokenize("IS_ALPHA") == [] for _ in range(3))
     with ours.batch():
         for text in texts:
-            assert ours.word_tokenize(text) == theirs.word_tokenize(text), text[:200]
+            if stale or "IS_ALPHA" not in text:
+                assert ours.word_tokenize(text) == theirs.word_tokenize(text), text[:200]
 
 
 def test_the_words_are_spacys_on_hostile_strings_and_random_special_cases():
