@@ -11,6 +11,8 @@ from curation import model_folders
 from curation.languages import is_language, unknown_language
 from curation.model_folders import TFIDF
 from curation.readers import READERS
+from curation.steps.annotate.config import parse_annotators
+from curation.steps.annotate.kinds import AnnotatorConfig
 from curation.steps.filters import FILTERS, web_filters
 
 # A source that does not set `filters` gets the web filters only if it is web text: they are tuned on web
@@ -155,6 +157,7 @@ class CurationConfig:
     domains: DomainsConfig | None = None  # no [domains] table: no document gets a domain
     # the top-level `tokenizer` (relative paths resolved against the file's folder, as `root` is); None: not set
     tokenizer: str | None = None
+    annotators: tuple[AnnotatorConfig, ...] = ()  # the [[annotate]] tables: a numeric column each
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -171,10 +174,10 @@ def load_config(path: Path) -> CurationConfig:
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
     unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate",
-                                "domains"}
+                                "domains", "annotate"}
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, `tokenizer`, "
-                        "[quality], [dedup], [decontaminate], [domains] and [[source]]")
+                        "[quality], [dedup], [decontaminate], [domains], [[annotate]] and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -186,9 +189,10 @@ def load_config(path: Path) -> CurationConfig:
             raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
     decontaminate = _parse_decontaminate(raw["decontaminate"], path, base_dir) if "decontaminate" in raw else None
     domains = _parse_domains(raw["domains"], path, names, base_dir) if "domains" in raw else None
+    annotators = parse_annotators(raw.get("annotate", []), path, names, base_dir)
     return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path),
                           dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate,
-                          domains=domains, tokenizer=_tokenizer(raw, path))
+                          domains=domains, tokenizer=_tokenizer(raw, path), annotators=annotators)
 
 
 def _tokenizer(raw: dict, path: Path) -> str | None:

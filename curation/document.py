@@ -31,6 +31,7 @@ class Doc:
     lang: str | None = None
     lang_score: float | None = None
     quality: float | None = None
+    annotations: dict = field(default_factory=dict)  # annotator name -> its score (curation.steps.annotate)
 
 
 class Funnel(Protocol):

@@ -25,6 +25,7 @@ from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspac
 from curation.document import SUMMARY_FATES
 from curation.funnel_warnings import curation_warnings
 from curation.schema import CONTAMINATION, DOMAINS_TABLE
+from curation.stages.annotate_buckets import annotators_record
 from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.domains import DOMAINS
 from curation.stages.domains import stage_stats as domain_stats
@@ -59,6 +60,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
                 "quality_model": ctx.quality_model, "sources": sources,
                 "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None,
                 "domains": domains and {key: domains[key] for key in ("k", "sources", "names", "model_digest")},
+                "annotators": annotators_record(ctx),
                 "warnings": curation_warnings(con, gen.manifest_files("funnel"), list(configs.values()))}
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))

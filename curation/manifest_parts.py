@@ -14,7 +14,7 @@ from base.parquet_files import write_parquet
 from base.small_files import read_text
 from base.sql import duckdb_connect, literal
 from base.workspace import Generation
-from curation.schema import REMOVALS
+from curation.schema import REMOVALS, annotator_fields, bucket_fields
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.prepare import PREPARE
@@ -42,19 +42,22 @@ def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
                                or [REMOVALS.empty_table()])
     con = duckdb_connect(ws.root)
     con.register("removals", removed)
-    write_query(con, documents_query(gen, TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index)),
-               gen.manifest_part("documents", ordinal))
+    annotator_columns = [f.name for f in (*annotator_fields(ctx.config.annotators), *bucket_fields(ctx.config.annotators))]
+    write_query(con, documents_query(gen, TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index),
+                                     annotator_columns), gen.manifest_part("documents", ordinal))
     write_query(con, funnel_query(PREPARE.funnel_path(ws, shard)), gen.manifest_part("funnel", ordinal))
     signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0)
     near = sum(1 for stage in removed["stage"].to_pylist() if stage == MINHASH_DEDUP.name)
     return {"source": shard.source.name, "considered": int(signatures), "near_duplicates": near}
 
 
-def documents_query(gen: Generation, part, published_part) -> str:
-    """A curated part's rows without text, in row order, `shard` naming the part as the generation holds it."""
+def documents_query(gen: Generation, part, published_part, annotator_columns: list[str] = ()) -> str:
+    """A curated part's rows without text, in row order, `shard` naming the part as the generation holds it; the
+    annotators' columns (their scores and buckets) last."""
+    annotators = "".join(f", {name}" for name in annotator_columns)  # names checked: lowercase letters, digits, _
     return f"""
         SELECT id, source, {literal(gen.relative(published_part))} AS shard, file_row_number AS row, lang, lang_score,
-               n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance
+               n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance{annotators}
         FROM read_parquet({literal(part)}, file_row_number = true)
         ORDER BY file_row_number
     """

@@ -35,6 +35,28 @@ CURATED = pa.schema(
     ]
 )
 
+
+
+def annotator_fields(annotators) -> list[pa.Field]:
+    """A float32 column per annotator (curation.steps.annotate), named after it; null where it did not score."""
+    return [pa.field(a.name, pa.float32()) for a in annotators]
+
+
+def bucket_fields(annotators) -> list[pa.Field]:
+    """An int16 NAME_bucket per annotator with `buckets`: 0 (lowest) .. buckets-1 at the corpus's quantiles."""
+    return [pa.field(f"{a.name}_bucket", pa.int16()) for a in annotators if a.buckets]
+
+
+def prepared_schema(annotators=()) -> pa.Schema:
+    """PREPARED with a column per annotator: what `prepare` writes."""
+    return pa.schema([*PREPARED, *annotator_fields(annotators)])
+
+
+def curated_schema(annotators=()) -> pa.Schema:
+    """CURATED with a column per annotator and a bucket column per bucketed one: the curated rows."""
+    return pa.schema([*CURATED, *annotator_fields(annotators), *bucket_fields(annotators)])
+
+
 FUNNEL = pa.schema(
     [
         ("source", pa.string()),

@@ -1,5 +1,5 @@
-"""Stage 1, per shard: read -> extract -> language -> heuristic filters -> quality score. Every input record
-gets its funnel row here; malformed ones also go to quarantine."""
+"""Stage 1, per shard: read -> extract -> language -> heuristic filters -> quality score -> annotators. Every
+input record gets its funnel row here; malformed ones also go to quarantine."""
 
 import functools
 import json
@@ -20,8 +20,9 @@ from curation.config import SourceConfig
 from curation.document import Doc
 from curation.quality import model_fingerprint
 from curation.readers import read_shard
-from curation.schema import FUNNEL, PREPARED
-from curation.stages.base import ShardStage
+from curation.schema import FUNNEL, prepared_schema
+from curation.stages.base import ShardStage, settings_json
+from curation.steps.annotate import ANNOTATORS
 from curation.steps import document_steps
 
 WRITE_BATCH = 1000
@@ -69,20 +70,30 @@ class FunnelRecorder:
 
 
 @functools.cache
-def _steps_for(source_json: str, quality_model: str | None) -> list:
-    return document_steps(SourceConfig(**json.loads(source_json)), quality_model)
+def _steps_for(source_json: str, quality_model: str | None, annotators: tuple) -> list:
+    return document_steps(SourceConfig(**json.loads(source_json)), quality_model, annotators)
 
 
-def steps_for(source: SourceConfig, quality_model: str | None = None) -> list:
+def steps_for(source: SourceConfig, quality_model: str | None = None, annotators: tuple = ()) -> list:
     """The document steps of a source, built once per worker process (models load once)."""
-    return _steps_for(json.dumps(asdict(source), sort_keys=True), quality_model)
+    return _steps_for(json.dumps(asdict(source), sort_keys=True), quality_model, tuple(annotators))
+
+
+def annotator_settings(annotators) -> list[dict]:
+    """What of each annotator `prepare` depends on: its settings but `buckets` (a later stage's), and its kind's
+    digest (the model file's, the Python module's source), so a changed model or edited function redoes it."""
+    return [{**{k: v for k, v in asdict(a).items() if k != "buckets"}, "digest": ANNOTATORS[a.kind].digest(a)}
+            for a in annotators]
 
 
 class Prepare(ShardStage):
     name = "prepare"
 
     def inputs(self, ctx) -> str:
-        return model_fingerprint(ctx.quality_model)
+        model = model_fingerprint(ctx.quality_model)
+        if not ctx.config.annotators:  # what it was before annotators: no fingerprint changes without them
+            return model
+        return settings_json([model, annotator_settings(ctx.config.annotators)])
 
     def funnel_path(self, ws, shard) -> Path:
         return ws.stage_part("funnel", shard.source.name, shard.index)
@@ -107,12 +118,13 @@ class Prepare(ShardStage):
                     yield Doc(record=record.index, text=record.text, meta=record.meta)
 
         docs = good_records()
-        for step in steps_for(shard.source, ctx.quality_model):
+        annotators = ctx.config.annotators
+        for step in steps_for(shard.source, ctx.quality_model, annotators):
             docs = step.run(docs, funnel)
         n_kept = 0
-        with parquet_writer(self.part_path(ws, shard), PREPARED) as writer:
+        with parquet_writer(self.part_path(ws, shard), prepared_schema(annotators)) as writer:
             while batch := list(islice(docs, WRITE_BATCH)):
-                writer.write_table(prepared_table(batch))
+                writer.write_table(prepared_table(batch, annotators))
                 for doc in batch:
                     funnel.kept(doc)
                 n_kept += len(batch)
@@ -124,12 +136,14 @@ class Prepare(ShardStage):
         return stats
 
 
-def prepared_table(docs: list[Doc]) -> pa.Table:
+def prepared_table(docs: list[Doc], annotators: tuple = ()) -> pa.Table:
+    """The prepared rows of `docs`, with each annotator's score (null where it does not cover the source)."""
     return pa.Table.from_pylist(
         [{"record": d.record, "id": d.id, "text": d.text, "lang": d.lang, "lang_score": d.lang_score,
-          "quality": d.quality, "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True)}
+          "quality": d.quality, "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True),
+          **{a.name: d.annotations.get(a.name) for a in annotators}}
          for d in docs],
-        schema=PREPARED,
+        schema=prepared_schema(annotators),
     )
 
 

@@ -1,12 +1,14 @@
 """Stage 6, per shard: tokenize the documents still in and write the curated Parquet, with each one's quality
-bucket, near-duplicate cluster and dup_count (in work/tokenize/; curation.publish puts it in a generation)."""
+bucket, near-duplicate cluster and dup_count, and its annotators' scores and buckets (in work/tokenize/;
+curation.publish puts it in a generation)."""
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from base.done_markers import mark_done
 from base.parquet_files import parquet_writer
-from curation.schema import CURATED
+from curation.schema import CURATED, curated_schema
+from curation.stages.annotate_buckets import ANNOTATE_BUCKETS
 from curation.stages.base import ShardStage
 from curation.stages.domains import DOMAINS
 from curation.stages.minhash_dedup import MINHASH_DEDUP
@@ -29,9 +31,11 @@ class Tokenize(ShardStage):
         buckets = shard_rows(QUALITY_SELECT.buckets_folder(ws), shard, ["record", "quality_bucket"])
         clusters = shard_rows(MINHASH_DEDUP.clusters_folder(ws), shard, ["record", "cluster_id"])
         counts, domains = dup_counts(ctx, shard), domain_assignments(ctx, shard)
+        annotator_buckets = ANNOTATE_BUCKETS.bucket_rows(ctx, shard)
+        schema = curated_schema(ctx.config.annotators)
         out = self.part_path(ws, shard)
         n_docs = n_tokens = 0
-        with parquet_writer(out, CURATED) as writer:
+        with parquet_writer(out, schema) as writer:
             for docs in surviving_batches(ctx, shard, BATCH):
                 input_ids = encode_to_arrow(tokenizer, eos_id, docs["text"].to_pylist())
                 lengths = pc.list_value_length(input_ids).cast(pa.int64())
@@ -39,8 +43,11 @@ class Tokenize(ShardStage):
                          "dup_cluster": by_record(clusters, docs, "cluster_id"),
                          "dup_count": pc.fill_null(by_record(counts, docs, "dup_count"), 1),
                          "domain": by_record(domains, docs, "domain"),
-                         "domain_distance": by_record(domains, docs, "domain_distance")}
-                writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, found))
+                         "domain_distance": by_record(domains, docs, "domain_distance"),
+                         **{a.name: docs[a.name] for a in ctx.config.annotators},
+                         **{name: by_record(annotator_buckets, docs, name)
+                            for name in (annotator_buckets.column_names[1:] if annotator_buckets else ())}}
+                writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, found, schema))
                 n_docs += docs.num_rows
                 n_tokens += pc.sum(lengths).as_py()
         stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
@@ -64,7 +71,7 @@ def by_record(table: pa.Table, docs: pa.Table, column: str):
     return pc.take(table[column], pc.index_in(docs["record"], table["record"]))
 
 
-def curated_table(source: str, docs: pa.Table, input_ids, lengths, found: dict) -> pa.Table:
+def curated_table(source: str, docs: pa.Table, input_ids, lengths, found: dict, schema=CURATED) -> pa.Table:
     """The curated rows of a batch of `docs`; `found` holds the columns looked up by record in the stages' tables."""
     n = docs.num_rows
     columns = {
@@ -72,7 +79,7 @@ def curated_table(source: str, docs: pa.Table, input_ids, lengths, found: dict) 
         "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"], **found,
         "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
     }
-    return pa.table(columns, schema=CURATED)
+    return pa.table(columns, schema=schema)
 
 
 TOKENIZE = Tokenize()

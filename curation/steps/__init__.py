@@ -6,6 +6,7 @@ from typing import Iterator, Protocol
 
 from curation.document import Doc, Funnel
 from curation.readers import reader_for
+from curation.steps.annotate.step import Annotate, covers
 from curation.steps.extract import ExtractHtml
 from curation.steps.filters import HeuristicFilters
 from curation.steps.langid import LanguageId
@@ -28,9 +29,9 @@ def reading_steps(source) -> list[Step]:
     return responses + ([ExtractHtml()] if reader.html else []) + [Normalize()]
 
 
-def document_steps(source, quality_model: str | None = None) -> list[Step]:
-    """The per-document stages of one source, in order."""
+def document_steps(source, quality_model: str | None = None, annotators: tuple = ()) -> list[Step]:
+    """The per-document stages of one source, in order: the annotators covering it last."""
     steps = reading_steps(source) + [LanguageId(source), HeuristicFilters(source)]
     if quality_model:
         steps.append(QualityScore(quality_model))
-    return steps
+    return steps + [Annotate(a) for a in annotators if covers(a, source.name)]
