@@ -17,12 +17,13 @@ from loom.cli.options import registry, sources_option, sources_path, workers_opt
 
 
 class CurateCommand(click.Command):
-    """`loom curate`, whose help ends with the formats and filters sources.toml may name (read from their
-    registries only when the help is shown)."""
+    """`loom curate`, whose help ends with the formats, filters and annotator kinds sources.toml may name (read
+    from their registries only when the help is shown)."""
 
     def format_epilog(self, ctx, formatter) -> None:
         for title, path in (("Formats (a source's `format`)", "curation.readers:READERS"),
-                            ("Filters (a source's `filters`)", "curation.steps.filters:FILTERS")):
+                            ("Filters (a source's `filters`)", "curation.steps.filters:FILTERS"),
+                            ("Annotators (an [[annotate]] kind)", "curation.steps.annotate:ANNOTATORS")):
             with formatter.section(title):
                 formatter.write_dl([(name, entry.help) for name, entry in registry(path).items()])
 
