@@ -1,6 +1,6 @@
-"""Each extension point is one map from a name to an object: a dummy filter, format (reader), surrogate, design and
-export format is registered in its map alone, by this file, and shows in the CLI's `--help` and works: a curation
-reads with the dummy reader and filters with the dummy filter, a search draws its proxies with the dummy design and
+"""Each extension point is one map from a name to an object: a dummy filter, format (reader), annotator kind,
+surrogate, design and export format is registered in its map alone, by this file, and shows in the CLI's `--help`
+and works: a curation reads with the dummy reader, filters with the dummy filter and annotates with the dummy kind, a search draws its proxies with the dummy design and
 fits the dummy surrogate, an export writes the dummy format."""
 
 import json
@@ -19,6 +19,7 @@ from mixtures.export.writer import FormatWriter
 DUMMY_CURATION = '''
 from curation.document import Record
 from curation.readers import READERS, Format
+from curation.steps.annotate import ANNOTATORS, AnnotatorKind
 from curation.steps.filters import FILTERS, Filter
 
 
@@ -40,7 +41,17 @@ class NoShouting:
         return (False, "shouting") if doc.text.isupper() else True
 
 
+class Lengths:
+    def __init__(self, config):
+        pass
+
+    def scores(self, texts):
+        return [float(len(text)) for text in texts]
+
+
 READERS["dummy-lines"] = Format("a document per line of a text file", LinesReader())
+ANNOTATORS["dummy_length"] = AnnotatorKind("a text's length in characters", keys=(), required=(),
+                                           check=lambda config: None, digest=lambda config: "1", load=Lengths)
 FILTERS["dummy_shouting"] = Filter("documents in capitals", lambda options, words: NoShouting())
 '''
 LINES = [f"Line {i} is a sentence of ordinary words about the weather in the valley and the river." for i in range(6)]
@@ -71,11 +82,15 @@ def test_a_dummy_reader_and_filter_show_in_curates_help_and_curate(tmp_path, sli
         filter_languages = ["*"]
         [dedup]
         enabled = false
+        [[annotate]]
+        name = "length"
+        kind = "dummy_length"
     '''))
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO), os.environ.get("PYTHONPATH", "")])}
     shown = run_loom("curate", "--help", env=env).stdout
     assert "dummy-lines" in shown and "a document per line of a text file" in shown
     assert "dummy_shouting" in shown and "documents in capitals" in shown
+    assert "dummy_length" in shown and "a text's length in characters" in shown
     ws = tmp_path / "ws"
     run_loom("-w", ws, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer,
              "--workers", 1, env=env)
@@ -85,6 +100,8 @@ def test_a_dummy_reader_and_filter_show_in_curates_help_and_curate(tmp_path, sli
     fates = sorted((r["record"], r["fate"], r["stage"], r["reason"]) for r in funnel)
     assert fates == [(i, "kept", "", None) for i in range(len(LINES))] + \
         [(len(LINES), "filtered", "dummy_shouting", "shouting")]
+    curated = pq.read_table(published(ws) / "curated", columns=["text", "length"]).to_pylist()
+    assert [row["length"] for row in curated] == [len(row["text"]) for row in curated] == [len(line) for line in LINES]
 
 
 class DummyLaw:
