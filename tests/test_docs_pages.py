@@ -155,6 +155,7 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
     from dataclasses import fields
 
     from curation.config import QUALITY_KEYS, SOURCE_KEYS, DecontaminationConfig, DedupConfig
+    from curation.steps.annotate import AnnotatorConfig
     from mixtures.spec import SPEC_KEYS
     from sweeps import spec as ladder_spec
 
@@ -165,6 +166,7 @@ def test_the_reference_blocks_show_every_key_the_code_accepts():
     assert sources["dedup"] == {f.name for f in fields(DedupConfig)}
     assert sources["decontaminate"] == {f.name for f in fields(DecontaminationConfig)} - {"evals"}
     assert sources["decontaminate.eval"] == {"name", "paths", "text"}
+    assert sources["annotate"] == {f.name for f in fields(AnnotatorConfig)}
     mixture = documented_keys(page("mixtures"))
     tables = {"weights", "midtrain", "phase", "eval", "rehydrate"}
     assert mixture[""] | {"validation_sequences"} == SPEC_KEYS - tables  # validation_sequences: the older spelling

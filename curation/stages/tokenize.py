@@ -44,9 +44,7 @@ class Tokenize(ShardStage):
                          "dup_count": pc.fill_null(by_record(counts, docs, "dup_count"), 1),
                          "domain": by_record(domains, docs, "domain"),
                          "domain_distance": by_record(domains, docs, "domain_distance"),
-                         **{a.name: docs[a.name] for a in ctx.config.annotators},
-                         **{name: by_record(annotator_buckets, docs, name)
-                            for name in (annotator_buckets.column_names[1:] if annotator_buckets else ())}}
+                         **annotator_columns(ctx.config.annotators, docs, annotator_buckets)}
                 writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, found, schema))
                 n_docs += docs.num_rows
                 n_tokens += pc.sum(lengths).as_py()
@@ -64,6 +62,13 @@ def domain_assignments(ctx, shard) -> pa.Table:
     """`record`, `domain` and `domain_distance` of the shard's documents (none without [domains], or when its
     source is not clustered)."""
     return DOMAINS.domain_rows(ctx, shard)
+
+
+def annotator_columns(annotators, docs: pa.Table, buckets: pa.Table | None) -> dict:
+    """Each annotator's score, from the prepared rows, and each NAME_bucket by record (`buckets`: the
+    annotate_buckets stage's rows of the shard, None without bucketed annotators)."""
+    names = buckets.column_names[1:] if buckets is not None else []
+    return {a.name: docs[a.name] for a in annotators} | {name: by_record(buckets, docs, name) for name in names}
 
 
 def by_record(table: pa.Table, docs: pa.Table, column: str):
