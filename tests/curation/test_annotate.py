@@ -40,6 +40,11 @@ def short(texts):
 class Constant:
     def __call__(self, texts):
         return [1.0] * len(texts)
+
+
+class Unloadable:
+    def __init__(self):
+        raise OSError("weights.bin\\nis missing")
 '''
 MIN_EDU = 0.5
 EDU_BUCKETS = 4
@@ -209,6 +214,14 @@ def test_a_scorer_that_answers_wrong_stops_the_job_in_one_line(tmp_path, slice_t
                                           "return one float per text, in order"]
 
 
+def test_a_scorer_that_fails_to_load_on_a_worker_stops_the_job_in_one_line(tmp_path, slice_tokenizer):
+    result = tiny_curation(tmp_path, slice_tokenizer, "annot_pkg.scorers:Unloadable", write_package(tmp_path / "pkg"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == ["error: annotator 'score': its scorer failed to load on a worker (OSError: "
+                                          "weights.bin is missing); fix it (a class is made with no arguments, once "
+                                          "per worker process)"]
+
+
 class Answers:
     def __init__(self, answer):
         self.answer = answer
@@ -313,3 +326,20 @@ def test_a_good_table_is_read_with_its_model_resolved_against_the_root(config_fo
     assert (hi.model, hi.label, hi.min, hi.max, hi.buckets, hi.batch_size, hi.sources) == \
         (str(config_folder / "hi.bin"), "__label__hi", 0.0, None, 5, 64, ())
     assert load_with(config_folder, "").annotators == ()
+
+
+def test_prepare_fingerprints_annotators_but_not_their_buckets_and_is_unchanged_without_them(config_folder, tmp_path):
+    from base.workspace import Workspace
+    from curation.job import JobContext
+    from curation.stages.annotate_buckets import ANNOTATE_BUCKETS
+    from curation.stages.prepare import PREPARE
+
+    def context(tables: str) -> JobContext:
+        return JobContext(workspace=Workspace(tmp_path), config=load_with(config_folder, tables), tokenizer="")
+
+    table = '[[annotate]]\nname = "edu"\n' + GOOD_PYTHON
+    plain, annotated, bucketed = context(""), context(table), context(table + "buckets = 3\n")
+    assert PREPARE.inputs(plain) == "" and not ANNOTATE_BUCKETS.enabled(plain)  # as before annotators
+    assert PREPARE.inputs(annotated) != "" and not ANNOTATE_BUCKETS.enabled(annotated)
+    assert PREPARE.inputs(bucketed) == PREPARE.inputs(annotated) and ANNOTATE_BUCKETS.enabled(bucketed)
+    assert PREPARE.inputs(context(table + "min = 1\n")) != PREPARE.inputs(annotated)

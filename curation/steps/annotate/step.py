@@ -27,7 +27,13 @@ def reason(config: AnnotatorConfig) -> str:
 @functools.cache
 def scorer_for(config: AnnotatorConfig):
     """The annotator's scorer, loaded once per process, whichever sources' steps use it."""
-    return ANNOTATORS[config.kind].load(config)
+    try:
+        return ANNOTATORS[config.kind].load(config)
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a user's class or model that fails to load: one line
+        raise UserError(f"annotator '{config.name}': its scorer failed to load on a worker ({type(err).__name__}: "
+                        f"{one_line(err)}); fix it (a class is made with no arguments, once per worker process)") from None
 
 
 def one_line(text: str) -> str:
