@@ -2,7 +2,7 @@
 the score of a text is the probability the model gives its `label`."""
 
 from base.digests import file_digest
-from base.inputs import open_input
+from base.inputs import local_file, open_input
 from curation.fasttext_model import is_fasttext_header, load_fasttext
 from curation.steps.annotate.kinds import AnnotatorKind
 
@@ -26,7 +26,7 @@ def check(config) -> str | None:
         return f"`model` = {config.model!r} cannot be read ({err.strerror or err}); name a fastText model file"
     if not is_fasttext_header(head):
         return f"`model` = {config.model!r} is not a fastText model file; name a .bin or .ftz that fastText saved"
-    labels = list(load_fasttext(config.model).get_labels())
+    labels = list(load_fasttext(str(local_file(config.model))).get_labels())
     if model_label(config, labels) is None:
         shown = ", ".join(label.removeprefix(LABEL_PREFIX) for label in labels)
         return f"`label` = {config.label!r} is not a label of the model; use one of {shown}"
@@ -35,7 +35,7 @@ def check(config) -> str | None:
 
 class FastTextScorer:
     def __init__(self, config):
-        self.model = load_fasttext(config.model)
+        self.model = load_fasttext(str(local_file(config.model)))  # a model on a store: fetched once per process
         self.label = model_label(config, list(self.model.get_labels()))
 
     def scores(self, texts: list[str]) -> list[float]:
