@@ -16,7 +16,9 @@ def save_tiny_classifier(folder, labels: tuple[str, ...] | None = ("lo", "hi"), 
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    from transformers.utils import logging
 
+    logging.disable_progress_bar()  # no "Writing model shards" bar in a test's or the bench's output
     vocab = {token: i for i, token in enumerate(SPECIALS + WORDS)}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
