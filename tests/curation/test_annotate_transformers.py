@@ -66,6 +66,14 @@ def test_a_regression_head_scores_its_raw_output_without_a_label(regression):
     assert TRANSFORMERS.load(config).scores([]) == []
 
 
+def test_a_decoder_without_a_padding_token_scores_each_text_as_alone(tmp_path):
+    gpt2 = save_tiny_classifier(tmp_path / "gpt2", decoder=True)  # scores a text by its last token
+    texts = [text for text in TEXTS if text]  # an empty text is no tokens at all, which GPT-2 cannot score
+    scores = TRANSFORMERS.load(annotator(gpt2, label="hi", batch_size=3)).scores(texts)
+    assert scores == pytest.approx([float(logits.softmax(-1)[1]) for logits in forward_one_by_one(gpt2, texts)],
+                                   abs=1e-5)
+
+
 def test_texts_longer_than_max_length_are_truncated(classifier):
     long_texts = ["the galaxy " * 400, "bread " * 5 + "cat " * 1000]  # thousands of tokens; the model has 64 positions
     short = TRANSFORMERS.load(annotator(classifier, label="hi", max_length=8)).scores(long_texts)
@@ -75,12 +83,19 @@ def test_texts_longer_than_max_length_are_truncated(classifier):
     assert scorer.max_length == POSITIONS and len(scorer.scores(long_texts)) == 2
 
 
-def test_scoring_on_the_cpu_leaves_torch_threads_as_they_were(classifier):
+def test_on_the_cpu_the_model_runs_on_one_torch_thread_and_leaves_them_as_they_were(classifier):
     import torch
 
     threads = torch.get_num_threads()
-    TRANSFORMERS.load(annotator(classifier, label="hi")).scores(TEXTS)
-    assert torch.get_num_threads() == threads
+    torch.set_num_threads(2)  # as a worker process would have on a machine of several cores
+    try:
+        scorer = TRANSFORMERS.load(annotator(classifier, label="hi", batch_size=3))
+        seen = []
+        scorer.model.register_forward_pre_hook(lambda module, args: seen.append(torch.get_num_threads()))
+        scorer.scores(TEXTS)
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
 
 
 def wrong_settings(tmp_path, classifier, regression):
@@ -107,7 +122,8 @@ def wrong_settings(tmp_path, classifier, regression):
         (annotator(classifier, label="high"), ["label 'high' is not one of the model's labels ('lo', 'hi')"]),
         (annotator(classifier), ["has 2 labels ('lo', 'hi'): set label"]),
         (annotator(regression, label="LABEL_0"), ["regression head", "remove label = 'LABEL_0'"]),
-        (annotator(classifier, label="hi", max_length=0), ["set them to 1 or more"]),
+        (annotator(classifier, label="hi", max_length=0), ["set them to whole numbers, 1 or more"]),
+        (annotator(classifier, label="hi", batch_size="64"), ["set them to whole numbers, 1 or more"]),
     ]
 
 

@@ -9,6 +9,7 @@ worker process per core, so more threads would only contend)."""
 
 import importlib.util
 import json
+import threading
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -60,8 +61,8 @@ def _problem(config) -> str | None:
 
 
 def _label_problem(labels: list[str], config) -> str | None:
-    if config.max_length < 1 or config.batch_size < 1:
-        return "max_length and batch_size are counts of tokens and texts: set them to 1 or more"
+    if not all(type(count) is int and count >= 1 for count in (config.max_length, config.batch_size)):
+        return "max_length and batch_size are counts of tokens and texts: set them to whole numbers, 1 or more"
     listed = ", ".join(repr(label) for label in labels)
     if len(labels) == 1:
         return None if config.label is None else (
@@ -89,7 +90,8 @@ def digest(config) -> str:
 
 class TransformersScorer:
     """The folder's tokenizer and model, loaded once per worker process; `scores(texts)` -> one float per text.
-    `device` None: "cuda" when torch sees a GPU, else "cpu"."""
+    `device` None: "cuda" when torch sees a GPU, else "cpu". One call at a time (a worker with several threads
+    shares it): the tokenizer's padding and truncation settings are shared state."""
 
     def __init__(self, config, device: str | None = None):
         import torch
@@ -98,6 +100,7 @@ class TransformersScorer:
         transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bars in the workers' output
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.batch_size = config.batch_size
+        self._lock = threading.Lock()
         self.tokenizer, model = _load(config)
         self.model = model.to(self.device).eval()
         self.max_length = _max_length(config.max_length, self.tokenizer, model.config)
@@ -113,7 +116,7 @@ class TransformersScorer:
 
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         scored = [0.0] * len(texts)
-        with self._one_thread_on_cpu(), torch.inference_mode():
+        with self._lock, self._one_thread_on_cpu(), torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 batch = order[start:start + self.batch_size]
                 for i, score in zip(batch, self._batch_scores([texts[i] for i in batch])):
