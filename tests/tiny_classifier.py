@@ -30,7 +30,7 @@ def save_tiny_classifier(folder, labels: tuple[str, ...] | None = ("lo", "hi"), 
         fast = PreTrainedTokenizerFast(tokenizer_object=words_tokenizer(vocab, template=False), unk_token="[UNK]",
                                        eos_token="[EOS]")
         config = GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=POSITIONS,
-                            initializer_range=0.5, eos_token_id=vocab["[EOS]"], **head)
+                            initializer_range=0.5, bos_token_id=vocab["[EOS]"], eos_token_id=vocab["[EOS]"], **head)
         architecture = GPT2ForSequenceClassification
     else:
         fast = PreTrainedTokenizerFast(tokenizer_object=words_tokenizer(vocab, template=True), unk_token="[UNK]",

@@ -68,10 +68,14 @@ def test_a_regression_head_scores_its_raw_output_without_a_label(regression):
 
 def test_a_decoder_without_a_padding_token_scores_each_text_as_alone(tmp_path):
     gpt2 = save_tiny_classifier(tmp_path / "gpt2", decoder=True)  # scores a text by its last token
-    texts = [text for text in TEXTS if text]  # an empty text is no tokens at all, which GPT-2 cannot score
-    scores = TRANSFORMERS.load(annotator(gpt2, label="hi", batch_size=3)).scores(texts)
-    assert scores == pytest.approx([float(logits.softmax(-1)[1]) for logits in forward_one_by_one(gpt2, texts)],
-                                   abs=1e-5)
+    scorer = TRANSFORMERS.load(annotator(gpt2, label="hi", batch_size=3))
+    scores = scorer.scores(TEXTS)
+    worded = [i for i, text in enumerate(TEXTS) if text]
+    expected = [float(logits.softmax(-1)[1]) for logits in forward_one_by_one(gpt2, [TEXTS[i] for i in worded])]
+    assert [scores[i] for i in worded] == pytest.approx(expected, abs=1e-5)
+    # a text of no tokens (GPT-2's tokenizer adds none of its own) scores the same beside others or in a batch of
+    # such texts alone, where the model would have no token at all to read
+    assert scorer.scores(["", "   "]) == pytest.approx([scores[TEXTS.index("")]] * 2, abs=1e-6)
 
 
 def test_texts_longer_than_max_length_are_truncated(classifier):

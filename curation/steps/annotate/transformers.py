@@ -125,8 +125,19 @@ class TransformersScorer:
 
     def _batch_scores(self, texts: list[str]) -> list[float]:
         encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="pt").to(self.device)
-        return self.output(self.model(**encoded).logits.float()).tolist()
+                                 return_tensors="pt")
+        if encoded["input_ids"].shape[1] == 0:  # no text of the batch has a token (a decoder's tokenizer adds none)
+            encoded = self._masked_padding(len(texts))
+        return self.output(self.model(**encoded.to(self.device)).logits.float()).tolist()
+
+    def _masked_padding(self, count: int):
+        """One padding token per text, masked: an empty text as it is in a batch with longer texts."""
+        import torch
+        from transformers import BatchEncoding
+
+        pad = self.tokenizer.pad_token_id or 0
+        masked = torch.zeros(count, 1, dtype=torch.long)
+        return BatchEncoding({"input_ids": torch.full((count, 1), pad), "attention_mask": masked})
 
     def _one_thread_on_cpu(self):
         return nullcontext() if self.device.type != "cpu" else _torch_threads(1)
