@@ -66,6 +66,16 @@ def test_a_regression_head_scores_its_raw_output_without_a_label(regression):
     assert TRANSFORMERS.load(config).scores([]) == []
 
 
+def test_a_multi_label_model_scores_its_labels_sigmoid(tmp_path, classifier):
+    multi = tmp_path / "multi"
+    shutil.copytree(classifier, multi)
+    settings = json.loads((multi / "config.json").read_text())
+    (multi / "config.json").write_text(json.dumps({**settings, "problem_type": "multi_label_classification"}))
+    scores = TRANSFORMERS.load(annotator(multi, label="hi")).scores(TEXTS)
+    assert scores == pytest.approx([float(logits[1].sigmoid()) for logits in forward_one_by_one(multi, TEXTS)],
+                                   abs=1e-5)
+
+
 def test_a_decoder_without_a_padding_token_scores_each_text_as_alone(tmp_path):
     gpt2 = save_tiny_classifier(tmp_path / "gpt2", decoder=True)  # scores a text by its last token
     scorer = TRANSFORMERS.load(annotator(gpt2, label="hi", batch_size=3))
