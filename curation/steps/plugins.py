@@ -98,7 +98,11 @@ class PluginStep:
     def function(self):
         """The function, or the class's one instance in this process."""
         if self.target not in _MADE:
-            _MADE[self.target] = instance(self.target)
+            try:
+                _MADE[self.target] = instance(self.target)
+            except Exception as err:  # noqa: BLE001 - the class cannot be made: the step's bug on every document
+                raise UserError(f"{self.where}: {self.target.__name__}() failed ({one_line(err)}); a step's class is "
+                                "made once per worker process, with no arguments") from None
         return _MADE[self.target]
 
     def run(self, docs, funnel: Funnel):
@@ -134,8 +138,13 @@ class PluginStep:
         raise UserError(f"{self.where} returned {short_repr(verdict)} for document {doc.id}; {RETURNS}")
 
     def error_line(self, err: Exception) -> str:
-        message = " ".join(str(err).split())
-        return f"{self.name}: {type(err).__name__}" + (f": {message}" if message else "")
+        return f"{self.name}: {one_line(err)}"
+
+
+def one_line(err: Exception) -> str:
+    """An error's type and message on one line."""
+    message = " ".join(str(err).split())
+    return type(err).__name__ + (f": {message}" if message else "")
 
 
 def short_repr(value, limit: int = 60) -> str:

@@ -184,13 +184,19 @@ def listing(doc):
     ("loomplug.rules:drop_spam\", \"other.rules:drop_spam", "`steps` 'loomplug.rules:drop_spam' and "
                                                             "'other.rules:drop_spam' are both named 'drop_spam'"),
     ("loomplug.rules:NotCallable", "class NotCallable has no __call__(self, doc)"),
+    ("loomplug.rules:NeedsModel", "source 'notes' step 'loomplug.rules:NeedsModel': NeedsModel() failed "
+                                  "(FileNotFoundError: no model.bin here); a step's class is made once per worker "
+                                  "process, with no arguments"),
     ("loomplug.wrong:listing", "source 'notes' step 'loomplug.wrong:listing' returned ['a plain note about gardens "
                                "and their tomatoes'] (list) for document"),
 ], ids=["does-not-import", "missing-name", "not-callable", "malformed-reference", "same-name", "class-uncallable",
-        "wrong-return"])
+        "class-fails", "wrong-return"])
 def test_a_wrong_step_stops_with_one_line(tmp_path, slice_tokenizer, step, message):
     package = write_package(tmp_path)
-    (package / "rules.py").write_text(RULES + "\nRULES_VERSION = 3\n\n\nclass NotCallable:\n    pass\n")
+    (package / "rules.py").write_text(RULES + "\nRULES_VERSION = 3\n\n\nclass NotCallable:\n    pass\n\n\n"
+                                      "class NeedsModel:\n    def __init__(self):\n"
+                                      "        raise FileNotFoundError('no model.bin here')\n\n"
+                                      "    def __call__(self, doc):\n        return True\n")
     (package / "wrong.py").write_text(WRONG)
     write_jsonl(tmp_path / "notes.jsonl", NOTES[:1])
     write_jsonl(tmp_path / "other.jsonl", OTHERS)
@@ -199,7 +205,7 @@ def test_a_wrong_step_stops_with_one_line(tmp_path, slice_tokenizer, step, messa
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
-    if step != "loomplug.wrong:listing":  # the others are found before any compute
+    if step not in ("loomplug.wrong:listing", "loomplug.rules:NeedsModel"):  # the others: before any compute
         assert not (tmp_path / "ws" / "work").exists()
 
 
