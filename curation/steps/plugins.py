@@ -21,7 +21,8 @@ and in quarantine/ beside the text) and the job goes on.
 
 The package must import where Loom runs (checked before any compute) and on every Dask worker; the digest of each
 step's module source is in its source's fingerprint (curation.run.input_fingerprint), so editing a step redoes that
-source's prepare stage and what follows."""
+source's prepare stage and what follows. A worker that imported the module before it was edited (a cluster that
+outlives a job) refuses to run the old code."""
 
 import types
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ def step_digests(source) -> list[str]:
 
 
 _MADE: dict[object, object] = {}  # a class's one instance in this process, by the class
+_LOADED: dict[str, str] = {}  # a step's module -> its source digest when this process first loaded it
 
 
 class PluginStep:
@@ -94,6 +96,15 @@ class PluginStep:
             raise UserError(f"{self.where}: class {self.target.__name__} has no __call__(self, doc); give it one, or "
                             "name a function")
         self.name = STAGE_PREFIX + step_name(reference)
+        self.reference, self.module = reference, split_reference(reference, self.where)[0]
+        _LOADED.setdefault(self.module, source_digest(reference, self.where))
+
+    def check_unchanged(self) -> None:
+        """A worker of a cluster that outlives a job keeps the module it imported: after an edit the fingerprint is
+        the new code's, so running the old one would mark stale output as done."""
+        if source_digest(self.reference, self.where) != _LOADED[self.module]:
+            raise UserError(f"{self.where}: module '{self.module}' changed since this Dask worker imported it; "
+                            "restart the workers (each keeps the module it has imported) and curate again")
 
     def function(self):
         """The function, or the class's one instance in this process."""
@@ -106,6 +117,7 @@ class PluginStep:
         return _MADE[self.target]
 
     def run(self, docs, funnel: Funnel):
+        self.check_unchanged()
         step = self.function()
         for doc in docs:
             try:

@@ -167,6 +167,32 @@ def test_funnel_warnings_name_a_step_that_took_most_of_a_source():
         "ValueError: boom); fix the step's error on those documents (their text is in the generation's quarantine/)"]
 
 
+def test_a_worker_that_imported_a_step_before_it_was_edited_stops_with_one_line(tmp_path, monkeypatch):
+    """A Dask worker that outlives a job (a cluster of one's own) keeps the module it imported; after an edit it
+    would run the old code under the new code's fingerprint. In one process, as such a worker is."""
+    from base.errors import UserError
+    from curation.document import Doc
+    from curation.steps.plugins import PluginStep
+
+    (tmp_path / "stale_rules.py").write_text(RULES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    step = PluginStep("notes", "stale_rules:drop_spam")
+    document = Doc(record=0, text="buy spam now", id="x", lang="en")
+    removed = Removed()
+    assert list(step.run(iter([document]), removed)) == [] and removed == [("plugin:drop_spam/spam_word", "")]
+    (tmp_path / "stale_rules.py").write_text(RULES.replace("spam_word", "spam_again"))
+    with pytest.raises(UserError, match="^source 'notes' step 'stale_rules:drop_spam': module 'stale_rules' changed "
+                                        "since this Dask worker imported it; restart the workers"):
+        list(step.run(iter([document]), removed))
+
+
+class Removed(list):
+    """A funnel that lists (reason, detail) of what it hears."""
+
+    def remove(self, doc, stage, reason, fate="filtered", detail=""):
+        self.append((reason, detail))
+
+
 WRONG = '''
 def listing(doc):
     return [doc.text]
