@@ -11,6 +11,7 @@ import pytest
 
 from curation.config import SourceConfig
 from curation.funnel_warnings import Removals, source_warnings
+from curation.steps.normalize import document_id
 from helpers import published, run_loom
 
 RULES = '''
@@ -39,10 +40,9 @@ class Shout:
     """Made once per worker process; upper-cases the documents whose record says so."""
 
     def __init__(self):
-        self.documents = 0
+        self.loud = True
 
     def __call__(self, doc):
-        self.documents += 1
         return doc.text.upper() if doc.meta.get("shout") else None
 '''
 
@@ -64,6 +64,7 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
 
 
 def sources_toml(steps: list[str], other_steps: list[str] = ()) -> str:
+    """Two sources: `notes` with `steps`, `other` with `other_steps` (none: no `steps` key)."""
     return (f'[[source]]\nname = "notes"\nformat = "jsonl"\npaths = ["notes.jsonl"]\nfilters = []\n'
             f'steps = {json.dumps(steps)}\n\n'
             f'[[source]]\nname = "other"\nformat = "jsonl"\npaths = ["other.jsonl"]\nfilters = []\n'
@@ -79,8 +80,9 @@ def write_package(root: Path) -> Path:
     return package
 
 
-def curate(root: Path, tokenizer: Path, check=True, env_path: Path | None = None):
-    path = env_path or root / "plugins"
+def curate(root: Path, tokenizer: Path, check=True):
+    """`loom curate` of root/sources.toml with root/plugins on PYTHONPATH, which the local workers inherit."""
+    path = root / "plugins"
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(path), os.environ.get("PYTHONPATH", "")) if p)}
     return run_loom("-w", root / "ws", "curate", "--sources", root / "sources.toml", "--tokenizer", tokenizer,
                     "--workers", 1, check=check, env=env)
@@ -93,12 +95,13 @@ def prepare_markers(ws: Path) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def plugged(tmp_path_factory, slice_tokenizer):
-    """The two sources curated with the notes' four steps: (root, the first run's prepare markers, its output)."""
+    """The notes curated with the four steps, the other source with Shout alone (another module): (root, the first
+    run's prepare markers, its output)."""
     root = tmp_path_factory.mktemp("plugins")
     write_package(root)
     write_jsonl(root / "notes.jsonl", NOTES)
     write_jsonl(root / "other.jsonl", OTHERS)
-    (root / "sources.toml").write_text(sources_toml(STEPS))
+    (root / "sources.toml").write_text(sources_toml(STEPS, ["loomplug.shout:Shout"]))
     result = curate(root, slice_tokenizer)
     return root, prepare_markers(root / "ws"), result
 
@@ -133,8 +136,6 @@ def test_transformed_text_is_curated_and_the_error_is_quarantined(plugged):
     texts = {r[0]: r[1] for r in duckdb.sql(
         f"SELECT text, id FROM read_parquet('{gen / 'curated' / 'notes' / '*.parquet'}')").fetchall()}
     assert set(texts) == {NOTES[0]["text"], "a note about rivers with a marker", "A QUIET NOTE ABOUT BELLS"}
-    from curation.steps.normalize import document_id
-
     assert all(doc_id == document_id(text) for text, doc_id in texts.items())  # `id` is the stored text's hash
     quarantined = [json.loads(line) for f in (gen / "quarantine" / "notes").glob("*.jsonl")
                    for line in f.read_text().splitlines()]
