@@ -58,7 +58,8 @@ def is_plugin_stage(stage) -> bool:
     return isinstance(stage, str) and stage.startswith(STAGE_PREFIX)
 
 
-def where(source_name: str, reference: str) -> str:
+def step_where(source_name: str, reference: str) -> str:
+    """How an error names a step."""
     return f"source '{source_name}' step '{reference}'"
 
 
@@ -77,20 +78,20 @@ def check_references(references: tuple[str, ...], where: str) -> None:
 
 def step_digests(source) -> list[str]:
     """Each step's reference and its module's source digest, for the source's fingerprint ([] without steps)."""
-    return [f"{ref}={source_digest(ref, where(source.name, ref))}" for ref in source.steps]
+    return [f"{ref}={source_digest(ref, step_where(source.name, ref))}" for ref in source.steps]
 
 
-_MADE: dict[object, object] = {}  # a class's one instance in this process, by the class
+_MADE: dict[object, object] = {}  # what each step calls in this process (a class's one instance), by its target
 _LOADED: dict[str, str] = {}  # a step's module -> its source digest when this process first loaded it
 
 
 class PluginStep:
     """One `package.module:name` of a source's `steps`, as a document step. The reference is imported when the
-    step is built (on the client at plan time: an error there is one line before any compute); a class is made on
-    the first document a worker gives it."""
+    step is built (on the client at plan time: an error there is one line before any compute); a class is made when
+    a worker first runs the step."""
 
     def __init__(self, source_name: str, reference: str):
-        self.where = where(source_name, reference)
+        self.where = step_where(source_name, reference)
         self.target = load_object(reference, self.where)
         if isinstance(self.target, type) and "__call__" not in dir(self.target):
             raise UserError(f"{self.where}: class {self.target.__name__} has no __call__(self, doc); give it one, or "
