@@ -1,6 +1,8 @@
-"""The trainer on one GPU: dense and MoE, bf16, eager and compiled, through `loom train` (the real loop).
+"""The trainer on one GPU: dense and MoE, bf16, eager and compiled, through `loom train` (the real loop); and the
+transformers annotator kind on the GPU against the CPU.
 
     python bench/gpu_check.py [--workspace WS] [--models small,small-moe] [--steps 20] [--skip 8] [--no-fsdp]
+                              [--parts annotator,trainer]
 
 Cases, each a short `loom train` run on one rank: every model eager and with --compile (bf16 autocast), and the
 first model sharded by FSDP2 on a one-rank torchrun group (bf16 through FSDP2's mixed-precision policy).
@@ -10,6 +12,11 @@ folder from the bundled corpora (tokenizer, curate, a mixture of its own; no net
 16 cores). Where torch sees no GPU it says so in one line and exits 0, so `make bench` passes on CPU.
 `--allow-cpu` runs the same cases on CPU, to check the script itself (its figures mean nothing there).
 Sized to finish in under 5 minutes on one H100/H200, workspace included.
+
+The annotator part (first, seconds): the tiny classifier of the tests (tests/tiny_classifier.py, random weights)
+scored by `kind = "transformers"` on the CPU and on cuda, every score within ANNOTATOR_TOLERANCE of the CPU's, with
+texts/s on each. It runs its CPU part anywhere; without a GPU it says the cuda part was skipped, and without
+transformers installed it says so in one line (both exit 0).
 """
 
 import argparse
@@ -37,6 +44,7 @@ code = 0.4
 """  # one phase: the LR warms up over the first 5% of the steps and stays flat
 GPU_SHAPE = {"seq_len": 512, "global_batch": 64}  # 32,768 tokens per step
 CPU_SHAPE = {"seq_len": 64, "global_batch": 8}  # --allow-cpu: only the plumbing is checked
+ANNOTATOR_TEXTS, ANNOTATOR_BATCH, ANNOTATOR_TOLERANCE = 2048, 64, 1e-4
 
 
 def env() -> dict:
@@ -97,15 +105,65 @@ def summary(run_dir: Path, skip: int) -> dict:
             "peak_source": lines[-1]["peak_source"], "steps": len(counted)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--workspace", help="a workspace to reuse (its mixture `gpucheck` is rebuilt)")
-    parser.add_argument("--models", default="small,small-moe")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--skip", type=int, default=8, help="first steps of each run not counted")
-    parser.add_argument("--no-fsdp", action="store_true", help="leave out the one-rank FSDP2 case")
-    parser.add_argument("--allow-cpu", action="store_true", help="run on CPU to check the script itself")
-    args = parser.parse_args()
+def annotator_texts(count: int) -> list[str]:
+    """Texts of 0 to 150 of the tiny tokenizer's words (and some it lacks), beyond its 64 positions at times."""
+    import random
+
+    from tiny_classifier import WORDS
+
+    rng = random.Random(0)
+    words = [*WORDS, "unknown", "Mixed-Case", "3.14"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randrange(150))) for _ in range(count)]
+
+
+def timed_scores(scorer, texts: list[str]) -> tuple[list[float], float]:
+    scorer.scores(texts[:ANNOTATOR_BATCH])  # warm-up: CUDA kernels, allocator
+    began = time.perf_counter()
+    scores = scorer.scores(texts)
+    return scores, len(texts) / (time.perf_counter() - began)
+
+
+def annotator_check() -> bool:
+    """kind = "transformers" on cuda against the CPU; the CPU part alone where torch sees no GPU. False: a FAIL
+    (said in a line), which lets the trainer's cases run before the script exits 1."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        print("gpu_check annotator: skipped, transformers is not installed here (pip install 'loom[transformers]')")
+        return True
+    import torch
+
+    sys.path[:0] = [str(REPO), str(REPO / "tests")]
+    from curation.steps.annotate.kinds import AnnotatorConfig
+    from curation.steps.annotate.transformers import TRANSFORMERS, TransformersScorer
+    from tiny_classifier import save_tiny_classifier
+
+    texts = annotator_texts(ANNOTATOR_TEXTS)
+    with tempfile.TemporaryDirectory(prefix="loom-gpu-check-annotator-") as tmp:
+        config = AnnotatorConfig(name="tiny", kind="transformers", model=str(save_tiny_classifier(Path(tmp) / "m")),
+                                 label="hi", batch_size=ANNOTATOR_BATCH)
+        if problem := TRANSFORMERS.check(config):
+            print(f"gpu_check annotator: FAIL, {problem}")
+            return False
+        cpu, cpu_rate = timed_scores(TransformersScorer(config, device="cpu"), texts)
+        line = f"gpu_check annotator (transformers, {len(texts)} texts): cpu {cpu_rate:,.0f} texts/s"
+        if not torch.cuda.is_available():
+            print(f"{line}; the cuda part skipped, torch sees no GPU here")
+            return True
+        scorer = TRANSFORMERS.load(config)
+        assert scorer.device.type == "cuda", scorer.device  # the kind picks the GPU by itself
+        gpu, gpu_rate = timed_scores(scorer, texts)
+    largest = max(abs(a - b) for a, b in zip(cpu, gpu))
+    print(f"{line}, cuda {gpu_rate:,.0f} texts/s; largest |cpu - cuda| {largest:.2e}")
+    if len(gpu) == len(cpu) and largest <= ANNOTATOR_TOLERANCE:
+        return True
+    print(f"gpu_check annotator: FAIL, the cuda scores differ from the CPU's by {largest:.2e} "
+          f"(> {ANNOTATOR_TOLERANCE})")
+    return False
+
+
+def trainer_check(args) -> None:
+    """The trainer's cases and their table (skipped in one line without a GPU unless --allow-cpu)."""
     import torch
 
     if not torch.cuda.is_available() and not args.allow_cpu:
@@ -139,6 +197,26 @@ def main() -> None:
     source = rows[-1][1]["peak_source"]
     print(f"MFU against the peak of: {source}" if any(r["mfu"] is not None for _, r, _ in rows) else source)
     print(f"total {time.perf_counter() - began:.0f}s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workspace", help="a workspace to reuse (its mixture `gpucheck` is rebuilt)")
+    parser.add_argument("--models", default="small,small-moe")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--skip", type=int, default=8, help="first steps of each run not counted")
+    parser.add_argument("--no-fsdp", action="store_true", help="leave out the one-rank FSDP2 case")
+    parser.add_argument("--allow-cpu", action="store_true", help="run on CPU to check the script itself")
+    parser.add_argument("--parts", default="annotator,trainer", help="which checks: annotator, trainer or both")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if unknown := parts - {"annotator", "trainer"}:
+        parser.error(f"--parts: no part {', '.join(sorted(unknown))}; name annotator, trainer or both")
+    annotator_ok = "annotator" not in parts or annotator_check()
+    if "trainer" in parts:
+        trainer_check(args)
+    if not annotator_ok:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

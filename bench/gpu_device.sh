@@ -39,7 +39,7 @@ import torch
 print(f"python {sys.version.split()[0]} at {sys.executable}; torch {torch.__version__}, cuda {torch.version.cuda}, "
       f"GPU: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
 for name in ("numpy", "pyarrow", "duckdb", "tokenizers", "click", "rich", "xxhash", "zstandard", "warcio", "fsspec",
-             "six", "scipy", "pandas", "triton"):
+             "six", "scipy", "pandas", "triton", "transformers", "safetensors"):
     try:
         print(f"  {name} {md.version(name)}")
     except md.PackageNotFoundError:

@@ -11,9 +11,9 @@ from curation import model_folders
 from curation.languages import is_language, unknown_language
 from curation.model_folders import TFIDF
 from curation.readers import READERS
-from curation.steps.annotate.config import parse_annotators
-from curation.steps.annotate.kinds import AnnotatorConfig
+from curation.steps.annotate.config import AnnotatorConfig, parse_annotators
 from curation.steps.filters import FILTERS, web_filters
+from curation.steps.plugins import check_references
 
 # A source that does not set `filters` gets the web filters only if it is web text: they are tuned on web
 # pages and remove most of other kinds (documentation, code, glossaries, man pages are short or full of markup).
@@ -42,6 +42,7 @@ class SourceConfig:
     filters: tuple[str, ...] | None = None  # None (not set): the web filters for a web source, none for others
     filter_languages: tuple[str, ...] = ("en",)  # the heuristic filters are tuned for these; "*" is all
     filter_options: dict = field(default_factory=dict)  # filter name -> datatrove constructor arguments
+    steps: tuple[str, ...] = ()  # the user's own steps, "package.module:name", after the filters (steps/plugins.py)
     quality_threshold: float | None = None  # remove documents whose quality score is lower
     keep_fraction: float | None = None  # or keep only this top fraction of the source by quality
     max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES  # a larger record (line, text, file) is set aside as too_large
@@ -95,7 +96,6 @@ class DedupConfig:
     @property
     def num_perm(self) -> int:
         return self.bands * self.rows
-
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,7 @@ def load_config(path: Path) -> CurationConfig:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate",
-                                "domains", "annotate"}
+    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate", "domains", "annotate"}
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, `tokenizer`, "
                         "[quality], [dedup], [decontaminate], [domains], [[annotate]] and [[source]]")
@@ -189,10 +188,10 @@ def load_config(path: Path) -> CurationConfig:
             raise UserError(f"{path}: source name '{name}' is declared twice; names must be unique")
     decontaminate = _parse_decontaminate(raw["decontaminate"], path, base_dir) if "decontaminate" in raw else None
     domains = _parse_domains(raw["domains"], path, names, base_dir) if "domains" in raw else None
-    annotators = parse_annotators(raw.get("annotate", []), path, names, base_dir)
     return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path),
                           dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate,
-                          domains=domains, tokenizer=_tokenizer(raw, path), annotators=annotators)
+                          domains=domains, tokenizer=_tokenizer(raw, path),
+                          annotators=parse_annotators(raw.get("annotate", []), path, names, base_dir))
 
 
 def _tokenizer(raw: dict, path: Path) -> str | None:
@@ -344,7 +343,7 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     if fmt not in READERS:
         raise UserError(f"{where}: `format` = {fmt!r} is unknown; use one of {', '.join(READERS)}")
     values = dict(entry)
-    for key in ("paths", "tags", "languages", "filters", "filter_languages"):
+    for key in ("paths", "tags", "languages", "filters", "filter_languages", "steps"):
         if key in values:
             values[key] = _string_list(values[key], f"{where}: `{key}`")
     if not values.get("paths"):
@@ -356,6 +355,7 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         wildcard = ("*",) if key == "filter_languages" else ()
         if bad := [code for code in values.get(key, ()) if not is_language(code) and code not in wildcard]:
             raise UserError(f"{where}: in `{key}`, {unknown_language(bad[0])}")
+    check_references(values.get("steps", ()), where)
     bad_filters = [f for f in values.get("filters", ()) if f not in FILTERS]
     if bad_filters:
         raise UserError(f"{where}: unknown filter '{bad_filters[0]}' in `filters`; use any of {', '.join(FILTERS)}")

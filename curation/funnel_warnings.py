@@ -1,5 +1,5 @@
-"""What a source's funnel says that its owner must not miss: one filter took most of it (the web filters judging
-documentation or code), or nothing of it was kept. Each warning names the setting that changes it."""
+"""What a source's funnel says that its owner must not miss: one filter (or plugin step) took most of it (the web
+filters judging documentation or code), or nothing of it was kept. Each warning names the setting that changes it."""
 
 import json
 import math
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from base.sql import literal
 from curation.config import SourceConfig
 from curation.steps.filters import FILTERS
+from curation.steps.plugins import ERROR_REASON, STAGE_PREFIX, is_plugin_stage, step_name
 
 MOST = 0.5  # losing more than this share of a source's records to one filter is a warning
 
@@ -59,10 +60,11 @@ def source_warnings(source: SourceConfig, counts: list[Removals]) -> list[str]:
 
 
 def by_stage(removals: list[Removals]) -> list[tuple[str, int]]:
-    """The documents each stage a setting can turn off or loosen (a filter, langid) filtered out, the most first."""
+    """The documents each stage a setting can turn off or loosen (a filter, langid, a plugin step) filtered out, the
+    most first."""
     totals: dict[str, int] = {}
     for c in removals:
-        if c.fate == "filtered" and (c.stage in FILTERS or c.stage == "langid"):
+        if c.fate == "filtered" and (c.stage in FILTERS or c.stage == "langid" or is_plugin_stage(c.stage)):
             totals[c.stage] = totals.get(c.stage, 0) + c.n
     return sorted(totals.items(), key=lambda item: -item[1])
 
@@ -85,6 +87,11 @@ def setting(source: SourceConfig, removals: Removals) -> str | None:
         return f"if those are wanted, add \"{removals.detail}\" to `languages` (or set languages = []) {where}"
     if (removals.stage, removals.reason) == ("langid", "low_lang_score"):
         return f"if those are wanted, lower min_lang_score (now {source.min_lang_score}) {where}"
+    if is_plugin_stage(removals.stage) and removals.fate == "filtered":
+        reference = next((r for r in source.steps if STAGE_PREFIX + step_name(r) == removals.stage), "")
+        return f"if that is not noise, change the step or remove \"{reference}\" from `steps` {where}"
+    if removals.reason == ERROR_REASON:
+        return "fix the step's error on those documents (their text is in the generation's quarantine/)"
     if removals.reason == "missing_text_field":
         return f"set text_field to the field that holds the text {where}"
     return None

@@ -22,13 +22,14 @@ TFIDF = "tfidf"  # the default embedding, no folder; any other `embedding` is a 
 MODEL2VEC, SENTENCE_TRANSFORMERS = "model2vec", "sentence-transformers"
 MODULES_FILE = "modules.json"  # a sentence-transformers folder's list of modules (model2vec writes one too)
 STATIC_MODULES = {"StaticEmbedding", "Normalize"}  # a sentence-transformers layout that model2vec reads itself
-MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+CONFIG_FILE = "config.json"  # a Hugging Face model folder's settings
+MODEL2VEC_FILES = (CONFIG_FILE, "model.safetensors", "tokenizer.json")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
                    "tokenizer.model")
 REQUIRED_FILES = {  # a module kind -> what its folder must hold, each one of some names
-    "Transformer": (("config", ("config.json",)), ("weights", WEIGHT_FILES), ("tokenizer", TOKENIZER_FILES)),
+    "Transformer": (("config", (CONFIG_FILE,)), ("weights", WEIGHT_FILES), ("tokenizer", TOKENIZER_FILES)),
     "StaticEmbedding": (("weights", ("model.safetensors",)), ("tokenizer", ("tokenizer.json",))),
 }
 PACKAGES = {MODEL2VEC: ("model2vec", "pip install 'model2vec>=0.10'"),
@@ -88,10 +89,16 @@ def _missing_files(folder: Path) -> str | None:
     if missing := [path for path in paths if not path.is_dir()]:
         return f"the folder {missing[0]} of one of its modules"
     for kind_of_module, path in zip(_module_types(folder), paths):
-        for what, names in REQUIRED_FILES.get(kind_of_module, ()):
-            if not any((path / name).is_file() for name in names):
-                return f"its {kind_of_module} module's {what} ({' or '.join(names)} in {path})"
+        if lacking := missing_file(path, REQUIRED_FILES.get(kind_of_module, ())):
+            what, names = lacking
+            return f"its {kind_of_module} module's {what} ({' or '.join(names)} in {path})"
     return None
+
+
+def missing_file(folder: Path, required) -> tuple[str, tuple[str, ...]] | None:
+    """The first (what, names) of `required` (REQUIRED_FILES' pairs) of which the folder holds none of the names."""
+    return next(((what, names) for what, names in required
+                 if not any((Path(folder) / name).is_file() for name in names)), None)
 
 
 # ---- the digest ----

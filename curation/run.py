@@ -21,6 +21,7 @@ from curation.publish import publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
+from curation.steps.plugins import step_digests
 
 CODE_VERSION = "4"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
@@ -79,13 +80,16 @@ def interrupts_ignored():
 
 
 def input_fingerprint(shard: Shard) -> str:
-    """What a shard's first stage depends on: the source's config, the part of the input it reads, and the
-    input's files, sizes and times. `shard_bytes` counts only through the span it gave, so a shard that a new
-    size does not change is not redone."""
-    config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "shard_bytes", "storage_options")}
+    """What a shard's first stage depends on: the source's config, the part of the input it reads, the input's
+    files, sizes and times, and the source code of its own `steps`. `shard_bytes` counts only through the span it
+    gave, so a shard that a new size does not change is not redone; a source without `steps` has the fingerprint
+    it had before they existed."""
+    config = {k: v for k, v in asdict(shard.source).items()
+              if k not in ("base_dir", "shard_bytes", "storage_options", "steps")}
     files = getattr(shard.span, "files", None)
     inputs = [entry for f in files for entry in listing(f)] if files is not None else listing(shard.input)
-    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs)
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs,
+                       *step_digests(shard.source))
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,

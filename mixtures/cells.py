@@ -19,10 +19,11 @@ from curation.config import SOURCE_NAME
 from mixtures.spec import MixtureSpec, Phase
 
 SLICE = re.compile(rf"^(?P<source>{SOURCE_NAME}):(?P<conditions>.+)$")
-CONDITION = re.compile(r"^(?P<column>[a-z_]+)\s*(?P<op>>=|<=|!=|=|>|<)\s*(?P<value>.+)$")
-SLICE_COLUMNS = {"lang", "lang_score", "quality", "quality_bucket", "n_tokens", "n_chars", "domain"}
+CONDITION = re.compile(r"^(?P<column>[a-z_][a-z0-9_]*)\s*(?P<op>>=|<=|!=|=|>|<)\s*(?P<value>.+)$")
+SLICE_COLUMNS = {"lang", "lang_score", "quality", "quality_bucket", "n_tokens", "n_chars", "domain", "dup_count"}
 WILDCARD = "*"
 WILDCARD_COLUMNS = ("domain", "lang", "quality_bucket")  # columns of few values: a cell per value makes sense
+BUCKET_SUFFIX = "_bucket"  # an annotator's buckets (`edu_bucket`), also a column of few values
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
 NO_DOMAINS = "add a [domains] table to sources.toml and re-run `loom curate`"
 
@@ -103,17 +104,22 @@ def checked_slice(key: str, sources: dict | None, names: dict[str, str] | None) 
     source, conditions = parsed
     if sources is not None and source not in sources:
         raise UserError(f"weight key '{key}': no source '{source}'; sources: {', '.join(sorted(sources))}")
-    return source, tuple(_checked_condition(key, c, names) for c in conditions)
+    columns = None if sources is None else SLICE_COLUMNS | set(sources[source].get("columns", ()))
+    return source, tuple(_checked_condition(key, c, names, columns) for c in conditions)
 
 
-def _checked_condition(key: str, condition: Condition, names: dict[str, str] | None) -> Condition:
+def _checked_condition(key: str, condition: Condition, names: dict[str, str] | None,
+                       columns: set[str] | None) -> Condition:
+    """`columns`: what the key's source may be sliced on (the manifest's columns and its annotators'); None: any
+    column the documents have (a key Loom wrote itself)."""
     column = condition.column
-    if column not in SLICE_COLUMNS:
-        raise UserError(f"weight key '{key}': cannot slice on '{column}'; use one of {', '.join(sorted(SLICE_COLUMNS))}")
+    if columns is not None and column not in columns:
+        raise UserError(f"weight key '{key}': cannot slice on '{column}'; use one of {', '.join(sorted(columns))} "
+                        "(an annotator's column and its NAME_bucket where an [[annotate]] table covers the source)")
     if condition.wildcard:
-        if column not in WILDCARD_COLUMNS:
+        if column not in WILDCARD_COLUMNS and not column.endswith(BUCKET_SUFFIX):
             raise UserError(f"weight key '{key}': '{column}=*' would make a cell per value; a wildcard takes a column "
-                            f"of few values: {', '.join(WILDCARD_COLUMNS)}")
+                            f"of few values: {', '.join(WILDCARD_COLUMNS)} or an annotator's NAME_bucket")
         if condition.op != "=":
             raise UserError(f"weight key '{key}': a wildcard is written '{column}=*', not '{condition.text()}'")
     if column == "domain":

@@ -16,7 +16,18 @@ def read_curation(gen: Generation) -> dict:
     path = gen.curation_info
     if not path.is_file():
         raise UserError(f"no curated data in {gen.root} (no {path}); run `loom curate` first")
-    return json.loads(path.read_text())
+    return with_annotator_columns(json.loads(path.read_text()))
+
+
+def with_annotator_columns(curation: dict) -> dict:
+    """curation.json with each source's annotator columns (`columns`: NAME, and NAME_bucket where it has buckets)
+    from its `annotators`, so that a slice on `edu_bucket` is checked against the sources an annotator covers."""
+    for annotator in curation.get("annotators") or ():
+        columns = [annotator["name"]] + ([f"{annotator['name']}_bucket"] if annotator.get("buckets", 0) > 1 else [])
+        for name in annotator.get("sources") or list(curation["sources"]):
+            if name in curation["sources"]:
+                curation["sources"][name].setdefault("columns", []).extend(columns)
+    return curation
 
 
 def manifest_fingerprint(gen: Generation) -> str:

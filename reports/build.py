@@ -8,6 +8,7 @@ from base.store import as_path
 from base.workspace import Workspace
 from mixtures import current_schedule
 from reports import mixture, sections
+from reports.annotations import annotators_section
 from reports.colors import workspace_colors
 from reports.contamination import decontamination
 from reports.domains import domains_section
@@ -25,9 +26,10 @@ def curation_report(root: Path) -> Path:
     colors = workspace_colors(root)
     shown = sections.largest(stats, key=lambda s: s.documents)
     gen = Workspace(as_path(root)).published()
-    info = sections.load_json(gen.curation_info).get("decontamination") if gen.curation_info.exists() else None
+    curation = sections.load_json(gen.curation_info) if gen.curation_info.exists() else {}
     body = [f"<h1>Curation of {len(stats)} sources</h1>", sections.curation_headline(stats),
-            sections.funnel(stats, colors), decontamination(con, views, info), domains_section(con, views),
+            sections.funnel(stats, colors), decontamination(con, views, curation.get("decontamination")),
+            domains_section(con, views), annotators_section(con, curation.get("annotators") or [], colors),
             sections.distributions(con, shown, colors, list(stats)), sections.spot_checks(con, shown, 0, len(stats))]
     out = gen.curation_report
     write_text(page("Loom curation report", body), out)

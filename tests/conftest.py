@@ -41,6 +41,7 @@ SLOW_FIXTURES = {
     "toy_ladder": "a toy ladder of 3 rungs trained and fitted (~45 s)",
     "run_ws": "three runs trained for the run report, one of them MoE (~35 s)",
     "runs": "a one-rank, a two-rank and a stopped-and-resumed run (~33 s)",
+    "domains_slice": "the slice curated with [domains] (~21 s); the domain model and the cells stay tested by default",
 }
 
 

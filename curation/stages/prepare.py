@@ -1,5 +1,6 @@
-"""Stage 1, per shard: read -> extract -> language -> heuristic filters -> quality score -> annotators. Every
-input record gets its funnel row here; malformed ones also go to quarantine."""
+"""Stage 1, per shard: read -> extract -> language -> heuristic filters -> the source's own steps -> quality score
+-> annotators. Every input record gets its funnel row here; malformed ones (and documents a plugin step raised on)
+also go to quarantine."""
 
 import functools
 import json
@@ -59,7 +60,12 @@ class FunnelRecorder:
                                 "reason": record.problem, "detail": escaped_path(record.detail), "raw": record.raw})
 
     def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None:
+        """A document a step removed; one it sets aside as malformed (a plugin step that raised on it) also goes to
+        quarantine, its text as the raw."""
         self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang)
+        if fate == "malformed":
+            self.quarantine.append({"input": self.input_of(doc.record), "record": doc.record, "reason": reason,
+                                    "detail": escaped_path(detail), "raw": doc.text})
 
     def kept(self, doc: Doc) -> None:
         self._row(doc.record, doc.id, "kept", "", None, "", doc.lang)

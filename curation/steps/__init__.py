@@ -11,6 +11,7 @@ from curation.steps.extract import ExtractHtml
 from curation.steps.filters import HeuristicFilters
 from curation.steps.langid import LanguageId
 from curation.steps.normalize import Normalize
+from curation.steps.plugins import plugin_steps
 from curation.steps.quality import QualityScore
 from curation.steps.responses import SetAsideResponses
 
@@ -32,6 +33,7 @@ def reading_steps(source) -> list[Step]:
 def document_steps(source, quality_model: str | None = None, annotators: tuple = ()) -> list[Step]:
     """The per-document stages of one source, in order: the annotators covering it last."""
     steps = reading_steps(source) + [LanguageId(source), HeuristicFilters(source)]
+    steps += plugin_steps(source)  # the source's own `steps`, after the built-in filters, before any scoring
     if quality_model:
         steps.append(QualityScore(quality_model))
     return steps + [Annotate(a) for a in annotators if covers(a, source.name)]

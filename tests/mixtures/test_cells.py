@@ -14,6 +14,7 @@ from report_pages import needs_chromium, open_page
 from base.errors import UserError
 from mixtures.cells import Condition, cell_keys, cell_label, expand, expand_spec, parse_conditions
 from mixtures.heldout import hold_out
+from mixtures.manifest import with_annotator_columns
 from mixtures.plan import resolve
 from mixtures.spec import parse_spec
 
@@ -76,6 +77,24 @@ def test_a_bad_cell_key_is_one_line_naming_the_fix(key, names, message):
     with pytest.raises(UserError) as err:
         resolve(key, SOURCES, names)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_annotators_column_and_buckets_slice_only_the_sources_it_covers():
+    curation = with_annotator_columns({"sources": {"web": {"tags": []}, "code": {"tags": []}},
+                                       "annotators": [{"name": "edu2", "sources": ["web"], "buckets": 4},
+                                                      {"name": "tox", "sources": [], "buckets": 0}]})
+    sources = curation["sources"]
+    assert resolve("web:edu2>=3", sources).where == "source = 'web' AND edu2 >= 3"
+    assert resolve("code:tox<0.5", sources).where == "source = 'code' AND tox < 0.5"
+    with pytest.raises(UserError, match="cannot slice on 'edu2'.*NAME_bucket where an"):
+        resolve("code:edu2>=3", sources)  # edu2 does not cover code
+    with pytest.raises(UserError, match="cannot slice on 'tox_bucket'"):
+        resolve("web:tox_bucket=1", sources)  # tox has no buckets
+    con = duckdb.connect()
+    con.register("t", pa.table({"source": ["web"] * 4, "edu2_bucket": pa.array([0, 3, 3, None], pa.int16()),
+                                "n_tokens": pa.array([10, 20, 30, 40], pa.int64())}))
+    con.execute("CREATE VIEW documents AS SELECT * FROM t")
+    assert cell_keys("web", ["edu2_bucket"], con, None) == [("web:edu2_bucket=0", 10), ("web:edu2_bucket=3", 50)]
 
 
 def test_cells_are_the_non_empty_value_combinations_in_numeric_order():
