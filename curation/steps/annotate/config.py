@@ -64,8 +64,9 @@ def _parse_annotator(entry: dict, index: int, path: Path, source_names: list[str
         if key in entry:
             values[key] = entry[key]
     config = AnnotatorConfig(name=name, kind=kind_name, sources=tuple(sources), buckets=buckets, **bounds, **values)
-    if problem := kind.check(config):
-        raise UserError(f"{where}: {problem}")
+    if problem := kind.check(config):  # a kind's line may name the annotator itself
+        named = problem if problem.startswith(f"annotator '{name}'") else f"annotator '{name}': {problem}"
+        raise UserError(f"{path}: {named}")
     return config
 
 
