@@ -18,7 +18,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import REPO, published, run_loom
+from helpers import REPO, compiled, published, run_loom, write_spec
+from report_pages import needs_chromium, open_page
+from tiny_classifier import save_tiny_classifier
 from base.digests import file_digest
 from base.errors import UserError
 from curation.config import load_config
@@ -62,6 +64,14 @@ kind = "fasttext"
 model = "hi.bin"
 label = "hi"
 sources = ["docs", "code"]
+
+[[annotate]]
+name = "tiny"
+kind = "transformers"
+model = "tiny-classifier"
+label = "hi"
+sources = ["web"]
+batch_size = 4
 '''
 
 
@@ -109,6 +119,7 @@ def annotated(tmp_path_factory, slice_sources, slice_tokenizer):
     shutil.copytree(slice_sources.parent, root / "slice")
     sources = root / "slice" / "sources.toml"
     write_fasttext_model(root / "slice" / "hi.bin")
+    save_tiny_classifier(root / "slice" / "tiny-classifier")
     sources.write_text(sources.read_text() + ANNOTATE)
     env = write_package(root / "pkg")
     result = run_loom("-w", root / "ws", "curate", "--sources", sources, "--tokenizer", slice_tokenizer,
@@ -163,10 +174,56 @@ def test_buckets_cut_the_scores_at_the_corpus_quantiles(annotated):
     assert (abs(counts - len(rows) / EDU_BUCKETS) <= 0.1 * len(rows) / EDU_BUCKETS + 2).all(), counts.to_dict()
 
 
+def test_a_transformers_annotator_scores_every_document_of_its_source_as_the_model_does(annotated):
+    from curation.steps.annotate import ANNOTATORS, AnnotatorConfig
+
+    ws, sources, _, _ = annotated
+    rows = curated(ws)
+    web = rows[rows["source"] == "web"]
+    assert len(web) > 4 and rows.loc[rows["source"] != "web", "tiny"].isna().all()  # more than one batch of 4
+    config = AnnotatorConfig("tiny", "transformers", model=str(sources.parent / "tiny-classifier"), label="hi")
+    expected = ANNOTATORS["transformers"].load(config).scores(list(web["text"]))
+    assert np.allclose(web["tiny"], expected, atol=1e-5) and web["tiny"].between(0, 1).all()
+    assert web["tiny"].nunique() > 1
+
+
+def test_a_mixture_slices_on_an_annotators_bucket_and_the_report_shows_its_histogram(annotated, tmp_path):
+    ws, _, env, _ = annotated
+    shutil.copytree(ws, tmp_path / "ws", symlinks=True)
+    ws = tmp_path / "ws"
+    write_spec(ws, "edu", 'seq_len = 16\nglobal_batch = 8\nsteps = 4\n[weights]\n"docs:edu_bucket>=2" = 1\n'
+                          '"code:hi>=0.5" = 1\n')
+    run_loom("-w", ws, "mix", "build", "edu", env=env)
+    plan = pq.read_table(compiled(ws, "edu") / "plan.parquet").to_pylist()
+    documents = {row["component"]: row["documents"] for row in plan}
+    counted = json.loads(run_loom("-w", ws, "sql", "--format", "json", """
+        SELECT count(*) FILTER (source = 'docs' AND edu_bucket >= 2) AS docs,
+               count(*) FILTER (source = 'code' AND hi >= 0.5) AS code FROM documents""", env=env).stdout)[0]
+    assert 0 < documents["docs:edu_bucket>=2"] <= counted["docs"] and 0 < documents["code:hi>=0.5"] <= counted["code"]
+    write_spec(ws, "bad", 'seq_len = 16\nglobal_batch = 8\nsteps = 4\n[weights]\n"web:hi>=0.5" = 1\n')
+    refused = run_loom("-w", ws, "mix", "build", "bad", check=False, env=env)
+    assert refused.returncode == 2 and "cannot slice on 'hi'" in refused.stderr  # hi does not cover web
+
+
+@needs_chromium()
+def test_the_curation_report_shows_each_annotators_histogram(annotated, tmp_path):
+    ws, _, env, _ = annotated
+    run_loom("-w", ws, "report", "curation", env=env)
+    report = published(ws) / "manifest" / "report.html"
+    dom, _ = open_page(report, tmp_path)
+    assert sorted(c for c in dom.charts if c.startswith("annotate-edu-")) == [
+        f"annotate-edu-{s}" for s in ("code", "docs", "fortunes", "web")]  # a panel per source it covers
+    assert all(dom.charts[c] == 12 for c in dom.charts if c.startswith("annotate-"))  # its bins
+    assert sorted(c for c in dom.charts if c.startswith("annotate-hi-")) == ["annotate-hi-code", "annotate-hi-docs"]
+    removed = dom.tables["annotate-removed"][1:]  # a row per source the min removed from, the count numeric
+    assert len(removed) == 4 and all(int(row[2]) > 0 for row in removed)
+    assert "edu (python): " in report.read_text() and "bucket cut points" in report.read_text()
+
+
 def test_curation_json_records_each_annotator(annotated):
     ws, sources, _, _ = annotated
     info = json.loads((published(ws) / "manifest" / "curation.json").read_text())
-    edu, hi = info["annotators"]
+    edu, hi, _ = info["annotators"]
     assert {k: v for k, v in edu.items() if k != "cut_points"} == {
         "name": "edu", "kind": "python", "sources": ["web", "docs", "code", "fortunes"], "buckets": EDU_BUCKETS,
         "digest": file_digest(sources.parent.parent / "pkg" / "annot_pkg" / "scorers.py")}

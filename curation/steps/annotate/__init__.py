@@ -4,10 +4,12 @@ on the workers. ANNOTATORS maps a kind's name to its AnnotatorKind (kinds.py): o
 from curation.steps.annotate.fasttext import FASTTEXT
 from curation.steps.annotate.kinds import AnnotatorConfig, AnnotatorKind, Scorer
 from curation.steps.annotate.python import PYTHON
+from curation.steps.annotate.transformers import TRANSFORMERS
 
 ANNOTATORS: dict[str, AnnotatorKind] = {
     "fasttext": FASTTEXT,
     "python": PYTHON,
+    "transformers": TRANSFORMERS,
 }
 
 __all__ = ["ANNOTATORS", "AnnotatorConfig", "AnnotatorKind", "Scorer"]
