@@ -5,6 +5,7 @@ one curated run, the quickstart's workspace (its tests are marked slow) and a re
 import functools
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -71,6 +72,20 @@ def pytest_xdist_make_scheduler(config, log):
             return worker_group(nodeid.split("::")[0])
 
     return ByGroup(config, log)
+
+
+@pytest.fixture
+def connections_tried(monkeypatch) -> list:
+    """The addresses any socket tries to connect to during the test, each refused: a model folder is read as it is,
+    nothing downloaded."""
+    tried = []
+
+    def connect(sock, address):
+        tried.append(address)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return tried
 
 
 @pytest.fixture

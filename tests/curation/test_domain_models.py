@@ -4,7 +4,6 @@ the [domains] checks and one curate of the slice each."""
 
 import json
 import shutil
-import socket
 import sys
 from types import SimpleNamespace
 
@@ -139,16 +138,9 @@ def test_a_folder_changed_since_the_fit_is_refused_in_one_line(model_folder, tmp
     assert DomainModel(k=2, seed=0, embedding=str(folder)).embedding_digest != fitted.embedding_digest
 
 
-def test_loading_a_folder_opens_no_connection(model_folder, monkeypatch):
-    tried = []
-
-    def connect(sock, address):
-        tried.append(address)
-        raise OSError("no network in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
+def test_loading_a_folder_opens_no_connection(model_folder, connections_tried):
     assert model_folders.Encoder(model_folder).encode(["the galaxy"]).shape == (1, DIMS)
-    assert tried == []
+    assert connections_tried == []
 
 
 def test_the_folder_digest_enters_the_stage_fingerprint(model_folder, tmp_path):
