@@ -20,9 +20,17 @@ DEFAULT_VOCAB_SIZE = 8192
 
 
 def training_texts(sources: list[SourceConfig], max_docs_per_source: int) -> Iterator[str]:
-    """Normalized (and HTML-extracted) texts, the first `max_docs_per_source` of each source."""
+    """Normalized (and HTML-extracted) texts, the first `max_docs_per_source` of each source; when no source has
+    one, a UserError once they are read (a tokenizer of bytes alone would curate without a word of complaint)."""
+    read = 0
     for source in sources:
-        yield from source_texts(source, max_docs_per_source)
+        for text in source_texts(source, max_docs_per_source):
+            read += 1
+            yield text
+    if not read:
+        formats = ", ".join(sorted({f"{s.name}: {s.format}" for s in sources}))
+        raise UserError(f"the sources hold no document to train a tokenizer on ({formats}); check each source's "
+                        "`paths` and `format` (text-dir reads *.txt files, html-dir *.html and *.htm)")
 
 
 def train_tokenizer(texts: Iterable[str], out_path: Path, vocab_size: int = DEFAULT_VOCAB_SIZE) -> Tokenizer:

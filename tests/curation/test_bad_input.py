@@ -150,3 +150,16 @@ def test_a_model_output_that_exists_needs_force_and_a_link_stays_a_link(tmp_path
     assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "mine.json").read_text())["model"]
     refused = run_loom("-w", ws, *train, "--output", "/dev/null", check=False)
     assert refused.returncode == 2 and "/dev/null (--output): it is a device or a pipe" in refused.stderr
+
+
+def test_a_tokenizer_is_not_trained_on_sources_that_hold_no_document(tmp_path):
+    """A folder of man pages named `*.3tcl` holds no *.txt: text-dir finds nothing, and a tokenizer of bytes alone
+    would have been saved without a word."""
+    (tmp_path / "man").mkdir()
+    (tmp_path / "man" / "Tcl_DString.3tcl").write_text(".TH Tcl_DString 3tcl\nDynamic strings.\n")
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "man"\nformat = "text-dir"\npaths = ["man"]\n')
+    refused = run_loom("-w", tmp_path / "ws", "tokenizer", "train", "--sources", tmp_path / "sources.toml",
+                       check=False)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "the sources hold no document to train a tokenizer on (man: text-dir)" in refused.stderr
+    assert not (tmp_path / "ws" / "models" / "tokenizer.json").exists()
