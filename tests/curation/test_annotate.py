@@ -357,9 +357,9 @@ GOOD_PYTHON = 'kind = "python"\nfunction = "annot_pkg.scorers:edu"\n'
     ('[[annotate]]\nname = "edu"\nkind = "fasttext"\nmodel = "hi.bin"\nlabel = "high"\n',
      "annotator 'edu': `label` = 'high' is not a label of the model; use one of "),
     ('[[annotate]]\nname = "edu"\nkind = "python"\nfunction = "annot_pkg.nothere:edu"\n',
-     "annotator 'edu' `function`: 'annot_pkg.nothere:edu' does not import"),
+     "annotator 'edu': `function`: 'annot_pkg.nothere:edu' does not import"),
     ('[[annotate]]\nname = "edu"\nkind = "python"\nfunction = "annot_pkg.scorers:missing"\n',
-     "annotator 'edu' `function`: module 'annot_pkg.scorers' has no 'missing'"),
+     "annotator 'edu': `function`: module 'annot_pkg.scorers' has no 'missing'"),
     ('[[annotate]]\nname = "edu"\nkind = "python"\nfunction = "annot_pkg.scorers:zlib"\n',
      "'annot_pkg.scorers:zlib' is a module, not a function or class"),
 ])

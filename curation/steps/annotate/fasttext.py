@@ -18,6 +18,9 @@ def model_label(config, labels: list[str]) -> str | None:
     return None
 
 
+LABELS_SHOWN = 20  # lid.176 has 176: the line names the model's first ones (its most frequent, as fastText sorts them)
+
+
 def check(config) -> str | None:
     try:
         with open_input(config.model) as fh:
@@ -28,8 +31,9 @@ def check(config) -> str | None:
         return f"`model` = {config.model!r} is not a fastText model file; name a .bin or .ftz that fastText saved"
     labels = list(load_fasttext(str(local_file(config.model))).get_labels())
     if model_label(config, labels) is None:
-        shown = ", ".join(label.removeprefix(LABEL_PREFIX) for label in labels)
-        return f"`label` = {config.label!r} is not a label of the model; use one of {shown}"
+        shown = ", ".join(label.removeprefix(LABEL_PREFIX) for label in labels[:LABELS_SHOWN])
+        more = f" ... ({len(labels)} labels)" if len(labels) > LABELS_SHOWN else ""
+        return f"`label` = {config.label!r} is not a label of the model; use one of {shown}{more}"
     return None
 
 

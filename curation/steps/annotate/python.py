@@ -2,6 +2,7 @@
 texts returning one float per text, or a class (made once per worker process, with no arguments) whose instance
 is called with the list. Loaded through curation.user_code, fingerprinted by its module's source."""
 
+from base.errors import UserError
 from curation import user_code
 from curation.steps.annotate.kinds import AnnotatorKind
 
@@ -11,7 +12,11 @@ def where(config) -> str:
 
 
 def check(config) -> str | None:
-    user_code.load_object(config.function, where(config))  # a UserError naming the annotator when it is not there
+    """The problem loading `function` (user_code's line, without the annotator's name: the config adds it)."""
+    try:
+        user_code.load_object(config.function, "`function`")
+    except UserError as err:
+        return str(err)
     return None
 
 
