@@ -80,12 +80,15 @@ def interrupts_ignored():
 
 def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config, the part of the input it reads, and the
-    input's files, sizes and times. `shard_bytes` counts only through the span it gave, so a shard that a new
-    size does not change is not redone."""
+    input's files, sizes and times, and the records it may read (`limit`: a sample's shard is not the whole
+    one). `shard_bytes` counts only through the span it gave, so a shard that a new size does not change is not
+    redone."""
     config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "shard_bytes", "storage_options")}
     files = getattr(shard.span, "files", None)
     inputs = [entry for f in files for entry in listing(f)] if files is not None else listing(shard.input)
-    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs)
+    limited = () if shard.limit is None else (f"limit={shard.limit}",)  # a full shard's digest as it always was
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs,
+                       *limited)
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
