@@ -34,7 +34,8 @@ def curation_state(files: Workspace) -> dict | None:
     published = published_at(files, gen)
     info = json.loads(gen.curation_info.read_text(encoding="utf-8"))
     return {"generation": gen.id, "published": published, "limit": info.get("limit"),
-            "sources": [{key: row[key] for key in ("source", "docs_in", "kept", "tokens")} for row in source_summary(gen)],
+            "sources": [{key: row[key] for key in ("source", "docs_in", "kept", "tokens")}
+                        for row in source_summary(gen)],
             "sources_change": sources_change(files, info, published)}
 
 

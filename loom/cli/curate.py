@@ -9,7 +9,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from base.store import as_path
-from base.workspace import MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE, SOURCES_FILE, TOKENIZER_FILE, Workspace
+from base.workspace import (MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE, SOURCES_FILE, TOKENIZER_FILE,
+                            Workspace)
 from loom.cli.console import api_workspace, console, progress_bars
 from loom.cli.options import registry, sources_option, sources_path, workers_option
 

@@ -87,10 +87,10 @@ def mix_show(ws: Workspace, name):
 
 
 def print_plan(mixture: str, rows: list[dict], meta: dict) -> None:
-    """The plan of a build (its rows and schedule meta) as a table, with a `pool` column (sequences read of those available) where simulated
-    epoching cut a pool, and a `rehydration` column (available tokens with [rehydrate]'s repeats over without)
-    where a component is rehydrated; a wildcard key's cells under a row of the key's totals, each named domain's
-    name beside its number."""
+    """The plan of a build (its rows and schedule meta) as a table, with a `pool` column (sequences read of those
+    available) where simulated epoching cut a pool, and a `rehydration` column (available tokens with
+    [rehydrate]'s repeats over without) where a component is rehydrated; a wildcard key's cells under a row of
+    the key's totals, each named domain's name beside its number."""
     pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
     rehydrated = any((row.get("rehydration") or 1.0) != 1.0 for row in rows)
     table = Table(title=f"Plan of {mixture}")

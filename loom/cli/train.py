@@ -18,17 +18,15 @@ RESUME_RUN = "interrupted; run the same command with --resume to go on from the 
 @click.pass_obj
 def train(ws: Workspace, nproc, **options):
     """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
-    train_run(config_from_options(ws.root, options), nproc)
+    train_run(ws, config_from_options(ws.root, options), nproc)
 
 
-def train_run(config, nproc: int) -> None:
+def train_run(ws: Workspace, config, nproc: int) -> None:
     """loom.api's training of `config`, its lines printed, then its last evaluation and its files."""
-    from base.workspace import Workspace as WorkspaceFiles
-    from base.store import as_path
     from loom.api.train import run_training
 
     try:
-        run = run_training(api_workspace(WorkspaceFiles(as_path(config.workspace))), config, nproc, console.print)
+        run = run_training(api_workspace(ws), config, nproc, console.print)
     except KeyboardInterrupt:
         raise Interrupted(RESUME_RUN) from None
     print_evaluation(run.folder)
