@@ -80,15 +80,19 @@ def interrupts_ignored():
 
 def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config, the part of the input it reads, and the
-    input's files, sizes and times, and the records it may read (`limit`: a sample's shard is not the whole
-    one). `shard_bytes` counts only through the span it gave, so a shard that a new size does not change is not
-    redone."""
+    input's files, sizes and times. `shard_bytes` counts only through the span it gave, so a shard that a new
+    size does not change is not redone."""
     config = {k: v for k, v in asdict(shard.source).items() if k not in ("base_dir", "shard_bytes", "storage_options")}
     files = getattr(shard.span, "files", None)
     inputs = [entry for f in files for entry in listing(f)] if files is not None else listing(shard.input)
-    limited = () if shard.limit is None else (f"limit={shard.limit}",)  # a full shard's digest as it always was
-    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs,
-                       *limited)
+    return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs)
+
+
+def shard_fingerprint(shard: Shard) -> str:
+    """input_fingerprint, and for a sample's shard the records it may read (`limit`: it is not the whole shard, so a
+    full curate after a sample redoes it); a full shard's is input_fingerprint's as it always was."""
+    whole = input_fingerprint(shard)
+    return whole if shard.limit is None else text_digest(whole, f"limit={shard.limit}")
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
@@ -98,7 +102,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     from distributed import as_completed
 
     ws = ctx.workspace
-    upstream = {s.key: input_fingerprint(s) for s in shards}
+    upstream = {s.key: shard_fingerprint(s) for s in shards}
     removals: list[str] = []
     for stage in (s for s in stages if s.enabled(ctx)):
         extra = stage.inputs(ctx)

@@ -14,7 +14,7 @@ import loom
 from base.errors import UserError
 from curation.config import load_config
 from curation.job import plan_shards
-from curation.run import input_fingerprint
+from curation.run import input_fingerprint, shard_fingerprint
 from helpers import REPO, run_loom
 
 FILES, RECORDS = 2, 10  # a source of two jsonl files (two shards) of ten distinct documents each
@@ -74,9 +74,9 @@ def test_a_limit_is_split_over_a_sources_shards_the_first_taking_the_remainder(t
 
 def test_the_limit_is_in_the_prepare_fingerprint_and_a_full_shards_is_unchanged(tmp_path):
     shard = plan_shards(load_config(write_tiny_source(tmp_path)).sources)[0]
-    full = input_fingerprint(shard)
-    assert input_fingerprint(replace(shard, limit=3)) not in (full, input_fingerprint(replace(shard, limit=4)))
-    assert input_fingerprint(replace(shard, limit=None)) == full
+    full = shard_fingerprint(shard)
+    assert shard_fingerprint(replace(shard, limit=3)) not in (full, shard_fingerprint(replace(shard, limit=4)))
+    assert shard_fingerprint(replace(shard, limit=None)) == full == input_fingerprint(shard)
 
 
 def test_a_limited_curate_reads_the_first_records_of_each_shard_and_says_it_is_a_sample(sampled):
@@ -143,3 +143,16 @@ def test_sql_returns_arrow_and_refuses_writes_as_loom_sql_does(sampled):
         ws.sql("DROP VIEW funnel")
     refused = run_loom("-w", ws.root, "sql", "DROP VIEW funnel", check=False)
     assert refused.returncode == 2 and refused.stderr.strip() == f"error: {err.value}"
+
+
+def test_the_api_prints_nothing_and_tells_its_notes_to_the_callback(sampled, slice_tokenizer, capfd):
+    """Last in this file: it renames the source, so the published curation is another one after it."""
+    ws, sources, _, _ = sampled
+    renamed = sources.with_name("renamed.toml")
+    renamed.write_text(sources.read_text().replace('name = "tiny"', 'name = "small"'))
+    notes = []
+    funnel = loom.open(ws.root, note=notes.append).curate(sources=renamed, workers=1, limit=2,
+                                                          tokenizer=slice_tokenizer)
+    assert [(row["source"], row["docs_in"]) for row in funnel] == [("small", 2)]
+    assert any(line.startswith("sources no longer in sources.toml are left out: tiny") for line in notes)
+    assert capfd.readouterr().out == ""
