@@ -37,14 +37,16 @@ class MixtureBuild:
 
 @dataclass(frozen=True)
 class MixtureExport:
-    """A finished export: mixtures.export's result (out, files, sequences, tokens, finished_already, resumed_at)
-    and its export.json (`info`)."""
+    """A finished export: its folder, files (name, bytes), sequences and tokens, whether it was finished already
+    (nothing written) or resumed at a step, and its export.json (`info`)."""
 
-    result: object
+    out: Path
+    files: list[tuple[str, int]]
+    sequences: int
+    tokens: int
+    finished_already: bool
+    resumed_at: int | None
     info: dict
-
-    def __getattr__(self, name):
-        return getattr(self.result, name)
 
 
 class Mixtures:
@@ -66,10 +68,11 @@ class Mixtures:
         from mixtures.export import is_finished, plan_export, run_export
 
         plan = plan_export(self.ws.files, name, format, phase, output, chunk_steps)
-        on_chunk = lambda steps, tokens: None  # noqa: E731
-        if progress is not None and not is_finished(plan):
-            on_chunk = steps_advanced(progress("export", len(plan.steps)))
-        return MixtureExport(run_export(plan, on_chunk, self.ws.note), plan.info)
+        counting = progress is not None and not is_finished(plan)  # a finished export writes nothing to count
+        chunks = {"on_chunk": steps_advanced(progress("export", len(plan.steps)))} if counting else {}
+        done = run_export(plan, note=self.ws.note, **chunks)
+        return MixtureExport(out=done.out, files=done.files, sequences=done.sequences, tokens=done.tokens,
+                             finished_already=done.finished_already, resumed_at=done.resumed_at, info=plan.info)
 
 
 def steps_advanced(advance):
