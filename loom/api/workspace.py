@@ -1,6 +1,5 @@
 """`loom.open(workspace)` and the Workspace it gives: one method per command, each in a module of its own."""
 
-import builtins
 import logging
 from pathlib import Path
 from typing import Callable

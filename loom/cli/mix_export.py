@@ -3,7 +3,7 @@
 
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
 from base.workspace import PART_GLOB, Workspace
 from loom.cli.console import Interrupted, api_workspace, console, progress_bars
