@@ -20,9 +20,10 @@ from test_docs_pages import docs_workspace
 PYTHON_BLOCK = re.compile(r"^## From Python\n.*?^```python\n(.*?)^```$", re.M | re.S)
 PYTHON_BLOCKS = re.compile(r"^```python\n(.*?)^```$", re.M | re.S)
 RESULTS = """
-import json as _json
-_json.dump({"funnel": funnel, "fates": fates.to_pylist(), "plan": build.plan, "build": build.id,
-            "run": str(run.folder), "loss": run.metrics["loss"]}, open("results.json", "w"), default=str)
+if __name__ == "__main__":
+    import json as _json
+    _json.dump({"funnel": funnel, "fates": fates.to_pylist(), "plan": build.plan, "build": build.id,
+                "run": str(run.folder), "loss": run.metrics["loss"]}, open("results.json", "w"), default=str)
 """  # what the block computed, for the comparison (its own prints are for the reader)
 
 
@@ -43,9 +44,12 @@ def funnel_rows(printed: str) -> dict[str, list[int]]:
 
 
 def run_python(code: str, folder: Path) -> subprocess.CompletedProcess:
+    """`code` run as a script file in `folder` (as a user runs it: Dask's workers import it)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("LOOM_WORKSPACE", None)
-    done = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, text=True, capture_output=True,
+    script = folder / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, script.name], cwd=folder, env=env, text=True, capture_output=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     return done
@@ -86,7 +90,9 @@ def test_the_readme_python_example_runs_and_equals_the_cli(docs_folder):
 def test_the_api_pages_examples_run_in_order(docs_folder):
     blocks = PYTHON_BLOCKS.findall((REPO / "docs" / "api.md").read_text(encoding="utf-8"))
     assert len(blocks) == 7  # open, curate, sql, mixtures.build, mixtures.export, train, status
-    done = run_python("\n".join(blocks), docs_folder)
+    body = "\n".join(blocks)  # the page's cells, as a notebook runs them: a script puts them under the guard
+    done = run_python('if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in body.splitlines()),
+                      docs_folder)
     printed = done.stdout.splitlines()
     assert "limit 0: give a whole number of records per source, 1 or more" in done.stdout
     assert "train has no option 'max_step'" in done.stdout

@@ -1,6 +1,7 @@
 """`Workspace.curate`: the curation job (`loom curate`), with its checks before the cluster starts, under the
 workspace's lock; progress and the cluster's start as callbacks, notes to the workspace's `note`."""
 
+import sys
 from pathlib import Path
 
 from base.atomic_files import remove_temporary_files
@@ -26,6 +27,7 @@ def curate(ws, sources=None, workers: int | None = None, scheduler: str | None =
     from curation.run import dask_client
 
     files: Workspace = ws.files
+    check_not_a_worker_importing_its_script()
     limit = check_limit(limit)
     check_workers(workers)
     sources_file = as_path(sources) if sources else files.sources_file
@@ -40,6 +42,22 @@ def curate(ws, sources=None, workers: int | None = None, scheduler: str | None =
             ws.note(line)
         with dask_client(scheduler, workers, on_start=on_cluster) as client:
             return curate_shards(shards, ctx, client, progress)
+
+
+def check_not_a_worker_importing_its_script() -> None:
+    """A script that curates at its top level, not under `if __name__ == "__main__":`, is run again by each local
+    Dask worker process as it starts (multiprocessing's spawn imports the main script as `__mp_main__`): said
+    there in one line, rather than as a second curation refused by the lock."""
+    script = sys.modules.get("__mp_main__")  # in the process that started the workers, the same as __main__
+    if getattr(script, "__name__", None) != "__mp_main__":
+        return
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals is vars(script):
+            raise UserError("curate() was called again by a Dask worker process importing your script: put the "
+                            "script's calls under `if __name__ == \"__main__\":` (worker processes import the "
+                            "script that starts them)")
+        frame = frame.f_back
 
 
 def check_workers(workers) -> None:

@@ -3,6 +3,7 @@ full curate after it redoes prepare), the sample is recorded and shown, and wron
 raised before any lock or compute, as the CLI says them."""
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -156,3 +157,18 @@ def test_the_api_prints_nothing_and_tells_its_notes_to_the_callback(sampled, sli
     assert [(row["source"], row["docs_in"]) for row in funnel] == [("small", 2)]
     assert any(line.startswith("sources no longer in sources.toml are left out: tiny") for line in notes)
     assert capfd.readouterr().out == ""
+
+
+def test_a_script_that_curates_outside_a_main_guard_is_told_to_add_one(tmp_path, slice_tokenizer):
+    """Dask's worker processes import the script that starts them: one that curates at its top level says, from the
+    first worker, to put its calls under `if __name__ == "__main__":`, instead of a second curation on the lock."""
+    sources = write_tiny_source(tmp_path / "corpus")
+    script = tmp_path / "unguarded.py"
+    script.write_text(f"import loom\nloom.open({str(tmp_path / 'ws')!r}).curate(sources={str(sources)!r}, workers=1, "
+                      f"tokenizer={str(slice_tokenizer)!r})\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode != 0
+    assert ("UserError: curate() was called again by a Dask worker process importing your script: put the script's "
+            'calls under `if __name__ == "__main__":`') in done.stderr
+    assert "is in use by" not in done.stderr
