@@ -21,6 +21,7 @@ class Shard:
     input: str
     rank: int  # the source's place in sources.toml; earlier sources keep the copy of an exact duplicate
     span: object = None  # the part of `input` it reads (curation.readers.spans); None: all of it
+    limit: int | None = None  # read at most this many records (`loom curate --limit`); None: every record
 
     @property
     def key(self) -> str:
@@ -34,17 +35,38 @@ class JobContext:
     tokenizer: str
     quality_model: str | None = None  # no model: no scores, no buckets
     removals: tuple[str, ...] = ()  # the removals tables of the global stages run so far (set by the runner)
+    limit: int | None = None  # at most this many records per source (a sample), recorded in curation.json
 
 
-def plan_shards(sources: list[SourceConfig]) -> list[Shard]:
+def plan_shards(sources: list[SourceConfig], limit: int | None = None) -> list[Shard]:
     """Every input shard, checked to be readable before any compute is spent on it; a large input is cut into
     several, numbered in the order of their place in it, so that (rank, shard, record) orders records as one
-    uncut shard would."""
+    uncut shard would. With `limit`, a source's shards share its N records: each reads only its first ones."""
     shards = []
     for rank, source in enumerate(sources):
-        for index, (path, span) in enumerate(source_shards(source)):
-            shards.append(Shard(source=source, index=index, input=path, rank=rank, span=span))
+        inputs = source_shards(source)
+        for index, (path, span) in enumerate(inputs):
+            shards.append(Shard(source=source, index=index, input=path, rank=rank, span=span,
+                                limit=None if limit is None else shard_limit(limit, index, len(inputs))))
     return shards
+
+
+def check_limit(value) -> int | None:
+    """A sample's size as given (`loom curate --limit N`'s text, or `limit=` from Python): a whole number of
+    records per source, 1 or more; None curates every record."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not text.isdigit() or int(text) < 1:
+        raise UserError(f"limit {value!r}: give a whole number of records per source, 1 or more "
+                        "(`loom curate --limit 1000`), or leave it out to curate every record")
+    return int(text)
+
+
+def shard_limit(limit: int, index: int, n_shards: int) -> int:
+    """Shard `index`'s part of a source's `limit` records: an even split, the first shards taking the remainder
+    (shards past the limit read nothing), so that the sample is the same on every run."""
+    return limit // n_shards + (1 if index < limit % n_shards else 0)
 
 
 def curation_tokenizer(option: Path | None, config: CurationConfig, sources_file: Path, ws: Workspace) -> Path:
@@ -61,12 +83,12 @@ def curation_tokenizer(option: Path | None, config: CurationConfig, sources_file
     return path
 
 
-def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
-             quality_model: Path | None = None) -> tuple[list[Shard], JobContext]:
+def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path, quality_model: Path | None = None,
+             limit: int | None = None) -> tuple[list[Shard], JobContext]:
     """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
     usable, filters valid. Without a quality model no document is scored; with one, only its header is read here
-    (the workers load it, once per process)."""
-    shards = plan_shards(config.sources)
+    (the workers load it, once per process). `limit`: at most that many records per source."""
+    shards = plan_shards(config.sources, check_limit(limit))
     load_tokenizer(path_text(tokenizer))
     selecting = [s.name for s in config.sources if s.quality_threshold is not None or s.keep_fraction is not None]
     if quality_model is None and selecting:
@@ -79,4 +101,5 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path,
         eval_texts(eval_set)  # a missing file, a record without the text field: here, before any compute
     for source in config.sources:
         steps_for(source)  # a bad filter option fails here, before any task is sent; no quality step in the client
-    return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model)
+    return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model,
+                                   limit=limit)

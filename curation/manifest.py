@@ -58,6 +58,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     con = duckdb_connect(ws.root)
     curation = {"tokenizer": ctx.tokenizer, "tokenizer_fingerprint": tokenizer_fingerprint(ctx.tokenizer),
                 "quality_model": ctx.quality_model, "sources": sources,
+                "limit": ctx.limit,  # `loom curate --limit N`: a sample of at most N records per source
                 "decontamination": decontamination_info(stage_stats(ws)) if decontaminated else None,
                 "domains": domains and {key: domains[key] for key in ("k", "sources", "names", "model_digest")},
                 "annotators": annotators_record(ctx),

@@ -92,6 +92,13 @@ def input_fingerprint(shard: Shard) -> str:
                        *step_digests(shard.source))
 
 
+def shard_fingerprint(shard: Shard) -> str:
+    """input_fingerprint, and for a sample's shard the records it may read (`limit`: it is not the whole shard, so a
+    full curate after a sample redoes it); a full shard's is input_fingerprint's as it always was."""
+    whole = input_fingerprint(shard)
+    return whole if shard.limit is None else text_digest(whole, f"limit={shard.limit}")
+
+
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
                stages=STAGES) -> tuple[dict[str, dict], tuple[str, ...]]:
     """Runs every stage; returns the last stage's stats of each shard by key, and the removals tables the
@@ -99,7 +106,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     from distributed import as_completed
 
     ws = ctx.workspace
-    upstream = {s.key: input_fingerprint(s) for s in shards}
+    upstream = {s.key: shard_fingerprint(s) for s in shards}
     removals: list[str] = []
     for stage in (s for s in stages if s.enabled(ctx)):
         extra = stage.inputs(ctx)

@@ -17,8 +17,8 @@ LAYERS = (
     ("trainer",),
     ("sweeps",),
     ("reports",),  # reports read what sweeps write (their files, through sweeps' names)
-    ("loom",),  # loom/__init__.py: the version, which the command layer reads
-    ("loom.api",),  # a future Python API: below the CLI, which may use it
+    ("loom.api",),  # the Python API: below the CLI, which is a thin layer over it
+    ("loom",),  # loom/__init__.py: the version, which the command layer reads, and `loom.open` (the API's)
     ("loom.cli",),  # the top floor: `loom`, `python -m loom`
 )
 PACKAGES = ("base", "loom", "curation", "mixtures", "trainer", "reports", "sweeps")
@@ -145,7 +145,7 @@ NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
     ("loom/cli/init.py", "docs"): "the bundled examples' corpora, copied from the installed package",
     ("loom/cli/init.py", "corpora"): "the bundled examples' corpora, copied from the installed package",
     ("loom/cli/ladder.py", "ladders"): "the bundled example ladders, in the installed package",
-    ("loom/cli/mix.py", "mixtures"): "the bundled example mixtures, in the installed package",
+    ("loom/api/mixtures.py", "mixtures"): "the bundled example mixtures, in the installed package",
     ("curation/config.py", "; create one (see examples/sources.toml) or pass --sources"): "the bundled example",
     ("curation/model_folders.py", "modules.json"): MODEL_FOLDER,
     ("curation/model_folders.py", "config.json"): MODEL_FOLDER,

@@ -7,6 +7,7 @@ from dataclasses import MISSING, fields
 
 import click
 
+from base.errors import UserError
 from trainer.config import SIZES, TrainConfig
 
 HELP = {
@@ -65,6 +66,40 @@ def train_options(command):
                                   show_default=default is not None, help=HELP[field.name], **given_default)
         command = option(command)
     return command
+
+
+def checked_options(options: dict) -> dict:
+    """Options given from Python (loom.api's train), held to the rules the command-line options keep: a field of
+    TrainConfig, of its type, in its range; each mistake one line naming the option as `loom train` spells it."""
+    by_name = {field.name: field for field in COMMAND_FIELDS}
+    for name, value in options.items():
+        field = by_name.get(name)
+        if field is None or name == "mixture":
+            raise UserError(f"train has no option {name!r}; the options are TrainConfig's fields: "
+                            f"{', '.join(f for f in by_name if f != 'mixture')}")
+        if value is not None:
+            check_option(name, _base_type(field.type), value)
+    return options
+
+
+def check_option(name: str, kind, value) -> None:
+    flag, problem = _flag(name), None
+    if kind is bool:
+        problem = None if isinstance(value, bool) else "is a switch: True or False"
+    elif name == "model":
+        problem = None if value in SIZES else f"is a named size: one of {', '.join(SIZES)}"
+    elif kind is int:
+        least = 0 if name in MAY_BE_ZERO else 1
+        problem = (None if isinstance(value, int) and not isinstance(value, bool) and value >= least
+                   else f"is a whole number, {least} or more")
+    elif kind is float:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        problem = None if number and (value > 0 if name in POSITIVE else value >= 0) else (
+            f"is a number {'above' if name in POSITIVE else 'at least'} 0")
+    elif kind is str:
+        problem = None if isinstance(value, str) else "is text"
+    if problem:
+        raise UserError(f"{name} ({flag}) {problem}, not {value!r}")
 
 
 def config_from_options(workspace, options: dict) -> TrainConfig:

@@ -12,7 +12,9 @@ How to add a format: a module with a reader (read, check, shard_kind, html; `cut
 `documents` for a folder format) and one line in READERS.
 """
 
+from contextlib import closing
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
@@ -60,8 +62,18 @@ def format_of_file(path: Path) -> str | None:
     return max(claims)[1] if claims else None
 
 
-def read_shard(source, shard: str, span=None) -> Iterator[Record]:
-    """The records of a shard: its input read whole, or the part `span` names (curation.readers.spans)."""
+def read_shard(source, shard: str, span=None, limit: int | None = None) -> Iterator[Record]:
+    """The records of a shard: its input read whole, or the part `span` names (curation.readers.spans); with
+    `limit`, only its first `limit` records (the rest is never read)."""
+    records = _shard_records(source, shard, span)
+    if limit is None:
+        yield from records
+        return
+    with closing(records):  # the reader's file closed as soon as the sample is read
+        yield from islice(records, limit)
+
+
+def _shard_records(source, shard: str, span) -> Iterator[Record]:
     reader = reader_for(source.format)
     empty = True
     for record in reader.read(source, shard) if span is None else reader.read(source, shard, span):

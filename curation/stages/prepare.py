@@ -116,7 +116,7 @@ class Prepare(ShardStage):
         funnel = FunnelRecorder(shard)
 
         def good_records() -> Iterator[Doc]:
-            for record in read_shard(shard.source, as_path(shard.input), shard.span):
+            for record in read_shard(shard.source, as_path(shard.input), shard.span, shard.limit):
                 funnel.read(record)
                 if record.problem:
                     funnel.malformed(record)

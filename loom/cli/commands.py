@@ -6,9 +6,8 @@ import functools
 import click
 
 from base.errors import UserError
-from base.filenames import escaped_path
-from base.storage_errors import check_reachable
 from base.workspace import Workspace
+from loom.api.workspace import check_location
 from loom.cli import (curate, init, ladder, mix, mix_export, quality, quickstart, report, search, sql, status,
                       tokenizer, train)
 from loom.cli.console import LoomGroup
@@ -61,16 +60,11 @@ def checks_workspace_first(callback):
 
 def check_workspace(root: click.Context) -> None:
     ws: Workspace = root.obj
-    if not ws.remote:
-        if escaped_path(ws.root) != str(ws.root):  # pyarrow and DuckDB take paths only as UTF-8
-            raise UserError(f"the workspace path {escaped_path(ws.root)} is not valid UTF-8, which Parquet and "
-                            "DuckDB need; rename the folder")
-        return
-    if root.invoked_subcommand not in ON_OBJECT_STORAGE:
+    if ws.remote and root.invoked_subcommand not in ON_OBJECT_STORAGE:
         raise UserError(f"`loom {root.invoked_subcommand}` cannot use a workspace on object storage yet "
                         f"({ws.root}): copy it to a local folder (e.g. `aws s3 sync {ws.root} ./ws`) and "
                         "run `loom -w ./ws ...` there")
-    check_reachable(ws.root)  # a wrong bucket, endpoint or key said once (by LoomGroup), before the command
+    check_location(ws)  # a wrong bucket, endpoint or key said once (by LoomGroup), before the command
 
 
 def accept_workspace_anywhere(command: click.Command) -> None:

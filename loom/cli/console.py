@@ -3,7 +3,7 @@ as one line on stderr, with exit status 2; Ctrl-C as one line, with exit status 
 command writes."""
 
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import click
@@ -69,6 +69,13 @@ def note(line: str) -> None:
     console.print(f"note: {line}", soft_wrap=True, markup=False)  # one line, whatever the width: paths stay whole
 
 
+def api_workspace(ws: Workspace):
+    """The workspace as loom.api has it, its notes printed as `note: ...` lines."""
+    from loom.api import Workspace as ApiWorkspace
+
+    return ApiWorkspace(ws, note)
+
+
 def workspace_lock(ws: Workspace):
     """curation's lock (what curation writes: work/, generations/, published.json and the models), telling `note` of
     a lock taken over."""
@@ -80,3 +87,26 @@ def workspace_lock(ws: Workspace):
 def writes_models(ws: Workspace, output: Path):
     """The workspace's lock when `output` is one of its models (curation reads them), else nothing to hold."""
     return workspace_lock(ws) if path_text(as_path(output).parent) == path_text(ws.models) else nullcontext()
+
+
+@contextmanager
+def progress_bars(*columns):
+    """Yields `progress(stage, total) -> advance(n)` (the shape loom.api takes): a rich bar per stage, with these
+    columns, shown from the first stage on, so that lines printed before it (a cluster's start) stand above."""
+    from rich.progress import Progress
+
+    bars = None
+
+    def progress(stage: str, total: int):
+        nonlocal bars
+        if bars is None:
+            bars = Progress(*columns, console=console)
+            bars.start()
+        task = bars.add_task(stage, total=total)
+        return lambda n=1: bars.advance(task, n)
+
+    try:
+        yield progress
+    finally:
+        if bars is not None:
+            bars.stop()

@@ -1,17 +1,14 @@
 """`loom mix list|build|show`: named mixtures, compiled into schedules, and their plans."""
 
-import dataclasses
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from base.errors import UserError
 from base.names import check_name
-from base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace, examples_dir
-from loom.cli.console import LoomGroup, console, note
-
-STALE = "stale (curated since)"
+from base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace
+from loom.api.mixtures import builtin_mixtures, compiled_state
+from loom.cli.console import LoomGroup, api_workspace, console
 
 
 @click.group(cls=LoomGroup)
@@ -43,31 +40,6 @@ def mixture_specs(ws: Workspace) -> dict[str, Path]:
     return specs
 
 
-def compiled_state(ws: Workspace, name: str) -> str:
-    """Whether mixture `name` is compiled: "no", "yes", or STALE, compiled on curated data the workspace no longer
-    publishes, which the trainer refuses (the check is mixtures.load_schedule's)."""
-    from mixtures import current_build, reading
-
-    if current_build(ws.mixture_dir(name)) is None:
-        return "no"
-    try:
-        with reading(ws.mixture_dir(name)) as build:  # held: a rebuild meanwhile removes no file of it
-            return build_state(ws, build)
-    except UserError:
-        return STALE
-
-
-def build_state(ws: Workspace, build) -> str:
-    """"yes" for a build the trainer takes, or STALE."""
-    from mixtures import load_schedule
-
-    try:
-        load_schedule(build.root, ws)
-    except UserError:
-        return STALE
-    return "yes"
-
-
 @mix.command("build")
 @click.argument("name")
 @click.option("--total-tokens", type=click.IntRange(min=1), help="Override the spec's token budget")
@@ -81,42 +53,17 @@ def mix_build(ws: Workspace, name, total_tokens, steps, target_tokens):
     build_mixture(ws, name, total_tokens, steps, target_tokens)
 
 
-@mix.command("show")
-@click.argument("name")
-@click.pass_obj
-def mix_show(ws: Workspace, name):
-    """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
-    from mixtures import reading
-
-    with reading(ws.mixture_dir(check_name("mixture", name))) as build:
-        print_plan(build)
-
-
-def builtin_mixtures() -> Path:
-    return examples_dir() / "mixtures"
-
-
 def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> None:
-    from mixtures import build_mixture as compile_and_publish
-    from mixtures import find_spec, load_spec, reading, schedule_fingerprint
-    from reports.build import mixture_report
-
-    spec = load_spec(find_spec(name, ws.mixtures, builtin_mixtures()))
-    if total_tokens or steps:
-        spec = dataclasses.replace(spec, total_tokens=total_tokens, steps=steps)
-    if target_tokens:
-        spec = dataclasses.replace(spec, target_tokens=target_tokens)
-    out = ws.mixture_dir(spec.name)
-    former = build_fingerprint(out)
-    build, meta = compile_and_publish(spec, ws, note)  # under the mixture's lock
-    with reading(out, build.id) as held:  # no other rebuild removes the build while its plan is read
-        print_plan(held)
-    note_orphaned_runs(ws, spec.name, former, schedule_fingerprint(meta))
+    """loom.api's mixtures.build, then what it built: the plan, the schedule's shape, cells, validation and eval
+    sets, the build's files and report."""
+    build = api_workspace(ws).mixtures.build(name, total_tokens, steps, target_tokens)
+    meta = build.meta
+    print_plan(build.mixture, build.plan, meta)
     switch = ", ".join(f"{p['name']} from step {p['start_step']}" for p in meta["phases"])
-    console.print(f"Mixture '{spec.name}': {meta['steps']:,} steps x {spec.global_batch} sequences of "
-                  f"{spec.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
-    if spec.simulates_epochs():
-        console.print(f"Simulated epoching: each component reads {meta['tokens']:,} / {spec.target_tokens:,} of its "
+    console.print(f"Mixture '{build.mixture}': {meta['steps']:,} steps x {build.global_batch} sequences of "
+                  f"{build.seq_len} tokens = {meta['tokens']:,} tokens; {switch}")
+    if build.simulates_epochs:
+        console.print(f"Simulated epoching: each component reads {meta['tokens']:,} / {build.target_tokens:,} of its "
                       "sequences, as often as the target run reads all of them")
     print_cells(meta)
     held_out = ", ".join(f"{name} {v['tokens']:,}" for name, v in meta["validation"]["sources"].items())
@@ -125,43 +72,28 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
         console.print(f"Eval set '{e['name']}': {e['documents']:,} documents, {e['sequences']:,} sequences, "
                       f"{e['scored_bytes']:,} bytes scored")
     console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {SEQUENCES_DIR}/, {VALIDATION_FILE}")
-    console.print(f"Report:   {mixture_report(ws.root, spec.name)}")
+    console.print(f"Report:   {build.report}")
 
 
-def build_fingerprint(out: Path) -> str | None:
-    """The schedule fingerprint of the current build of the mixture in `out` (the one runs record), or None where
-    none is compiled."""
-    from mixtures import current_schedule, schedule_fingerprint
+@mix.command("show")
+@click.argument("name")
+@click.pass_obj
+def mix_show(ws: Workspace, name):
+    """The compiled plan of NAME: per phase and component, share, tokens and epochs."""
+    from mixtures import load_meta, read_plan, reading
 
-    meta = current_schedule(out)
-    return schedule_fingerprint(meta) if meta is not None else None
-
-
-def note_orphaned_runs(ws: Workspace, name: str, former: str | None, now: str) -> None:
-    """Says which runs trained on the build just replaced: `loom train --resume` refuses them on this one."""
-    from trainer.metrics import MIXTURE, RUN_FILE, SCHEDULE_FINGERPRINT, read_run
-
-    if former is None or former == now:
-        return
-    runs = [r.parent.name for r in sorted(ws.runs.glob(f"*/{RUN_FILE}"))
-            if (info := read_run(r.parent)).get(MIXTURE) == name and info.get(SCHEDULE_FINGERPRINT) == former]
-    if runs:
-        note(f"runs {', '.join(runs)} trained on the build of mixture '{name}' this one replaces and cannot be "
-             "resumed on it (`loom train --resume` refuses them); to keep a build for such runs, build a changed "
-             "spec under another name")
+    with reading(ws.mixture_dir(check_name("mixture", name))) as build:
+        print_plan(build.mixture, read_plan(build.root), load_meta(build))
 
 
-def print_plan(build) -> None:
-    """The plan of a build as a table, with a `pool` column (sequences read of those available) where simulated
-    epoching cut a pool, and a `rehydration` column (available tokens with [rehydrate]'s repeats over without)
-    where a component is rehydrated; a wildcard key's cells under a row of the key's totals, each named domain's
-    name beside its number."""
-    from mixtures import load_meta, read_plan
-
-    rows, meta = read_plan(build.root), load_meta(build)
+def print_plan(mixture: str, rows: list[dict], meta: dict) -> None:
+    """The plan of a build (its rows and schedule meta) as a table, with a `pool` column (sequences read of those
+    available) where simulated epoching cut a pool, and a `rehydration` column (available tokens with
+    [rehydrate]'s repeats over without) where a component is rehydrated; a wildcard key's cells under a row of
+    the key's totals, each named domain's name beside its number."""
     pooled = any(row.get("pool_sequences", row["available_sequences"]) != row["available_sequences"] for row in rows)
     rehydrated = any((row.get("rehydration") or 1.0) != 1.0 for row in rows)
-    table = Table(title=f"Plan of {build.mixture}")
+    table = Table(title=f"Plan of {mixture}")
     columns = ("phase", "component", "target_share", "realized_share", "tokens", "epochs_cumulative", "available_tokens",
                "validation_tokens") + (("rehydration",) if rehydrated else ()) + (("pool",) if pooled else ())
     for column in columns:

@@ -1,13 +1,12 @@
 """`loom mix export NAME --format FORMAT` (mixtures.export.formats): a compiled mixture's sequences, in the order
 `loom train` reads them, in a file another trainer reads."""
 
-from contextlib import contextmanager, nullcontext
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
 from base.workspace import PART_GLOB, Workspace
-from loom.cli.console import Interrupted, console, note
+from loom.cli.console import Interrupted, api_workspace, console, progress_bars
 from loom.cli.options import RegistryOption
 
 
@@ -25,16 +24,12 @@ from loom.cli.options import RegistryOption
 def export(ws: Workspace, name, fmt, phase, out, chunk_steps):
     """Write the compiled mixture NAME's training sequences in schedule order: step by step, each step's global
     batch, each sequence seq_len + 1 tokens. A killed export resumes when run again."""
-    from mixtures.export import is_finished, plan_export, run_export
-
-    plan = plan_export(ws, name, fmt, phase, out, chunk_steps)
-    info = plan.info
-    bar = nullcontext(lambda steps, tokens: None) if is_finished(plan) else export_progress(plan)
-    with bar as on_chunk:
+    with export_progress() as progress:
         try:
-            result = run_export(plan, on_chunk, note)  # under the export's lock
+            result = api_workspace(ws).mixtures.export(name, fmt, phase, out, chunk_steps, progress)
         except KeyboardInterrupt:
             raise Interrupted("interrupted; run the same command again to go on from the last chunk") from None
+    info = result.info
     if result.finished_already:
         console.print(f"The {fmt} export of '{name}' is finished already for this build of the mixture (schedule "
                       f"{info['schedule_fingerprint']}); nothing to do")
@@ -57,11 +52,7 @@ def shown_files(files: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return ([(f"{PARTS_DIR}/{PART_GLOB}.parquet ({count})", sum(parts))] if parts else []) + others
 
 
-@contextmanager
-def export_progress(plan):
-    """Yields `on_chunk(steps, tokens)`: one rich bar counting steps, with the tokens written."""
-    with Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
-                  TextColumn("{task.fields[tokens]:,} / {task.fields[total_tokens]:,} tokens"), TimeRemainingColumn(),
-                  console=console) as bars:
-        task = bars.add_task("export", total=len(plan.steps), tokens=0, total_tokens=plan.info["tokens"])
-        yield lambda done, written: bars.update(task, completed=done, tokens=written)
+def export_progress():
+    """One rich bar counting steps, shown once an export starts writing (a finished one shows none)."""
+    return progress_bars(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
+                         TimeRemainingColumn())

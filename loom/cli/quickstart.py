@@ -60,4 +60,4 @@ def train_quickstart_run(ws: Workspace) -> None:
     from trainer.config import TrainConfig
 
     run = TrainConfig(ws.root, "sample", run_name="quickstart", max_steps=QUICKSTART_STEPS, eval_every=20)
-    train_run(dataclasses.replace(run, resume=latest(run.run_dir) is not None), nproc=1)
+    train_run(ws, dataclasses.replace(run, resume=latest(run.run_dir) is not None), nproc=1)

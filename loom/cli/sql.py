@@ -1,4 +1,5 @@
-"""`loom sql`: read-only SQL over the workspace's views, in DuckDB (the work itself is in reports.sql)."""
+"""`loom sql`: read-only SQL over the workspace's views, in DuckDB (the query is loom.api.sql's; the views and
+formats are reports.sql's)."""
 
 import sys
 from pathlib import Path
@@ -7,6 +8,7 @@ import click
 
 from base.errors import UserError
 from base.workspace import Workspace
+from loom.api import Workspace as ApiWorkspace
 from loom.cli.console import console
 
 
@@ -24,26 +26,30 @@ from loom.cli.console import console
 @click.pass_obj
 def sql(ws: Workspace, query, fmt, output, limit, show_views, db, force):
     """Run a read-only SQL QUERY (or one from stdin) over the workspace's views, in DuckDB."""
-    from reports.sql import materialize, one_line_errors, open_views, read_only_query
+    from loom.api.sql import query_result
+    from reports.sql import materialize, one_line_errors, open_views
     from reports.views import available_views
 
     if show_views:
         click.echo("\n".join(statement for _, statement in available_views(ws.root)))
         return
-    views = open_views(ws.root)
-    for note in views.notes:
-        click.echo(f"note: {note}", err=True)
     if db:
+        views = open_views(ws.root)
+        for line in views.notes:
+            stderr_note(line)
         with one_line_errors(views.names):
             materialize(views.con, views.names, Path(db), force)
         console.print(f"Wrote {len(views.names)} tables to {Path(db)}: {', '.join(views.names)}")
         return
     if query is None:
         query = sys.stdin.read()
-    with one_line_errors(views.names):
-        relation = read_only_query(views.con, query)
+    with query_result(ApiWorkspace(ws, stderr_note), query) as relation:
         if relation is not None:
             print_result(relation, fmt, output, limit, force)
+
+
+def stderr_note(line: str) -> None:
+    click.echo(f"note: {line}", err=True)  # on stderr: stdout is the result
 
 
 def print_result(relation, fmt: str, output: str | None, limit: int, force: bool = False) -> None:

@@ -1,10 +1,10 @@
-"""`loom train`: a model trained on a compiled mixture, in this process or in ranks started by torchrun."""
+"""`loom train`: a model trained on a compiled mixture (loom.api.train), in this process or in ranks started by
+torchrun."""
 
 import click
 
-from base.atomic_files import remove_temporary_files
 from base.workspace import Workspace
-from loom.cli.console import Interrupted, console, note
+from loom.cli.console import Interrupted, api_workspace, console
 from trainer.options import config_from_options, train_options
 
 
@@ -18,29 +18,20 @@ RESUME_RUN = "interrupted; run the same command with --resume to go on from the 
 @click.pass_obj
 def train(ws: Workspace, nproc, **options):
     """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
-    train_run(config_from_options(ws.root, options), nproc)
+    train_run(ws, config_from_options(ws.root, options), nproc)
 
 
-def train_run(config, nproc: int) -> None:
-    from reports.html import REPORT_FILE
-    from reports.run import run_report
-    from trainer import launch_ranks
-    from trainer import train as train_here
-    from trainer.launch import run_lock
-    from trainer.metrics import METRICS_FILE
+def train_run(ws: Workspace, config, nproc: int) -> None:
+    """loom.api's training of `config`, its lines printed, then its last evaluation and its files."""
+    from loom.api.train import run_training
 
-    with run_lock(config, note):
-        remove_temporary_files(config.run_dir)
-        try:
-            if nproc == 1:
-                train_here(config, report=run_report, log=console.print)
-            else:
-                launch_ranks(config, nproc, report=run_report)
-        except KeyboardInterrupt:
-            raise Interrupted(RESUME_RUN) from None
-    print_evaluation(config.run_dir)
-    console.print(f"Run report: {config.run_dir / REPORT_FILE}")
-    console.print(f"Metrics:    {config.run_dir / METRICS_FILE} (or `loom sql \"SELECT step, loss FROM metrics\"`)")
+    try:
+        run = run_training(api_workspace(ws), config, nproc, console.print)
+    except KeyboardInterrupt:
+        raise Interrupted(RESUME_RUN) from None
+    print_evaluation(run.folder)
+    console.print(f"Run report: {run.report}")
+    console.print(f"Metrics:    {run.metrics_file} (or `loom sql \"SELECT step, loss FROM metrics\"`)")
 
 
 def print_evaluation(run_dir) -> None:
