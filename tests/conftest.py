@@ -22,7 +22,8 @@ DOMAINS_GROUP = "domains_slice"
 LONGEST_FIRST = (QUICKSTART_GROUP, "test_dedup.py", "test_object_storage.py", "test_ladder.py", "test_one_writer.py",
                  "test_search.py", "test_filters_fast.py", "test_store_training.py", "test_resume_and_cluster.py",
                  "test_shard_cutting.py", "test_store_workspace.py", "test_global_stages.py",
-                 "test_mixture_builds.py", "test_export.py", "test_quality.py", "test_trainer.py")
+                 "test_mixture_builds.py", "test_export.py", "test_quality.py", "test_trainer.py",
+                 "test_plugin_steps.py", "test_api.py", "test_annotate.py")
 
 
 @functools.cache
@@ -43,6 +44,8 @@ SLOW_FIXTURES = {
     "run_ws": "three runs trained for the run report, one of them MoE (~35 s)",
     "runs": "a one-rank, a two-rank and a stopped-and-resumed run (~33 s)",
     "domains_slice": "the slice curated with [domains] (~21 s); the domain model and the cells stay tested by default",
+    "annotated": "the slice curated with three annotators (~21 s); an edited scorer's tiny curate and every "
+                 "config check stay in the default run",
 }
 
 

@@ -17,6 +17,9 @@ import pytest
 from helpers import REPO, compiled, run_loom
 from test_docs_pages import docs_workspace
 
+# each example curates a sample and trains a few steps (~25 s apiece); tests/api/ covers the API by default
+pytestmark = pytest.mark.slow
+
 PYTHON_BLOCK = re.compile(r"^## From Python\n.*?^```python\n(.*?)^```$", re.M | re.S)
 PYTHON_BLOCKS = re.compile(r"^```python\n(.*?)^```$", re.M | re.S)
 RESULTS = """

@@ -271,6 +271,7 @@ def test_a_scorer_that_answers_wrong_stops_the_job_in_one_line(tmp_path, slice_t
                                           "return one float per text, in order"]
 
 
+@pytest.mark.slow  # a curate whose workers start and fail (~6 s); a scorer answering wrong stops a curate by default
 def test_a_scorer_that_fails_to_load_on_a_worker_stops_the_job_in_one_line(tmp_path, slice_tokenizer):
     result = tiny_curation(tmp_path, slice_tokenizer, "annot_pkg.scorers:Unloadable", write_package(tmp_path / "pkg"))
     assert result.returncode == 2, result.stderr

@@ -241,6 +241,7 @@ def write_planted_groups(root: Path) -> list[tuple[set[str], int]]:
     return [({document_id(normalize_text(t)) for t in group}, len(group)) for group in groups]
 
 
+@pytest.mark.slow  # a curate of its own (~8 s); the slice's dup_counts adding up run by default
 def test_each_kept_document_counts_the_copies_its_exact_and_near_clusters_held(tmp_path, slice_tokenizer):
     groups = write_planted_groups(tmp_path)
     ws = curate(tmp_path, slice_tokenizer, "--workers", 1)

@@ -231,6 +231,7 @@ def test_one_curate_of_the_slice_with_a_model_folder(model_folder, tmp_path, sli
         info["model_digest"]}
 
 
+@pytest.mark.slow  # a curate whose workers start and fail (~10 s); the folder checks before compute run by default
 def test_a_folder_that_fails_to_load_stops_loom_curate_in_one_line(tmp_path, slice_tokenizer):
     """It passes the checks at config load (its files are there), so the fit's worker finds it out."""
     folder = tmp_path / "model"

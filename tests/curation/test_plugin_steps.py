@@ -211,11 +211,12 @@ def listing(doc):
     ("loomplug.rules:drop_spam\", \"other.rules:drop_spam", "`steps` 'loomplug.rules:drop_spam' and "
                                                             "'other.rules:drop_spam' are both named 'drop_spam'"),
     ("loomplug.rules:NotCallable", "class NotCallable has no __call__(self, doc)"),
-    ("loomplug.rules:NeedsModel", "source 'notes' step 'loomplug.rules:NeedsModel': NeedsModel() failed "
-                                  "(FileNotFoundError: no model.bin here); a step's class is made once per worker "
-                                  "process, with no arguments"),
-    ("loomplug.wrong:listing", "source 'notes' step 'loomplug.wrong:listing' returned ['a plain note about gardens "
-                               "and their tomatoes'] (list) for document"),
+    # these two are found on a worker, once the cluster is up (~6 s each): slow
+    pytest.param("loomplug.rules:NeedsModel", "source 'notes' step 'loomplug.rules:NeedsModel': NeedsModel() failed "
+                 "(FileNotFoundError: no model.bin here); a step's class is made once per worker process, with no "
+                 "arguments", marks=pytest.mark.slow),
+    pytest.param("loomplug.wrong:listing", "source 'notes' step 'loomplug.wrong:listing' returned ['a plain note "
+                 "about gardens and their tomatoes'] (list) for document", marks=pytest.mark.slow),
 ], ids=["does-not-import", "missing-name", "not-callable", "malformed-reference", "same-name", "class-uncallable",
         "class-fails", "wrong-return"])
 def test_a_wrong_step_stops_with_one_line(tmp_path, slice_tokenizer, step, message):
@@ -236,6 +237,7 @@ def test_a_wrong_step_stops_with_one_line(tmp_path, slice_tokenizer, step, messa
         assert not (tmp_path / "ws" / "work").exists()
 
 
+@pytest.mark.slow  # a curate whose cluster starts (~6 s); the client-side import errors run by default
 def test_a_worker_where_the_step_does_not_import_stops_with_one_line(tmp_path, slice_tokenizer):
     """The client imports the step; a Dask worker cannot (the module refuses to import in a worker process)."""
     package = write_package(tmp_path)
