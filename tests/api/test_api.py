@@ -94,6 +94,7 @@ def test_a_limited_curate_reads_the_first_records_of_each_shard_and_says_it_is_a
     assert "A sample: at most 5 records per source (`loom curate --limit`)" in shown
 
 
+@pytest.mark.slow  # two curates (~11 s); the limit in the prepare fingerprint is tested by default
 def test_a_full_curate_after_a_limited_one_redoes_prepare_and_records_no_limit(sampled, slice_tokenizer):
     ws, sources, _, _ = sampled
     result = run_loom("-w", ws.root, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 1)

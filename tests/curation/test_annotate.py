@@ -248,6 +248,7 @@ def prepare_markers(ws: Path) -> dict:
     return {p.name: json.loads(p.read_text()) for p in (ws / "work" / "prepare").glob("*/*.done")}
 
 
+@pytest.mark.slow  # three tiny curates (~11 s); the prepare fingerprint of annotators is tested by default, and an edited plugin step's redo
 def test_an_edited_scorer_redoes_prepare_and_an_unchanged_rerun_skips_it(tmp_path, slice_tokenizer):
     env = write_package(tmp_path / "pkg")
     assert tiny_curation(tmp_path, slice_tokenizer, "annot_pkg.scorers:Constant", env).returncode == 0

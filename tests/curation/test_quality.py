@@ -12,7 +12,7 @@ from curation.config import SourceConfig, load_config
 from curation.job import plan_job
 from curation.quality import QualityModel, roc_auc
 from curation.samples import quality_examples, source_texts
-from helpers import EXAMPLES, FORTUNES_FILTERS, published, run_loom
+from helpers import EXAMPLES, FORTUNES_FILTERS, QUALITY_TEST_CUTOFF, published, run_loom
 from base.errors import UserError
 from base.workspace import Workspace
 
@@ -49,7 +49,7 @@ def test_the_trained_model_is_quantized_below_20_mb(quality_model):
     out, result = quality_model
     card = json.loads(out.with_suffix(".json").read_text())
     assert out.stat().st_size == card["size_bytes"] <= MAX_MODEL_BYTES
-    assert card["hyperparameters"]["cutoff"] == 100_000
+    assert card["hyperparameters"]["cutoff"] == QUALITY_TEST_CUTOFF
     assert f"{out}, {card['size_bytes'] / 1e6:.1f} MB" in result.stdout
 
 
