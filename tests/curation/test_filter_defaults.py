@@ -114,6 +114,7 @@ scope = "per-source"
     return ws, result
 
 
+@pytest.mark.slow  # the mixed curate (~13 s); which sources get the web filters is tested by default
 def test_non_web_sources_keep_their_short_documents_and_web_ones_are_filtered(mixed_run):
     import pyarrow.parquet as pq
 
@@ -127,6 +128,7 @@ def test_non_web_sources_keep_their_short_documents_and_web_ones_are_filtered(mi
     assert {stage for _, stage, _ in fates["pages"]} <= set(HEURISTIC_FILTERS)
 
 
+@pytest.mark.slow  # the mixed curate (~13 s); the warnings' text is tested by default
 def test_the_curate_summary_warns_of_each_wipe_out_with_the_setting_that_ends_it(mixed_run):
     ws, result = mixed_run
     warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]

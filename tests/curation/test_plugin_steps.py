@@ -143,6 +143,7 @@ def test_transformed_text_is_curated_and_the_error_is_quarantined(plugged):
         ("plugin_error", "plugin:explode: ValueError: cannot parse boom", NOTES[5]["text"])]
 
 
+@pytest.mark.slow  # two more curates (~9 s); a source without steps keeping its fingerprints is tested by default
 def test_editing_a_step_redoes_its_sources_prepare_alone(plugged, slice_tokenizer):
     root, first, _ = plugged
     curate(root, slice_tokenizer)
@@ -256,3 +257,30 @@ def test_a_worker_where_the_step_does_not_import_stops_with_one_line(tmp_path, s
     assert ("source 'notes' step 'loomplug.clientonly:keep': 'loomplug.clientonly:keep' does not import (ImportError: "
             "loomplug is not installed on this worker); make its package importable where Loom runs and on every "
             "Dask worker") in lines[0]
+
+
+def test_a_steps_source_code_is_in_its_shards_fingerprint_and_a_source_without_steps_has_its_old_one(tmp_path,
+                                                                                                     monkeypatch):
+    """In one process, no curate: the fingerprint prepare starts from (curation.run.input_fingerprint)."""
+    from dataclasses import asdict, replace
+
+    from base.digests import text_digest
+    from base.inputs import listing
+    from curation.job import plan_shards
+    from curation.run import CODE_VERSION, input_fingerprint
+
+    package = write_package(tmp_path)
+    monkeypatch.syspath_prepend(str(package.parent))
+    write_jsonl(tmp_path / "notes.jsonl", NOTES)
+    plain = SourceConfig(name="notes", format="jsonl", paths=("notes.jsonl",), filters=(), base_dir=str(tmp_path))
+    (shard,) = plan_shards([plain])
+    config = {k: v for k, v in asdict(plain).items() if k not in ("base_dir", "shard_bytes", "storage_options", "steps")}
+    before_steps = text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), "0", repr(shard.span),
+                               *listing(shard.input))  # the rule before `steps` existed
+    assert input_fingerprint(shard) == before_steps
+    stepped = replace(shard, source=replace(plain, steps=("loomplug.rules:drop_spam",)))
+    first = input_fingerprint(stepped)
+    assert first != before_steps
+    rules = package / "rules.py"
+    rules.write_text(rules.read_text() + "\n# edited\n")
+    assert input_fingerprint(stepped) != first

@@ -268,6 +268,7 @@ def test_a_curate_of_warc_and_wet_files_accounts_for_every_record(tmp_path, slic
     assert kept_urls <= set(PAGES) and len(kept_urls) == sum(row["fate"] == "kept" for row in funnel)
 
 
+@pytest.mark.slow  # a curate of its own (~10 s); the reader's own tests of the framing run by default
 def test_a_curate_over_a_negative_content_length_returns_and_counts_the_record_as_malformed(tmp_path, slice_tokenizer):
     data = (WARC / "handbook.warc").read_bytes()
     at = data.index(b"Content-Length: ", data.index(b"WARC-Type: response"))
