@@ -88,7 +88,8 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path, quality_mod
     """Everything that can be checked before a cluster starts: inputs readable, tokenizer and quality model
     usable, filters valid. Without a quality model no document is scored; with one, only its header is read here
     (the workers load it, once per process). `limit`: at most that many records per source."""
-    shards = plan_shards(config.sources, check_limit(limit))
+    limit = check_limit(limit)
+    shards = plan_shards(config.sources, limit)
     load_tokenizer(path_text(tokenizer))
     selecting = [s.name for s in config.sources if s.quality_threshold is not None or s.keep_fraction is not None]
     if quality_model is None and selecting:
@@ -102,4 +103,4 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path, quality_mod
     for source in config.sources:
         steps_for(source)  # a bad filter option fails here, before any task is sent; no quality step in the client
     return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model,
-                                   limit=limit)
+                              limit=limit)
