@@ -43,6 +43,12 @@ def load_object(reference: str, where: str):
     return target
 
 
+def error_line(err: Exception) -> str:
+    """What a user's code raised, on one line: its type and message (`KeyError: 'title'`)."""
+    message = " ".join(str(err).split())
+    return type(err).__name__ + (f": {message}" if message else "")
+
+
 def instance(target):
     """A class made once (with no arguments: it loads its own models in __init__), or a function as it is."""
     return target() if inspect.isclass(target) else target

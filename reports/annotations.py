@@ -7,6 +7,7 @@ from reports.bars import histogram
 from reports.colors import SourceColors
 from reports.html import esc, table
 from reports.markup import number
+from reports.sections import panels
 
 BINS = 12
 
@@ -45,8 +46,6 @@ def annotator_part(con, annotator: dict, colors: SourceColors) -> str:
     for source, b, n in rows:
         by_source.setdefault(source, {})[b] = n
     labels = [number(low + b * width) for b in range(BINS)]
-    panels = "".join(
-        f"<div><h3>{esc(source)}</h3>"
-        + histogram([(labels[b], bins.get(b, 0)) for b in range(BINS)], f"annotate-{name}-{source}", colors.of(source))
-        + "</div>" for source, bins in by_source.items())
-    return head + f'<div class="panels">{panels}</div>'
+    return head + panels([(source, histogram([(labels[b], bins.get(b, 0)) for b in range(BINS)],
+                                             f"annotate-{name}-{source}", colors.of(source)))
+                          for source, bins in by_source.items()])

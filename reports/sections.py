@@ -117,7 +117,7 @@ def distributions(con, sources: list[str], colors: SourceColors, every: list[str
     parts = ["<h2>Distributions</h2>", f"<h3>Document length in tokens (log2 bins){esc(scope)}</h3>"]
     lengths = _grouped(con.sql(f"""SELECT source, floor(log2(greatest(n_tokens, 1)))::INT AS b, count(*)
                                   FROM doc_stats WHERE source IN {literal_list(sources)} GROUP BY ALL ORDER BY ALL"""))
-    parts.append(_panels([(s, histogram([(f"2^{b}", n) for b, n in lengths.get(s, [])], f"length-{s}", colors.of(s)))
+    parts.append(panels([(s, histogram([(f"2^{b}", n) for b, n in lengths.get(s, [])], f"length-{s}", colors.of(s)))
                           for s in sources]))
     langs = con.sql(f"""SELECT lang, count(*) FROM doc_stats WHERE source IN {literal_list(every)} GROUP BY 1
                         ORDER BY 2 DESC, 1 LIMIT 15""").fetchall()
@@ -129,7 +129,7 @@ def distributions(con, sources: list[str], colors: SourceColors, every: list[str
                                   GROUP BY ALL ORDER BY ALL"""))
     if quality:
         parts.append(f"<h3>Quality score (10 bins of P(high quality)){esc(scope)}</h3>")
-        parts.append(_panels([(s, histogram([(f"{b / 10:.1f}", dict(quality[s]).get(b, 0)) for b in range(10)],
+        parts.append(panels([(s, histogram([(f"{b / 10:.1f}", dict(quality[s]).get(b, 0)) for b in range(10)],
                                             f"quality-{s}", colors.of(s))) for s in sources if s in quality]))
     if "dedup_clusters" in _views(con):
         sizes = con.sql(f"""SELECT cluster_size, count(DISTINCT cluster_id) FROM dedup_clusters
@@ -149,7 +149,7 @@ def _grouped(relation) -> dict[str, list[tuple]]:
     return grouped
 
 
-def _panels(charts: list[tuple[str, str]]) -> str:
+def panels(charts: list[tuple[str, str]]) -> str:
     return '<div class="panels">' + "".join(f"<div><h3>{esc(name)}</h3>{chart}</div>" for name, chart in charts) + "</div>"
 
 

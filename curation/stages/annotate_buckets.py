@@ -21,7 +21,8 @@ from base.workspace import BUCKETS_DIR
 from curation.schema import bucket_fields
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.parts import write_shard_rows
-from curation.stages.quality_select import ACCURACY, sketch_count, tree_merge
+from curation.stages.quality_select import (ACCURACY, bucket_array, quantile_value, sketch_count, sketch_of,
+                                            tree_merge)
 from curation.stages.survivors import shard_rows, surviving_batches
 from curation.steps.annotate import ANNOTATORS
 from curation.steps.annotate.step import covers
@@ -51,22 +52,8 @@ def scores_of(docs: pa.Table | None, name: str) -> np.ndarray:
 
 def shard_sketches(ctx, shard, names: list[str]) -> list:
     """A sketch per annotator of the shard's scores."""
-    from ddsketch import DDSketch
-
     docs = shard_scores(ctx, shard, names)
-    sketches = []
-    for name in names:
-        scores = scores_of(docs, name)
-        sketch = DDSketch(ACCURACY)
-        for value in scores[~np.isnan(scores)].tolist():
-            sketch.add(value)
-        sketches.append(sketch)
-    return sketches
-
-
-def quantile_value(sketch, q: float) -> float | None:
-    value = sketch.get_quantile_value(q)  # None for an empty sketch
-    return None if value is None else float(value)
+    return [sketch_of(scores[~np.isnan(scores)]) for scores in (scores_of(docs, name) for name in names)]
 
 
 def bucket_shard(ctx, shard, annotators: list, cuts: dict[str, list[float]]) -> int:
@@ -78,10 +65,7 @@ def bucket_shard(ctx, shard, annotators: list, cuts: dict[str, list[float]]) -> 
                "shard": pa.array([shard.index] * n, pa.int32()),
                "record": docs["record"] if docs is not None else pa.array([], pa.int64())}
     for name in names:
-        scores = scores_of(docs, name)
-        scored = ~np.isnan(scores)
-        buckets = np.searchsorted(np.array(cuts[name]), np.nan_to_num(scores), side="right")
-        columns[f"{name}_bucket"] = pa.array(buckets, pa.int16(), mask=~scored)
+        columns[f"{name}_bucket"] = bucket_array(scores_of(docs, name), cuts[name])
     schema = buckets_schema(annotators)
     return write_shard_rows(pa.table(columns, schema=schema), ANNOTATE_BUCKETS.buckets_folder(ctx.workspace),
                             shard.source.name, shard.index, schema, ["record"])

@@ -51,11 +51,16 @@ def shard_scores(ctx, shard) -> tuple[pa.Table, np.ndarray, np.ndarray]:
 
 
 def shard_sketch(ctx, shard):
+    _, scores, scored = shard_scores(ctx, shard)
+    return sketch_of(odds(scores[scored]))
+
+
+def sketch_of(values: np.ndarray):
+    """A DDSketch of `values` (no NaN among them)."""
     from ddsketch import DDSketch
 
-    _, scores, scored = shard_scores(ctx, shard)
     sketch = DDSketch(ACCURACY)
-    for value in odds(scores[scored]).tolist():
+    for value in values.tolist():
         sketch.add(value)
     return sketch
 
@@ -82,19 +87,29 @@ def sketch_count(sketch) -> int:
     return int(sketch.count)
 
 
-def quantile_score(sketch, q: float) -> float | None:
+def quantile_value(sketch, q: float) -> float | None:
     value = sketch.get_quantile_value(q)  # None for an empty sketch
+    return None if value is None else float(value)
+
+
+def quantile_score(sketch, q: float) -> float | None:
+    value = quantile_value(sketch, q)
     return None if value is None else probability(value)
+
+
+def bucket_array(scores: np.ndarray, cuts: list[float]) -> pa.Array:
+    """Each score's bucket, 0 .. len(cuts), the cut points' `side="right"` place; null for a NaN (unscored)."""
+    scored = ~np.isnan(scores)
+    return pa.array(np.searchsorted(np.array(cuts), np.nan_to_num(scores), side="right"), pa.int16(), mask=~scored)
 
 
 def select_shard(ctx, shard, cuts: list[float], thresholds: dict) -> int:
     """Pass two for one shard: its bucket rows and removals as its parts; returns the number removed."""
     docs, scores, scored = shard_scores(ctx, shard)
-    buckets = np.where(scored, np.searchsorted(np.array(cuts), np.nan_to_num(scores), side="right"), -1)
     n = docs.num_rows
     source = shard.source
     write_shard_rows(pa.table({"source": [source.name] * n, "shard": pa.array([shard.index] * n, pa.int32()),
-                               "record": docs["record"], "quality_bucket": pa.array(buckets, pa.int16(), mask=~scored)},
+                               "record": docs["record"], "quality_bucket": bucket_array(scores, cuts)},
                               schema=QUALITY_BUCKETS), QUALITY_SELECT.buckets_folder(ctx.workspace), source.name,
                      shard.index, QUALITY_BUCKETS, ["record"])
     reason, detail, limit = None, "", None

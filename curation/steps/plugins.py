@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from base.errors import UserError
 from curation.document import Doc, Funnel
 from curation.steps.normalize import document_id, normalize_text
-from curation.user_code import instance, load_object, source_digest, split_reference
+from curation.user_code import error_line, instance, load_object, source_digest, split_reference
 
 STAGE_PREFIX = "plugin:"
 ERROR_REASON = "plugin_error"
@@ -113,7 +113,7 @@ class PluginStep:
             try:
                 _MADE[self.target] = instance(self.target)
             except Exception as err:  # noqa: BLE001 - the class cannot be made: the step's bug on every document
-                raise UserError(f"{self.where}: {self.target.__name__}() failed ({one_line(err)}); a step's class is "
+                raise UserError(f"{self.where}: {self.target.__name__}() failed ({error_line(err)}); a step's class is "
                                 "made once per worker process, with no arguments") from None
         return _MADE[self.target]
 
@@ -124,7 +124,7 @@ class PluginStep:
             try:
                 verdict = step(PluginDocument(doc.text, types.MappingProxyType(doc.meta), doc.lang, doc.id))
             except Exception as err:  # noqa: BLE001 - the step's bug on this document: it alone is set aside
-                funnel.remove(doc, self.name, ERROR_REASON, fate="malformed", detail=self.error_line(err))
+                funnel.remove(doc, self.name, ERROR_REASON, fate="malformed", detail=self.error_detail(err))
                 continue
             if self.keeps(doc, verdict, funnel):
                 yield doc
@@ -150,14 +150,8 @@ class PluginStep:
             return False
         raise UserError(f"{self.where} returned {short_repr(verdict)} for document {doc.id}; {RETURNS}")
 
-    def error_line(self, err: Exception) -> str:
-        return f"{self.name}: {one_line(err)}"
-
-
-def one_line(err: Exception) -> str:
-    """An error's type and message on one line."""
-    message = " ".join(str(err).split())
-    return type(err).__name__ + (f": {message}" if message else "")
+    def error_detail(self, err: Exception) -> str:
+        return f"{self.name}: {error_line(err)}"
 
 
 def short_repr(value, limit: int = 60) -> str:

@@ -11,6 +11,7 @@ from itertools import islice
 from base.errors import UserError
 from curation.steps.annotate import ANNOTATORS
 from curation.steps.annotate.kinds import AnnotatorConfig
+from curation.user_code import error_line
 
 STAGE = "annotate"
 
@@ -32,12 +33,8 @@ def scorer_for(config: AnnotatorConfig):
     except UserError:
         raise
     except Exception as err:  # noqa: BLE001 - a user's class or model that fails to load: one line
-        raise UserError(f"annotator '{config.name}': its scorer failed to load on a worker ({type(err).__name__}: "
-                        f"{one_line(err)}); fix it (a class is made with no arguments, once per worker process)") from None
-
-
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
+        raise UserError(f"annotator '{config.name}': its scorer failed to load on a worker ({error_line(err)}); "
+                        "fix it (a class is made with no arguments, once per worker process)") from None
 
 
 def checked_scores(config: AnnotatorConfig, scorer, texts: list[str]) -> list[float]:
@@ -49,7 +46,7 @@ def checked_scores(config: AnnotatorConfig, scorer, texts: list[str]) -> list[fl
     except UserError:
         raise
     except Exception as err:  # noqa: BLE001 - the user's scorer: any failure is said in one line
-        raise UserError(f"{where}: its scorer raised {type(err).__name__}: {one_line(err)}; fix the scorer (it is "
+        raise UserError(f"{where}: its scorer raised {error_line(err)}; fix the scorer (it is "
                         "called with a list of texts and must return one float per text)") from None
     if len(scores) != len(texts):
         raise UserError(f"{where}: its scorer returned {len(scores)} scores for {len(texts)} texts; return one float "
@@ -61,8 +58,9 @@ def checked_scores(config: AnnotatorConfig, scorer, texts: list[str]) -> list[fl
         except (TypeError, ValueError):
             number = math.nan
         if not math.isfinite(number):
-            raise UserError(f"{where}: its scorer returned {one_line(repr(value))[:60]}, not a finite number; return "
-                            "one finite float per text")
+            shown = " ".join(repr(value).split())[:60]
+            raise UserError(f"{where}: its scorer returned {shown}, not a finite number; return one finite float per "
+                            "text")
         values.append(number)
     return values
 
