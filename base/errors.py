@@ -10,11 +10,41 @@ EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (
 INTERRUPTED = "interrupted; run the same command again to resume"
 
 
+NEAR_MISS = 2  # the most single-character edits at which a name is taken for a typo of another
+
+
 def reject_unknown_keys(table: dict, known, where: str) -> None:
-    """A config table may hold only the keys its loader knows; the first unknown one is named."""
+    """A config table may hold only the keys its loader knows; the first unknown one is named, with the known key it
+    is likely a typo of."""
     unknown = set(table) - set(known)
     if unknown:
-        raise UserError(f"{where}: unknown key '{sorted(unknown)[0]}'; known keys are {', '.join(sorted(known))}")
+        key = sorted(unknown)[0]
+        raise UserError(f"{where}: unknown key '{key}'{did_you_mean(key, known)}; known keys are "
+                        f"{', '.join(sorted(known))}")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein's distance: the fewest insertions, deletions and substitutions that turn `a` into `b`."""
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]
+
+
+def near_misses(word: str, choices) -> list[str]:
+    """The choices within NEAR_MISS edits of `word` (itself excluded), the closest first, then by name."""
+    scored = sorted((edit_distance(word, choice), choice) for choice in set(choices) if choice != word)
+    return [choice for distance, choice in scored if distance <= NEAR_MISS]
+
+
+def did_you_mean(word: str, choices) -> str:
+    """` (did you mean 'X'?)`, X the closest choice within NEAR_MISS edits of `word`, or "" when none is: put right
+    after the unknown name."""
+    close = near_misses(word, choices)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def error_line(err: Exception | str) -> str:

@@ -31,7 +31,7 @@ SPILL_DIR = ".duckdb_tmp"  # where DuckDB spills a `loom sql` query larger than 
 
 # In a published generation (Generation) and in curation's work/ (curation.stages).
 CURATED_DIR, MANIFEST_DIR, QUARANTINE_DIR = "curated", "manifest", "quarantine"
-PART_TABLES = ("documents", "funnel")  # manifest tables written per shard, as folders of parts
+PART_TABLES = ("documents", "funnel", "removed")  # manifest tables written per shard, as folders of parts
 CURATION_INFO_FILE, DEDUP_REPORT_FILE = "curation.json", "dedup_report.json"  # in manifest/
 DONE_MARKER = "_done"  # a stage's done-marker, beside its outputs
 REMOVALS_DIR = "removals"  # a removing stage's removals table (curation.stages.base)

@@ -149,6 +149,14 @@ class DomainsConfig:
 
 
 @dataclass(frozen=True)
+class InspectConfig:
+    """[inspect]: what a generation keeps for reading what was removed. `removed_sample`: how many removed documents'
+    text to keep per source and reason (None: every one)."""
+
+    removed_sample: int | None = 50
+
+
+@dataclass(frozen=True)
 class CurationConfig:
     sources: list[SourceConfig]
     quality: QualityConfig = QualityConfig()
@@ -158,6 +166,7 @@ class CurationConfig:
     # the top-level `tokenizer` (relative paths resolved against the file's folder, as `root` is); None: not set
     tokenizer: str | None = None
     annotators: tuple[AnnotatorConfig, ...] = ()  # the [[annotate]] tables: a numeric column each
+    inspect: InspectConfig = InspectConfig()
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -173,10 +182,11 @@ def load_config(path: Path) -> CurationConfig:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate", "domains", "annotate"}
+    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate", "domains", "annotate",
+                                  "inspect"}
     if unknown_top:
         raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, `tokenizer`, "
-                        "[quality], [dedup], [decontaminate], [domains], [[annotate]] and [[source]]")
+                        "[quality], [dedup], [decontaminate], [domains], [inspect], [[annotate]] and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -191,7 +201,8 @@ def load_config(path: Path) -> CurationConfig:
     return CurationConfig(sources=sources, quality=_parse_quality(raw.get("quality", {}), path),
                           dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate,
                           domains=domains, tokenizer=_tokenizer(raw, path),
-                          annotators=parse_annotators(raw.get("annotate", []), path, names, base_dir))
+                          annotators=parse_annotators(raw.get("annotate", []), path, names, base_dir),
+                          inspect=_parse_inspect(raw.get("inspect", {}), path))
 
 
 def _tokenizer(raw: dict, path: Path) -> str | None:
@@ -330,6 +341,19 @@ def _parse_quality(table, path: Path) -> QualityConfig:
             or list(cuts) != sorted(set(cuts)):
         raise UserError(f"{where}: `cut_points` must be ascending, distinct numbers between 0 and 1")
     return QualityConfig(**values, buckets=buckets, cut_points=tuple(float(c) for c in cuts))
+
+
+def _parse_inspect(table, path: Path) -> InspectConfig:
+    where = f"{path}: [inspect]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where} must be a table")
+    reject_unknown_keys(table, {f.name for f in fields(InspectConfig)}, where)
+    sample = table.get("removed_sample", InspectConfig.removed_sample)
+    if sample == "all":
+        return InspectConfig(removed_sample=None)
+    if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+        raise UserError(f"{where}: `removed_sample` must be a whole number of documents (0 keeps none) or \"all\"")
+    return InspectConfig(removed_sample=sample)
 
 
 def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> SourceConfig:

@@ -72,6 +72,24 @@ FUNNEL = pa.schema(
     ]
 )
 
+# A sample of the removed documents' text (`[inspect] removed_sample` per source and reason): manifest/removed/,
+# a part per shard as the funnel's. `text` is the extracted text the removing step judged, or for a record set aside
+# unread (malformed, too large) the start of its raw bytes as its reader found them.
+REMOVED_SAMPLE = pa.schema(
+    [
+        ("source", pa.string()),
+        ("shard", pa.int32()),
+        ("input", pa.string()),
+        ("record", pa.int64()),
+        ("doc_id", pa.string()),
+        ("fate", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("text", pa.string()),
+    ]
+)
+
 QUALITY_BUCKETS = pa.schema(
     [
         ("source", pa.string()),
