@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import duckdb
 
-from base.errors import UserError
+from base.errors import UserError, did_you_mean
 from base.sql import literal
 from curation.config import SOURCE_NAME
 from mixtures.spec import MixtureSpec, Phase
@@ -25,6 +25,7 @@ WILDCARD = "*"
 WILDCARD_COLUMNS = ("domain", "lang", "quality_bucket")  # columns of few values: a cell per value makes sense
 BUCKET_SUFFIX = "_bucket"  # an annotator's buckets (`edu_bucket`), also a column of few values
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
+TAG_PREFIX = "tag:"  # `tag:NAME` weighs a tag where a bare NAME could be read as a source (mixtures.plan)
 NO_DOMAINS = "add a [domains] table to sources.toml and re-run `loom curate`"
 
 
@@ -88,10 +89,20 @@ def parse_conditions(key: str) -> tuple[str, tuple[Condition, ...]] | None:
     return match["source"], tuple(conditions)
 
 
+def is_tag_key(key: str) -> bool:
+    """Whether a weight key names a tag explicitly: `tag:NAME` (a slice of a source called `tag` has conditions)."""
+    return key.startswith(TAG_PREFIX) and parse_conditions(key) is None
+
+
 def domain_names(curation: dict) -> dict[str, str] | None:
     """The domains' names by number ({"3": "math"}) from curation.json; None where the data has no domains."""
     domains = curation.get("domains")
     return None if domains is None else dict(domains.get("names") or {})
+
+
+def key_names(sources: dict | None) -> set[str]:
+    """What a bare weight key may name: the sources and their tags."""
+    return set(sources or ()) | {tag for info in (sources or {}).values() for tag in info.get("tags", ())}
 
 
 def checked_slice(key: str, sources: dict | None, names: dict[str, str] | None) -> tuple[str, tuple[Condition, ...]]:
@@ -99,11 +110,12 @@ def checked_slice(key: str, sources: dict | None, names: dict[str, str] | None) 
     domain names resolved to numbers."""
     parsed = parse_conditions(key)
     if parsed is None:
-        raise UserError(f"weight key '{key}' is not a source, a tag or a slice like 'web:quality_bucket>=3'; "
-                        f"sources: {', '.join(sorted(sources or ()))}")
+        raise UserError(f"weight key '{key}' is not a source, a tag or a slice like 'web:quality_bucket>=3'"
+                        f"{did_you_mean(key, key_names(sources))}; sources: {', '.join(sorted(sources or ()))}")
     source, conditions = parsed
     if sources is not None and source not in sources:
-        raise UserError(f"weight key '{key}': no source '{source}'; sources: {', '.join(sorted(sources))}")
+        raise UserError(f"weight key '{key}': no source '{source}'{did_you_mean(source, sources)}; sources: "
+                        f"{', '.join(sorted(sources))}")
     columns = None if sources is None else SLICE_COLUMNS | set(sources[source].get("columns", ()))
     return source, tuple(_checked_condition(key, c, names, columns) for c in conditions)
 
@@ -114,8 +126,8 @@ def _checked_condition(key: str, condition: Condition, names: dict[str, str] | N
     column the documents have (a key Loom wrote itself)."""
     column = condition.column
     if columns is not None and column not in columns:
-        raise UserError(f"weight key '{key}': cannot slice on '{column}'; use one of {', '.join(sorted(columns))} "
-                        "(an annotator's column and its NAME_bucket where an [[annotate]] table covers the source)")
+        raise UserError(f"weight key '{key}': cannot slice on '{column}'{did_you_mean(column, columns)}; use one of "
+                        f"{', '.join(sorted(columns))} (an annotator's column and its NAME_bucket where an [[annotate]] table covers the source)")
     if condition.wildcard:
         if column not in WILDCARD_COLUMNS and not column.endswith(BUCKET_SUFFIX):
             raise UserError(f"weight key '{key}': '{column}=*' would make a cell per value; a wildcard takes a column "
@@ -134,8 +146,8 @@ def _domain_number(key: str, name: str, names: dict[str, str]) -> str:
     numbers = [number for number, named in names.items() if named == name]
     if not numbers:
         named = ", ".join(f"{n} = {v}" for n, v in sorted(names.items(), key=lambda item: int(item[0]))) or "none"
-        raise UserError(f"weight key '{key}': no domain named '{name}' (named: {named}); use a domain's number or "
-                        "name it in sources.toml's [domains] names")
+        raise UserError(f"weight key '{key}': no domain named '{name}'{did_you_mean(name, names.values())} "
+                        f"(named: {named}); use a domain's number or name it in sources.toml's [domains] names")
     return numbers[0]
 
 

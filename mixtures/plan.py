@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from base.errors import UserError
+from base.errors import UserError, did_you_mean, edit_distance, near_misses
 from base.sql import literal, literal_list
-from mixtures.cells import checked_slice, slice_where
+from mixtures.cells import TAG_PREFIX, checked_slice, is_tag_key, slice_where
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec
 
@@ -35,16 +35,45 @@ def weight_keys(spec: MixtureSpec) -> list[str]:
 
 
 def resolve(key: str, sources: dict[str, dict], names: dict[str, str] | None = None) -> Component:
-    """A weight's key: a source, a tag of sources, or a slice `source:column op value[,column op value...]`
-    (mixtures.cells; `names`: the domains' names, None where the data has no domains). A wildcard key's component
-    selects every cell of it; compile expands it into the cells first."""
+    """A weight's key: a source, a tag of sources (`tag:NAME`, or NAME where no source is called that), or a slice
+    `source:column op value[,column op value...]` (mixtures.cells; `names`: the domains' names, None where the data
+    has no domains). A wildcard key's component selects every cell of it; compile expands it into the cells first."""
     if key in sources:
         return Component(key, f"source = {literal(key)}", (key,))
-    tagged = tuple(sorted(name for name, info in sources.items() if key in info["tags"]))
+    tagged = tagged_sources(key, sources)
     if tagged:
         return Component(key, f"source IN {literal_list(tagged)}", tagged)
     source, conditions = checked_slice(key, sources, names)
     return Component(key, slice_where(source, conditions), (source,))
+
+
+def tagged_sources(key: str, sources: dict[str, dict]) -> tuple[str, ...]:
+    """The sources a tag key selects: `tag:NAME` always means the tag; a bare NAME means it where no source has that
+    name, refused when a source's name is close to it (a typo of the source would silently weigh the tag); ()
+    where the key is no tag."""
+    explicit = is_tag_key(key)
+    name = key.removeprefix(TAG_PREFIX) if explicit else key
+    tagged = tuple(sorted(source for source, info in sources.items() if name in info["tags"]))
+    if explicit and not tagged:
+        tags = {tag for info in sources.values() for tag in info["tags"]}
+        raise UserError(f"weight key '{key}': no source has tag '{name}'{did_you_mean(name, tags)}; tags: "
+                        f"{', '.join(sorted(tags)) or 'none'}")
+    if explicit or not tagged:
+        return tagged
+    close = close_sources(name, sources)
+    if close:
+        counted = f"{len(tagged)} source{'s' if len(tagged) > 1 else ''}"
+        raise UserError(f"weight key '{key}' is a tag ({counted}) and close to source '{close[0]}'; "
+                        f"write '{TAG_PREFIX}{key}' or '{close[0]}'")
+    return tagged
+
+
+def close_sources(name: str, sources) -> list[str]:
+    """The sources a tag's name could be a typo of: within two edits (fewer than its length: a short word is two
+    edits from most short names), or cut short (`vim` of `vimhelp`)."""
+    near = [source for source in near_misses(name, sources) if edit_distance(name, source) < len(name)]
+    cut = sorted(source for source in sources if len(name) >= 3 and source.startswith(name) and source != name)
+    return list(dict.fromkeys(near + cut))
 
 
 def component_stats(spec: MixtureSpec, key: str, documents: int, tokens: int) -> dict:

@@ -9,7 +9,7 @@ from base.errors import UserError, reject_unknown_keys
 from base.names import check_name
 from base.small_files import read_toml
 from base.store import as_path
-from base.workspace import MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
+from base.workspace import MIXTURES_DIR, MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
@@ -253,7 +253,22 @@ def _weights(table, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def load_spec(path: Path) -> MixtureSpec:
-    return parse_spec(read_toml(path), str(path))
+    """A spec file, named by its `name`, else by its file name. A spec in a mixtures/ folder (the workspace's, the
+    built-in ones) is the one `loom mix build NAME` finds by its file name, so its `name` may not say otherwise."""
+    raw = read_toml(path)
+    if "name" not in raw:
+        return parse_spec({**raw, "name": path.stem}, str(path))
+    if path.parent.name == MIXTURES_DIR:
+        check_file_name(raw["name"], path)
+    return parse_spec(raw, str(path))
+
+
+def check_file_name(name, path: Path) -> None:
+    """Refuses a named spec whose `name` is not its file name: it would be built under another name."""
+    check_name("mixture", name, f"{path}: `name`")
+    if name != path.stem:
+        raise UserError(f"mixture spec {path} is named '{name}', not '{path.stem}' as its file: rename the file to "
+                        f"{name}.toml, set name = \"{path.stem}\", or drop `name`")
 
 
 def find_spec(name_or_path: str, workspace_mixtures: Path, builtin: Path) -> Path:

@@ -91,13 +91,23 @@ def as_table(relation: duckdb.DuckDBPyRelation, limit: int) -> tuple[str, bool]:
     return aligned(relation.columns, rows[:limit]), len(rows) > limit
 
 
+def cut(text: str) -> str:
+    """A value of at most CELL_WIDTH characters: a path (or URL) loses its start, where its file name is not, from
+    a '/' on; any other value loses its end."""
+    if len(text) <= CELL_WIDTH:
+        return text
+    if "/" in text and len(text.split()) == 1:  # a file's path or a URL: a '/' and no space
+        tail = text[3 - CELL_WIDTH:]
+        return "..." + (tail[tail.index("/"):] if "/" in tail[:-1] else tail)
+    return text[: CELL_WIDTH - 3] + "..."
+
+
 def aligned(columns: list[str], rows: list[tuple]) -> str:
     """Columns padded to their widest value, numbers on the right; long values cut, NULL spelled out."""
     def cell(value) -> str:
         if isinstance(value, float):
             return f"{value:.6g}"
-        text = "NULL" if value is None else str(value)
-        return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 3] + "..."
+        return cut("NULL" if value is None else str(value))
 
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]

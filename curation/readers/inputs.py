@@ -2,6 +2,7 @@
 names (`root`, or its own folder); and a source's `storage_options` handed to base.store for the URLs under its
 paths."""
 
+import os
 from pathlib import Path
 
 from base.errors import UserError
@@ -69,8 +70,11 @@ def is_relative(pattern: str) -> bool:
 
 def full_pattern(pattern: str, base_dir: str) -> str:
     """A path or glob of sources.toml as it is looked up: a relative one from `base_dir` (`root`, or the file's
-    folder)."""
-    return str(Path(base_dir) / pattern) if is_relative(pattern) else pattern
+    folder); a local one normalized (`ws/../corpus/*.html` is `corpus/*.html`), so each shard's `input`, the
+    funnel's and every table's, is the clean path."""
+    if is_url(pattern):
+        return pattern
+    return os.path.normpath(Path(base_dir) / pattern if is_relative(pattern) else pattern)
 
 
 def looked_in(pattern: str, base_dir: str) -> str:

@@ -13,6 +13,7 @@ from base.workspace import (MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FI
                             Workspace)
 from loom.cli.console import api_workspace, console, progress_bars
 from loom.cli.options import registry, sources_option, sources_path, workers_option
+from loom.cli.report import write_curation_pages
 
 
 class CurateCommand(click.Command):
@@ -46,6 +47,7 @@ def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model,
     run_curation(ws, sources_path(ws, sources), as_path(tokenizer) if tokenizer else None, quality_model,
                  scheduler, workers, limit)
     print_outputs(ws)
+    write_curation_pages(ws)
 
 
 def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path | None, quality_model, scheduler: str | None,

@@ -4,12 +4,13 @@ import dataclasses
 
 import click
 
-from base.workspace import EVALS_DIR, SOURCES_FILE, Workspace, examples_dir
+from base.workspace import EVALS_DIR, REPORT_FILE, SOURCES_FILE, Workspace, examples_dir
 from loom.cli.console import console, workspace_lock
 from loom.cli.curate import print_outputs, run_curation
 from loom.cli.mix import build_mixture
 from loom.cli.options import workers_option
 from loom.cli.quality import train_quality
+from loom.cli.report import loom_command, print_pages
 from loom.cli.tokenizer import train_tokenizer
 from loom.cli.train import train_run
 
@@ -20,8 +21,9 @@ QUICKSTART_STEPS = 60  # about a minute of the tiny model on two CPU cores
 @workers_option
 @click.pass_obj
 def quickstart(ws: Workspace, workers):
-    """Curate the bundled sample corpora, build the `sample` mixture, train a tiny model on it for a short run."""
-    from reports.build import curation_report
+    """Curate the bundled sample corpora, build the `sample` mixture, train a tiny model on it for a short run, and
+    write every page (the curation report and the index; building and training write the mixture's and the run's)."""
+    from reports.pages import curation_pages
 
     write_bundled_sources(ws)
     with workspace_lock(ws):
@@ -34,9 +36,12 @@ def quickstart(ws: Workspace, workers):
     run_curation(ws, ws.sources_file, ws.tokenizer, ws.quality_model, None, workers)
     build_mixture(ws, "sample")
     train_quickstart_run(ws)
-    console.print(f"Curation report: {curation_report(ws.root)}")
     console.print(f"Workspace:       {ws.root}")
     print_outputs(ws)
+    curation, index = curation_pages(ws.root)
+    loom = loom_command(ws)
+    print_pages(ws, [curation, ws.mixture_dir("sample") / REPORT_FILE, ws.run_dir("quickstart") / REPORT_FILE, index],
+                f"`{loom} report open` (the index links every page); `{loom} status` (what the workspace holds)")
 
 
 def write_bundled_sources(ws: Workspace) -> None:

@@ -1,7 +1,9 @@
-"""`loom report [mixture|curation|run|open]`: the self-contained HTML pages, written or opened; with no command, the
-workspace's index page."""
+"""`loom report [mixture|curation|run|compare|open]`: the self-contained HTML pages, written or opened; with no
+command, every page the workspace has data for and its index page. Also what each command that writes pages prints:
+their paths and the command to run next."""
 
 import os
+import shlex
 import sys
 import webbrowser
 
@@ -9,18 +11,23 @@ import click
 
 from base.names import check_name
 from base.store import is_remote
-from base.workspace import Workspace
+from base.workspace import INDEX_FILE, Workspace
 from loom.cli.console import LoomGroup, console
 
 
 @click.group(cls=LoomGroup, invoke_without_command=True)
 @click.pass_context
 def report(ctx):
-    """Self-contained HTML pages; with no command, WORKSPACE/index.html, linking every page of the workspace."""
+    """Self-contained HTML pages; with no command, every page the workspace has data for (the curation report,
+    each mixture's, run's, ladder's and search's), then WORKSPACE/index.html, linking them all."""
     if ctx.invoked_subcommand is None:
-        from reports.index import workspace_index
+        from reports.pages import every_page
 
-        console.print(f"Report: {workspace_index(ctx.obj.root)}")
+        written = every_page(ctx.obj.root)
+        for line in written.skipped:
+            console.print(f"skipped: {line}", soft_wrap=True, markup=False)
+        print_pages(ctx.obj, written.pages, f"`{loom_command(ctx.obj)} report open` (opens the index where a browser "
+                                            "is)")
 
 
 @report.command("mixture")
@@ -77,3 +84,25 @@ def report_open(ws: Workspace, name):
         return  # no browser opens a store's URL: fetch the page first
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin":
         webbrowser.open(path.as_uri())
+
+
+def loom_command(ws: Workspace) -> str:
+    """`loom`, naming the workspace unless it is the one found without -w: a next command that runs as printed."""
+    return "loom" if Workspace.locate(None) == ws else f"loom -w {shlex.quote(str(ws.root))}"
+
+
+def print_pages(ws: Workspace, pages: list, next_step: str) -> None:
+    """The paths of the pages just written, the index last, and the command to run next."""
+    for path in pages:
+        label = "Index:" if path == ws.root / INDEX_FILE else "Report:"
+        console.print(f"{label:<8}{path}", soft_wrap=True, markup=False)
+    console.print(f"Next: {next_step}", soft_wrap=True, markup=False)
+
+
+def write_curation_pages(ws: Workspace) -> None:
+    """After a curation: its report and the index written, their paths and what to run next."""
+    from reports.pages import curation_pages
+
+    loom = loom_command(ws)
+    print_pages(ws, curation_pages(ws.root), f"`{loom} mix build NAME` (a mixture of {ws.mixtures}/NAME.toml); "
+                                             f"`{loom} report open` (the index)")

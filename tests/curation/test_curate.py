@@ -125,3 +125,11 @@ def test_the_summary_table_is_printed(curated_slice):
     for source in SOURCES:
         assert source in out
     assert "dashboard http://127.0.0.1:" in out
+
+
+def test_curate_writes_the_curation_page_and_the_index_and_says_what_to_run_next(curated_slice):
+    workspace, result = curated_slice
+    report, index = published(workspace) / "manifest" / "report.html", workspace / "index.html"
+    assert f"Report: {report}\nIndex:  {index}\nNext: `loom -w " in result.stdout
+    assert "mix build NAME` (a mixture of" in result.stdout
+    assert report.is_file() and 'manifest/report.html">the curation report</a>' in index.read_text()

@@ -193,6 +193,20 @@ def test_text_dir_takes_globs_of_files_and_groups_files_by_size(tmp_path):
         (0, str(tmp_path / "dir/a/f0.txt"), "a/f0.txt"), (1, str(tmp_path / "dir/a/f1.txt"), "a/f1.txt")]
 
 
+def test_a_path_through_dot_dot_is_planned_as_its_clean_path_the_funnel_s_input(tmp_path):
+    (tmp_path / "corpus" / "pages").mkdir(parents=True)
+    (tmp_path / "corpus" / "a.jsonl").write_text('{"text": "one"}\n')
+    (tmp_path / "corpus" / "pages" / "p.txt").write_text("a page")
+    (tmp_path / "ws").mkdir()
+    toml = tmp_path / "ws" / "sources.toml"
+    toml.write_text('[[source]]\nname = "j"\nformat = "jsonl"\npaths = ["../corpus/*.jsonl"]\n\n'
+                    f'[[source]]\nname = "t"\nformat = "text-dir"\npaths = ["{tmp_path}/ws/../corpus/pages"]\n')
+    shards = plan_shards(load_config(toml).sources)
+    assert [s.input for s in shards] == [str(tmp_path / "corpus" / "a.jsonl"), str(tmp_path / "corpus" / "pages")]
+    assert [r.input for r in read_shard(shards[1].source, shards[1].input, shards[1].span)] == [
+        str(tmp_path / "corpus" / "pages" / "p.txt")]
+
+
 def test_a_glob_of_no_document_files_and_a_bad_shard_size_are_one_line_errors(tmp_path):
     (tmp_path / "notes.md").write_text("x")
     with pytest.raises(UserError, match=r"path '\*\.md' matches no folder or \.txt file"):

@@ -64,7 +64,7 @@ BAD_KEYS = [
     ("web:domain=3", None, "the curated data has no domains; add a [domains] table to sources.toml and re-run "
                            "`loom curate`"),
     ("web:domain=*", None, "the curated data has no domains"),
-    ("web:domain=maths", NAMES, "no domain named 'maths' (named: 3 = math, 10 = law)"),
+    ("web:domain=maths", NAMES, "no domain named 'maths' (did you mean 'math'?) (named: 3 = math, 10 = law)"),
     ("web:quality=*", NAMES, "a wildcard takes a column of few values: domain, lang, quality_bucket"),
     ("web:domain>=*", NAMES, "a wildcard is written 'domain=*'"),
     ("web:domain=3,size=2", NAMES, "cannot slice on 'size'"),
@@ -77,6 +77,32 @@ def test_a_bad_cell_key_is_one_line_naming_the_fix(key, names, message):
     with pytest.raises(UserError) as err:
         resolve(key, SOURCES, names)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+TAGGED = {"vimhelp": {"tags": ["doc"]}, "vimh": {"tags": []}, "pages": {"tags": ["vim", "doc"]},
+          "man": {"tags": ["vim"]}, "web": {"tags": ["en"]}}
+WEIGHT_KEYS = [  # a mistyped key, with the exact first words of its one line
+    ("vim", "weight key 'vim' is a tag (2 sources) and close to source 'vimh'; write 'tag:vim' or 'vimh'"),
+    ("vimhelpp", "weight key 'vimhelpp' is not a source, a tag or a slice like 'web:quality_bucket>=3' (did you "
+                 "mean 'vimhelp'?)"),
+    ("tag:vin", "weight key 'tag:vin': no source has tag 'vin' (did you mean 'vim'?)"),
+    ("vimhlp:lang=en", "weight key 'vimhlp:lang=en': no source 'vimhlp' (did you mean 'vimhelp'?)"),
+]
+
+
+@pytest.mark.parametrize("key, message", WEIGHT_KEYS, ids=[k for k, _ in WEIGHT_KEYS])
+def test_a_weight_key_that_may_be_a_typo_is_refused_naming_what_it_is_close_to(key, message):
+    with pytest.raises(UserError) as err:
+        resolve(key, TAGGED)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_tag_prefix_weighs_a_tag_and_a_tag_far_from_every_source_needs_none():
+    assert resolve("tag:vim", TAGGED).sources == ("man", "pages")
+    assert resolve("doc", TAGGED).sources == ("pages", "vimhelp")  # no source within two edits or starting 'doc'
+    assert resolve("en", TAGGED).sources == ("web",)  # two edits from 'web', but so is any two-letter word
+    assert resolve("vimh", TAGGED).sources == ("vimh",)  # a source's own name is the source
+    assert resolve("tag:lang=en", {"tag": {"tags": []}}).where == "source = 'tag' AND lang = 'en'"  # a slice of `tag`
 
 
 def test_an_annotators_column_and_buckets_slice_only_the_sources_it_covers():

@@ -203,6 +203,22 @@ def test_an_unknown_mixture_name_lists_the_known_ones(mix_ws):
     assert result.returncode == 2 and "no mixture named 'nosuch'; known:" in result.stderr and "sample" in result.stderr
 
 
+def test_a_spec_named_other_than_its_file_is_refused_and_one_without_a_name_takes_its_file_s(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    write_spec(ws, "bad", "seq_len = 64\nsteps = 4\n[weights]\nweb = 1\n").write_text(
+        'name = "bad2"\nseq_len = 64\nsteps = 4\n[weights]\nweb = 1\n')
+    result = run_loom("-w", ws, "mix", "build", "bad", check=False)
+    assert result.returncode == 2 and result.stderr.startswith(
+        f"error: mixture spec {ws / 'mixtures' / 'bad.toml'} is named 'bad2', not 'bad' as its file: rename the file "
+        'to bad2.toml, set name = "bad", or drop `name`'), result.stderr
+    assert not (ws / "mixtures" / "bad2").exists()
+    (ws / "mixtures" / "unnamed.toml").write_text("seq_len = 64\nsteps = 4\n[weights]\nweb = 1\n")
+    assert load_spec(ws / "mixtures" / "unnamed.toml").name == "unnamed"
+    (tmp_path / "elsewhere.toml").write_text('name = "other"\nseq_len = 64\nsteps = 4\n[weights]\nweb = 1\n')
+    assert load_spec(tmp_path / "elsewhere.toml").name == "other"  # a path given outside mixtures/ names itself
+
+
 def test_a_mixture_compiled_before_builds_is_read_as_it_is_then_rebuilt_as_a_build(built, mix_ws):
     write_spec(mix_ws, "legacy", GOOD_SPEC)
     folder = mix_ws / "mixtures" / "legacy"

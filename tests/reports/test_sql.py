@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import compiled, REPO, published, run_loom
+from reports.sql import CELL_WIDTH, aligned
 from reports.views import connect
 
 README_QUERIES = re.findall(r'^\$ loom sql "([^"]*)"$', (REPO / "docs" / "reports.md").read_text(), flags=re.MULTILINE)
@@ -119,6 +120,15 @@ def test_queries_from_stdin_a_database_file_and_errors(tables, tmp_path):
     assert pq.read_table(out).num_rows == len({d["source"] for d in t["documents"]})
     cut = run_loom("-w", ws, "sql", "--limit", "3", "SELECT * FROM doc_stats").stdout
     assert len(cut.strip().splitlines()) == 2 + 3 + 1 and "more exist" in cut
+
+
+def test_a_long_path_in_a_table_loses_its_start_and_keeps_its_file_name_a_long_text_loses_its_end():
+    path = "/home/someone/debian-docs/workspaces/loom-work/corpora/sqlite-html/lang_select.html"
+    text = "The SELECT statement is used to query the database; its result is zero or more rows of data"
+    _, _, row = aligned(["input", "text"], [(path, text)]).splitlines()
+    cut_path, cut_text = row.split("  ", 1)[0], row.split("  ", 1)[1].strip()
+    assert cut_path == ".../loom-work/corpora/sqlite-html/lang_select.html"  # cut at a '/', within the width
+    assert cut_text == text[:CELL_WIDTH - 3] + "..." and len(cut_text) == CELL_WIDTH
 
 
 def test_run_views_appear_when_a_workspace_has_runs(tmp_path):
