@@ -9,6 +9,7 @@ from base.names import check_name
 from base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace
 from loom.api.mixtures import builtin_mixtures, compiled_state
 from loom.cli.console import LoomGroup, api_workspace, console
+from loom.cli.report import loom_command, write_index
 
 
 @click.group(cls=LoomGroup)
@@ -50,12 +51,13 @@ def mixture_specs(ws: Workspace) -> dict[str, Path]:
 @click.pass_obj
 def mix_build(ws: Workspace, name, total_tokens, steps, target_tokens):
     """Compile NAME (a mixture name or a path to a spec) into WORKSPACE/mixtures/NAME/."""
-    build_mixture(ws, name, total_tokens, steps, target_tokens)
+    mixture = build_mixture(ws, name, total_tokens, steps, target_tokens)
+    write_index(ws, f"`{loom_command(ws)} train --mixture {mixture}`")
 
 
-def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> None:
+def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> str:
     """loom.api's mixtures.build, then what it built: the plan, the schedule's shape, cells, validation and eval
-    sets, the build's files and report."""
+    sets, the build's files and report; the mixture's name."""
     build = api_workspace(ws).mixtures.build(name, total_tokens, steps, target_tokens)
     meta = build.meta
     print_plan(build.mixture, build.plan, meta)
@@ -73,6 +75,7 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
                       f"{e['scored_bytes']:,} bytes scored")
     console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {SEQUENCES_DIR}/, {VALIDATION_FILE}")
     console.print(f"Report:   {build.report}")
+    return build.mixture
 
 
 @mix.command("show")

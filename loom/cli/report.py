@@ -106,3 +106,11 @@ def write_curation_pages(ws: Workspace) -> None:
     loom = loom_command(ws)
     print_pages(ws, curation_pages(ws.root), f"`{loom} mix build NAME` (a mixture of {ws.mixtures}/NAME.toml); "
                                              f"`{loom} report open` (the index)")
+
+
+def write_index(ws: Workspace, next_step: str) -> None:
+    """After a command that wrote a page of its own: the index rewritten to link it, its path and what to run
+    next."""
+    from reports.index import workspace_index
+
+    print_pages(ws, [workspace_index(ws.root)], next_step)

@@ -10,6 +10,7 @@ from base.workspace import REPORT_FILE, SEARCH_FILE, Workspace
 from loom.cli.console import Interrupted, console, note
 from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
+from loom.cli.report import loom_command, write_index
 from loom.cli.options import RegistryOption
 
 WIDE = 8  # components beyond which the plan lists a row per component, not per design
@@ -89,6 +90,8 @@ def search(ws: Workspace, name, from_mixture, proxies, over, design, concentrati
     console.print(f"Mixture: {spec_file(ws, name)} (`loom mix build {name}`)")
     console.print(f"Search:  {folder / SEARCH_FILE}")
     console.print(f"Report:  {folder / REPORT_FILE}")
+    write_index(ws, f"`{loom_command(ws)} mix build {name}` (the chosen mixture); `{loom_command(ws)} report open "
+                    f"{name}` (the search's page)")
 
 
 def _weights_text(weights: dict[str, dict[str, float]]) -> str:

@@ -5,6 +5,7 @@ import click
 
 from base.workspace import Workspace
 from loom.cli.console import Interrupted, api_workspace, console
+from loom.cli.report import loom_command, write_index
 from trainer.options import config_from_options, train_options
 
 
@@ -18,7 +19,11 @@ RESUME_RUN = "interrupted; run the same command with --resume to go on from the 
 @click.pass_obj
 def train(ws: Workspace, nproc, **options):
     """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
-    train_run(ws, config_from_options(ws.root, options), nproc)
+    config = config_from_options(ws.root, options)
+    train_run(ws, config, nproc)
+    loom = loom_command(ws)
+    write_index(ws, f"`{loom} report open {config.run_dir.name}` (the run's page); `{loom} report compare "
+                    f"{config.run_dir.name} RUN` (beside another run)")
 
 
 def train_run(ws: Workspace, config, nproc: int) -> None:
