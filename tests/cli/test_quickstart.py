@@ -35,6 +35,15 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
     assert [r["step"] for r in evaluated] == [19, 39, 59] and 0 < evaluated[-1]["eval_bpb_by_set"]["bofh"] < 10
     assert "eval set 'bofh' loss" in out and "bits per byte" in out
 
+    # the README: quickstart "writes every report", and `report open` opens index.html, "every page ... linked"
+    pages = [published(ws) / "manifest" / "report.html", ws / "mixtures" / "sample" / "report.html",
+             run / "report.html", ws / "index.html"]
+    shown = [line.split(maxsplit=1)[1] for line in out.splitlines() if line.startswith(("Report: ", "Index:  "))]
+    assert shown[-4:] == [str(page) for page in pages] and all(page.is_file() for page in pages)
+    assert f"Next: `loom -w {ws} report open` (the index links every page)" in out
+    index = pages[-1].read_text()
+    assert "no page yet" not in index and all(f'href="{p.relative_to(ws)}"' in index for p in pages[:-1])
+
     again = run_loom("-w", ws, "quickstart", timeout=600)
     assert "is at step 60 already" in again.stdout and "nothing to train" in again.stdout  # nothing trained twice
     assert "Tokenizer:" not in again.stdout and "Quality model:" not in again.stdout  # trained once, reused

@@ -1,5 +1,5 @@
-"""The workspace's index page: `loom report` with no command writes it, `loom report open` prints it; every
-mixture, run, ladder and the curation report linked, each link to a page that exists."""
+"""The workspace's index page: `loom report` with no command writes every page and then it, `loom report open`
+prints it; every mixture, run, ladder and the curation report linked, each link to a page that exists."""
 
 import json
 import shutil
@@ -16,9 +16,17 @@ def test_the_index_links_every_page_of_the_workspace(quickstart_ws, tmp_path):
     ws = tmp_path / "ws"
     shutil.copytree(quickstart_ws[0], ws, ignore=shutil.ignore_patterns("checkpoints"))
     shutil.copy(compiled(ws, "sample") / "mixture.toml", ws / "mixtures" / "draft.toml")
-    result = run_loom("-w", ws, "report")
+    (ws / "mixtures" / "draft.toml").write_text((ws / "mixtures" / "draft.toml").read_text().replace(
+        'name = "sample"', 'name = "draft"'))
+    pages = [next(ws.glob("generations/*/manifest/report.html")), ws / "mixtures" / "sample" / "report.html",
+             ws / "runs" / "quickstart" / "report.html"]
+    for page in pages:
+        page.unlink()
+    result = run_loom("-w", ws, "report")  # every page the workspace has data for, then the index
     index = ws / "index.html"
-    assert str(index) in result.stdout and index.is_file()
+    assert result.stdout == "".join(f"Report: {page}\n" for page in pages) + (
+        f"Index:  {index}\nNext: `loom -w {ws} report open` (opens the index where a browser is)\n")
+    assert all(page.is_file() for page in pages) and index.is_file()
     dom, console = open_page(index, tmp_path)
     assert console == "", console
     hrefs = [attrs["href"] for tag, attrs in dom.tags if tag == "a" and "href" in attrs]
