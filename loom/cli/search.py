@@ -10,8 +10,8 @@ from base.workspace import REPORT_FILE, SEARCH_FILE, Workspace
 from loom.cli.console import Interrupted, console, note
 from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
-from loom.cli.report import loom_command, write_index
 from loom.cli.options import RegistryOption
+from loom.cli.report import loom_command, write_index
 
 WIDE = 8  # components beyond which the plan lists a row per component, not per design
 HEAVIEST = 4  # components a line shows of a mixture of more than WIDE
