@@ -23,6 +23,15 @@ def reject_unknown_keys(table: dict, known, where: str) -> None:
                         f"{', '.join(sorted(known))}")
 
 
+def string_list(value, what: str) -> tuple[str, ...]:
+    """A config value that lists strings (one string is a list of one); `what` names it in the error."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{what} must be a list of strings")
+    return tuple(value)
+
+
 def edit_distance(a: str, b: str) -> int:
     """Levenshtein's distance: the fewest insertions, deletions and substitutions that turn `a` into `b`."""
     previous = list(range(len(b) + 1))

@@ -25,7 +25,7 @@ from rbloom import Bloom
 
 from base.errors import UserError
 from base.small_files import read_records
-from curation.config import DecontaminationConfig, EvalSetConfig
+from curation.decontamination_config import DecontaminationConfig, EvalSetConfig
 from curation.readers.inputs import eval_set_files
 from curation.steps.normalize import normalize_text
 

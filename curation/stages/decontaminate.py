@@ -23,7 +23,7 @@ from base.parquet_files import read_parquet
 from base.small_files import read_text
 from base.store import as_path
 from base.workspace import EVIDENCE_DIR, FILTERS_DIR
-from curation.config import DecontaminationConfig
+from curation.decontamination_config import DecontaminationConfig
 from curation.decontamination import eval_filter, eval_texts, load_filter, prepare, prepared_overlap
 from curation.readers.inputs import eval_set_files
 from curation.schema import CONTAMINATION, REMOVALS

@@ -11,7 +11,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from curation.config import DecontaminationConfig, EvalSetConfig, load_sources
+from curation.config import load_sources
+from curation.decontamination_config import DecontaminationConfig, EvalSetConfig
 from curation.decontamination import eval_filter, load_filter, ngram_hash, overlap, words
 from curation.samples import source_texts
 from curation.steps.normalize import normalize_text
