@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from base.errors import UserError, reject_unknown_keys, string_list
-from base.names import NAME, NAME_RULE, check_name, is_name
+from base.names import NAME, NAME_RULE, is_name
 from base.small_files import read_toml
 from base.store import is_url
 from curation import model_folders
