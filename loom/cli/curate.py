@@ -86,15 +86,17 @@ def announce_cluster(client) -> None:
 
 def print_summary(summary: list[dict]) -> None:
     from curation.document import SUMMARY_FATES
+    from curation.funnel_warnings import percent
 
     table = Table(title="Curation funnel")
-    counts = ("docs_in", *SUMMARY_FATES, "tokens")
+    counts = ("docs_in", *SUMMARY_FATES, "kept_share", "tokens")
     table.add_column("source")
     for column in counts:
-        table.add_column(column.replace("_", " "), justify="right")
+        table.add_column("kept %" if column == "kept_share" else column.replace("_", " "), justify="right")
     table.add_column("top removal reasons")
     for row in summary:
-        table.add_row(row["source"], *(f"{row[k]:,}" for k in counts), row["top_reasons"])
+        shares = {"kept_share": percent(row["kept"], row["docs_in"]) if row["docs_in"] else "-"}
+        table.add_row(row["source"], *(shares.get(k) or f"{row[k]:,}" for k in counts), row["top_reasons"])
     console.print(table)
     for row in summary:
         for line in row["warnings"]:
