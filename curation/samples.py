@@ -5,7 +5,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
-from base.errors import UserError
+from base.errors import UserError, did_you_mean
 from base.store import as_path
 from curation.config import CurationConfig, SourceConfig
 from curation.document import Doc
@@ -31,22 +31,22 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
     return islice(texts(), limit)
 
 
-def file_source(path: Path, text_field: str = "text") -> SourceConfig:
+def file_source(path: Path, text_field: str = "text", source_names=()) -> SourceConfig:
     """A file given on the command line instead of a source name, read as the format its name says
     (curation.readers.format_of_file): JSON lines or Parquet whose records hold their text in `text_field`, or a
-    WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
+    WARC/WET file (.warc, .warc.gz, .warc.wet.gz). A name that is neither is told the source it may mean."""
     fmt = format_of_file(path)
     if fmt is None or not path.is_file():
         endings = ", ".join(f.file_suffixes[0] for f in READERS.values() if f.file_suffixes)
-        raise UserError(f"'{path}' is neither a source in sources.toml nor a file of a format Loom reads ({endings}) "
-                        f"whose records have a `{text_field}` field")
+        raise UserError(f"'{path}'{did_you_mean(str(path), source_names)} is neither a source in sources.toml nor a "
+                        f"file of a format Loom reads ({endings}) whose records have a `{text_field}` field")
     return SourceConfig(name="file", format=fmt, paths=(str(path.resolve()),), text_field=text_field)
 
 
 def named_sources(names: list[str], sources: list[SourceConfig], text_field: str = "text") -> list[SourceConfig]:
     """Each name as a declared source, or else as a file path (whose records hold their text in `text_field`)."""
     declared = {s.name: s for s in sources}
-    return [declared[name] if name in declared else file_source(Path(name), text_field) for name in names]
+    return [declared[name] if name in declared else file_source(Path(name), text_field, declared) for name in names]
 
 
 def first_without_text_field(source: SourceConfig):
