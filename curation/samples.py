@@ -74,11 +74,11 @@ def check_text_field(name: str, source: SourceConfig) -> None:
 
 
 def quality_examples(config: CurationConfig, positive: list[str] | None, negative: list[str] | None,
-                     max_per_class: int, text_field: str = "text"
+                     max_per_class: int, text_field: str = "text", progress=None
                      ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """The texts of each class for the quality classifier ({"positive": [...], "negative": [...]}), from the
     named sources or files (default: the [quality] table; a file's text in `text_field`), and how many came from
-    each name."""
+    each name. `progress(side, total)` gives a callable advanced once per text read (the total is unknown)."""
     positive = positive or list(config.quality.positive)
     negative = negative or list(config.quality.negative)
     if not positive or not negative:
@@ -91,8 +91,12 @@ def quality_examples(config: CurationConfig, positive: list[str] | None, negativ
     counts: dict[str, dict[str, int]] = {}
     for side, names in (("positive", positive), ("negative", negative)):
         texts[side], counts[side] = [], {}
+        advance = progress(side, None) if progress else (lambda n=1: None)
         for name, source in zip(names, named_sources(names, config.sources, text_field)):
-            sample = list(source_texts(source, max_per_class))
+            sample = []
+            for text in source_texts(source, max_per_class):
+                sample.append(text)
+                advance(1)
             if not sample:
                 check_text_field(name, source)
             counts[side][name] = len(sample)

@@ -12,7 +12,7 @@ from base.store import as_path
 from base.workspace import (MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE, SOURCES_FILE, TOKENIZER_FILE,
                             Workspace)
 from loom.cli.console import api_workspace, console, progress_bars
-from loom.cli.options import registry, sources_option, sources_path, workers_option
+from loom.cli.options import registry, sources_option, workers_option
 
 
 class CurateCommand(click.Command):
@@ -43,15 +43,16 @@ class CurateCommand(click.Command):
 @click.pass_obj
 def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model, limit):
     """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
-    run_curation(ws, sources_path(ws, sources), as_path(tokenizer) if tokenizer else None, quality_model,
-                 scheduler, workers, limit)
+    run_curation(ws, as_path(sources) if sources else None, as_path(tokenizer) if tokenizer else None,
+                 quality_model, scheduler, workers, limit)
     print_outputs(ws)
 
 
-def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path | None, quality_model, scheduler: str | None,
+def run_curation(ws: Workspace, sources_file: Path | None, tokenizer: Path | None, quality_model, scheduler: str | None,
                  workers: int | None, limit=None) -> list[dict]:
-    """loom.api's curate with a progress bar per stage, then the funnel; `tokenizer` None: sources.toml's
-    `tokenizer`, else the workspace's; `quality_model` None: the workspace's when it has one."""
+    """loom.api's curate with a progress bar per stage, then the funnel; `sources_file` None: the workspace's;
+    `tokenizer` None: sources.toml's `tokenizer`, else the workspace's; `quality_model` None: the workspace's when
+    it has one."""
     from loom.api.curate import quality_model_path
 
     started = time.monotonic()

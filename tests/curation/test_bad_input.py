@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 import zlib
 from collections import Counter
 
@@ -200,7 +201,12 @@ def test_a_model_output_that_exists_needs_force_and_a_link_stays_a_link(tmp_path
     refused = run_loom("-w", ws, *train, "--output", "link.json", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and refused.stderr == "error: link.json exists; pass --force to overwrite it\n"
     assert (tmp_path / "mine.json").read_text() == "{}"
-    run_loom("-w", ws, *train, "--output", "link.json", "--force", cwd=tmp_path)
+    trained = run_loom("-w", ws, *train, "--output", "link.json", "--force", cwd=tmp_path).stdout.splitlines()
+    # it says what it does while it works: the documents read, counted, then the merges, then the time it took
+    assert trained[0] == "Training a 300-token BPE on up to 20 documents of each of 1 source(s)"
+    assert re.fullmatch(r"Read 20 documents in \d+\.\ds; merging them into 300 tokens", trained[-3])
+    assert re.fullmatch(r"read texts +20 documents \d+:\d\d:\d\d", trained[-2])  # the count, above it in a terminal
+    assert re.fullmatch(r"Tokenizer: .+/mine.json \(300 tokens, \d+\.\ds\)", trained[-1])  # the link followed
     assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "mine.json").read_text())["model"]
     refused = run_loom("-w", ws, *train, "--output", "/dev/null", check=False)
     assert refused.returncode == 2 and "/dev/null (--output): it is a device or a pipe" in refused.stderr
