@@ -2,8 +2,8 @@
 workspace's lock; progress and the cluster's start as callbacks, notes to the workspace's `note`."""
 
 import sys
-from shlex import quote
 from pathlib import Path
+from shlex import quote
 
 from base.atomic_files import remove_temporary_files
 from base.errors import UserError

@@ -90,14 +90,14 @@ def print_summary(summary: list[dict]) -> None:
     from curation.funnel_warnings import percent
 
     table = Table(title="Curation funnel")
-    counts = ("docs_in", *SUMMARY_FATES, "kept_share", "tokens")
+    counts = ("docs_in", *SUMMARY_FATES, "kept %", "tokens")
     table.add_column("source")
     for column in counts:
-        table.add_column("kept %" if column == "kept_share" else column.replace("_", " "), justify="right")
+        table.add_column(column.replace("_", " "), justify="right")
     table.add_column("top removal reasons")
     for row in summary:
-        shares = {"kept_share": percent(row["kept"], row["docs_in"]) if row["docs_in"] else "-"}
-        table.add_row(row["source"], *(shares.get(k) or f"{row[k]:,}" for k in counts), row["top_reasons"])
+        share = percent(row["kept"], row["docs_in"]) if row["docs_in"] else "-"
+        table.add_row(row["source"], *(share if k == "kept %" else f"{row[k]:,}" for k in counts), row["top_reasons"])
     console.print(table)
     for row in summary:
         for line in row["warnings"]:
