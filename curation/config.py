@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from base.errors import UserError, reject_unknown_keys, string_list
+from base.errors import UserError, did_you_mean, reject_unknown_keys, string_list
 from base.names import NAME, NAME_RULE, is_name
 from base.small_files import read_toml
 from base.store import is_url
@@ -151,11 +151,11 @@ def load_config(path: Path) -> CurationConfig:
     entries = raw.get("source")
     if not isinstance(entries, list) or not entries:
         raise UserError(f"{path}: no [[source]] entries; declare at least one source")
-    unknown_top = set(raw) - {"source", "root", "tokenizer", "quality", "dedup", "decontaminate", "domains", "annotate",
-                                  "inspect"}
-    if unknown_top:
-        raise UserError(f"{path}: unknown top-level key '{sorted(unknown_top)[0]}'; use `root`, `tokenizer`, "
-                        "[quality], [dedup], [decontaminate], [domains], [inspect], [[annotate]] and [[source]]")
+    top_keys = ("source", "root", "tokenizer", "quality", "dedup", "decontaminate", "domains", "annotate", "inspect")
+    if unknown_top := sorted(set(raw) - set(top_keys)):
+        raise UserError(f"{path}: unknown top-level key '{unknown_top[0]}'{did_you_mean(unknown_top[0], top_keys)}; "
+                        "use `root`, `tokenizer`, [quality], [dedup], [decontaminate], [domains], [inspect], "
+                        "[[annotate]] and [[source]]")
     root = raw.get("root", ".")
     if not isinstance(root, str):
         raise UserError(f"{path}: `root` must be a folder path (relative paths are resolved against it)")
@@ -203,8 +203,8 @@ def _parse_domains(table, path: Path, source_names: list[str], base_dir: Path) -
         raise UserError(f"{where}: `seed` must be a whole number")
     sources = string_list(table.get("sources", []), f"{where} `sources`")
     if unknown := [name for name in sources if name not in source_names]:
-        raise UserError(f"{where}: `sources` names '{unknown[0]}', which is no [[source]]; use any of "
-                        f"{', '.join(source_names)}")
+        raise UserError(f"{where}: `sources` names '{unknown[0]}'{did_you_mean(unknown[0], source_names)}, which is "
+                        f"no [[source]]; use any of {', '.join(source_names)}")
     names = table.get("names", {})
     if not isinstance(names, dict) or not all(is_name(v) and not v.isdigit() for v in names.values()):
         raise UserError(f"{where}: `names` must map domain numbers to names ({NAME_RULE}, not only digits), "

@@ -100,14 +100,16 @@ def shard_fingerprint(shard: Shard) -> str:
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
-               stages=STAGES) -> tuple[dict[str, dict], tuple[str, ...]]:
-    """Runs every stage; returns the last stage's stats of each shard by key, and the removals tables the
-    stages wrote. `progress(stage, total)` gives a callable to advance per finished shard."""
+               stages=STAGES) -> tuple[dict[str, dict], tuple[str, ...], int]:
+    """Runs every stage; returns the last stage's stats of each shard by key, the removals tables the stages
+    wrote, and how many tasks were run (0: every output was up to date). `progress(stage, total)` gives a callable
+    to advance per finished shard."""
     from distributed import as_completed
 
     ws = ctx.workspace
     upstream = {s.key: shard_fingerprint(s) for s in shards}
     removals: list[str] = []
+    redone = 0
     for stage in (s for s in stages if s.enabled(ctx)):
         extra = stage.inputs(ctx)
         stage_ctx = replace(ctx, removals=tuple(removals))
@@ -116,6 +118,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             todo = [s for s in shards if stage.done(ws, s, fingerprints[s.key]) is None]
             advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
             advance(len(shards) - len(todo))
+            redone += len(todo)
             futures = [client.submit(stage.run, stage_ctx, s, fingerprints[s.key],
                                      key=f"{stage.name}-{s.key}-{fingerprints[s.key]}") for s in todo]
             for future in as_completed(futures):
@@ -126,6 +129,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             fingerprint = text_digest(stage.name, extra, *(upstream[s.key] for s in shards))
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
             if stage.done(ws, fingerprint) is None:
+                redone += 1
                 if stage.on_client:
                     stage.run(stage_ctx, shards, fingerprint, client)
                 else:
@@ -135,7 +139,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             if stage.removes:
                 removals.append(str(stage.removed_path(ws)))
     last = stages[-1]
-    return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals)
+    return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals), redone
 
 
 class SourceStorageOptions(WorkerPlugin):
@@ -153,11 +157,16 @@ class SourceStorageOptions(WorkerPlugin):
             register_source_storage(source)
 
 
-def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES) -> list[dict]:
+def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=STAGES, note=None) -> list[dict]:
     """Runs the planned job on `client`'s cluster and publishes its generation; returns the per-source summary.
-    The caller holds the workspace's lock."""
+    `note(line)` hears that there was nothing to do: every stage up to date, the same generation published. The
+    caller holds the workspace's lock."""
     if any(source.storage_options for source in ctx.config.sources):
         client.register_plugin(SourceStorageOptions(ctx.config.sources))
-    stats, removals = run_stages(shards, ctx, client, progress, stages)
+    before = ctx.workspace.published().id
+    stats, removals, redone = run_stages(shards, ctx, client, progress, stages)
     gen = publish(replace(ctx, removals=removals), shards, stats, client)
+    if note and not redone and gen.id == before:
+        note(f"nothing to do: generation {gen.id} is published already and every stage is up to date; a change to "
+             "sources.toml, an input file, the tokenizer or the quality model redoes what depends on it")
     return client.submit(source_summary, gen, key=f"source_summary-{gen.id}").result()  # read on a worker

@@ -5,7 +5,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
-from base.errors import UserError
+from base.errors import UserError, did_you_mean
 from base.store import as_path
 from curation.config import CurationConfig, SourceConfig
 from curation.document import Doc
@@ -31,22 +31,22 @@ def source_texts(source: SourceConfig, limit: int | None = None) -> Iterator[str
     return islice(texts(), limit)
 
 
-def file_source(path: Path, text_field: str = "text") -> SourceConfig:
+def file_source(path: Path, text_field: str = "text", source_names=()) -> SourceConfig:
     """A file given on the command line instead of a source name, read as the format its name says
     (curation.readers.format_of_file): JSON lines or Parquet whose records hold their text in `text_field`, or a
-    WARC/WET file (.warc, .warc.gz, .warc.wet.gz)."""
+    WARC/WET file (.warc, .warc.gz, .warc.wet.gz). A name that is neither is told the source it may mean."""
     fmt = format_of_file(path)
     if fmt is None or not path.is_file():
         endings = ", ".join(f.file_suffixes[0] for f in READERS.values() if f.file_suffixes)
-        raise UserError(f"'{path}' is neither a source in sources.toml nor a file of a format Loom reads ({endings}) "
-                        f"whose records have a `{text_field}` field")
+        raise UserError(f"'{path}'{did_you_mean(str(path), source_names)} is neither a source in sources.toml nor a "
+                        f"file of a format Loom reads ({endings}) whose records have a `{text_field}` field")
     return SourceConfig(name="file", format=fmt, paths=(str(path.resolve()),), text_field=text_field)
 
 
 def named_sources(names: list[str], sources: list[SourceConfig], text_field: str = "text") -> list[SourceConfig]:
     """Each name as a declared source, or else as a file path (whose records hold their text in `text_field`)."""
     declared = {s.name: s for s in sources}
-    return [declared[name] if name in declared else file_source(Path(name), text_field) for name in names]
+    return [declared[name] if name in declared else file_source(Path(name), text_field, declared) for name in names]
 
 
 def first_without_text_field(source: SourceConfig):
@@ -74,11 +74,11 @@ def check_text_field(name: str, source: SourceConfig) -> None:
 
 
 def quality_examples(config: CurationConfig, positive: list[str] | None, negative: list[str] | None,
-                     max_per_class: int, text_field: str = "text"
+                     max_per_class: int, text_field: str = "text", progress=None
                      ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """The texts of each class for the quality classifier ({"positive": [...], "negative": [...]}), from the
     named sources or files (default: the [quality] table; a file's text in `text_field`), and how many came from
-    each name."""
+    each name. `progress(side, total)` gives a callable advanced once per text read (the total is unknown)."""
     positive = positive or list(config.quality.positive)
     negative = negative or list(config.quality.negative)
     if not positive or not negative:
@@ -91,8 +91,12 @@ def quality_examples(config: CurationConfig, positive: list[str] | None, negativ
     counts: dict[str, dict[str, int]] = {}
     for side, names in (("positive", positive), ("negative", negative)):
         texts[side], counts[side] = [], {}
+        advance = progress(side, None) if progress else (lambda n=1: None)
         for name, source in zip(names, named_sources(names, config.sources, text_field)):
-            sample = list(source_texts(source, max_per_class))
+            sample = []
+            for text in source_texts(source, max_per_class):
+                sample.append(text)
+                advance(1)
             if not sample:
                 check_text_field(name, source)
             counts[side][name] = len(sample)

@@ -19,13 +19,16 @@ EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
 DEFAULT_VOCAB_SIZE = 8192
 
 
-def training_texts(sources: list[SourceConfig], max_docs_per_source: int) -> Iterator[str]:
+def training_texts(sources: list[SourceConfig], max_docs_per_source: int, progress=None) -> Iterator[str]:
     """Normalized (and HTML-extracted) texts, the first `max_docs_per_source` of each source; when no source has
-    one, a UserError once they are read (a tokenizer of bytes alone would curate without a word of complaint)."""
+    one, a UserError once they are read (a tokenizer of bytes alone would curate without a word of complaint).
+    `progress(what, total)` gives a callable advanced once per text read (loom.api's shape; the total is unknown)."""
+    advance = progress("read texts", None) if progress else (lambda n=1: None)
     read = 0
     for source in sources:
         for text in source_texts(source, max_docs_per_source):
             read += 1
+            advance(1)
             yield text
     if not read:
         formats = ", ".join(sorted({f"{s.name}: {s.format}" for s in sources}))

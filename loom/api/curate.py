@@ -3,11 +3,12 @@ workspace's lock; progress and the cluster's start as callbacks, notes to the wo
 
 import sys
 from pathlib import Path
+from shlex import quote
 
 from base.atomic_files import remove_temporary_files
 from base.errors import UserError
 from base.store import as_path
-from base.workspace import CURATED_DIR, MANIFEST_DIR, PART_GLOB, QUARANTINE_DIR, WORK_DIR, Workspace
+from base.workspace import CURATED_DIR, MANIFEST_DIR, PART_GLOB, QUARANTINE_DIR, SOURCES_FILE, WORK_DIR, Workspace
 
 
 def curate(ws, sources=None, workers: int | None = None, scheduler: str | None = None, limit: int | None = None,
@@ -30,18 +31,21 @@ def curate(ws, sources=None, workers: int | None = None, scheduler: str | None =
     check_not_a_worker_importing_its_script()
     limit = check_limit(limit)
     check_workers(workers)
-    sources_file = as_path(sources) if sources else files.sources_file
+    sources_file = workspace_sources(files, sources)
     model = quality_model_path(files, quality_model)
     config = load_config(sources_file)  # before the lock: a folder with no sources.toml gets no locks/ either
     with curation_lock(files, ws.note):
         chosen = curation_tokenizer(as_path(tokenizer) if tokenizer else None, config, sources_file, files)
         shards, ctx = plan_job(config, files, chosen, model, limit)
+        if model is None:
+            ws.note(f"no quality model at {files.quality_model}; quality scoring skipped (train one with "
+                    "`loom quality train`)")
         if removed := remove_temporary_files(files.work, files.generations, files.models):
             ws.note(f"removed {len(removed)} temporary files that killed runs left in {files.root}")
         for line in ignored_folders(files, {s.source.name for s in shards}):
             ws.note(line)
         with dask_client(scheduler, workers, on_start=on_cluster) as client:
-            return curate_shards(shards, ctx, client, progress)
+            return curate_shards(shards, ctx, client, progress, note=ws.note)
 
 
 def check_not_a_worker_importing_its_script() -> None:
@@ -64,6 +68,19 @@ def check_workers(workers) -> None:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UserError(f"workers {workers!r}: give a number of local worker processes, 1 or more, or leave it out "
                         "for one per core")
+
+
+def workspace_sources(files: Workspace, sources=None) -> Path:
+    """The sources.toml a command reads: the one named, else the workspace's; a folder that was never made a
+    workspace (no sources.toml, no --sources) is told to run `loom init`, before anything is written."""
+    if sources:
+        return as_path(sources)
+    if not files.remote and not files.sources_file.is_file():
+        loom, where = ("loom", "here") if Workspace.locate(None) == files else (f"loom -w {quote(str(files.root))}",
+                                                                               "there")
+        raise UserError(f"no workspace at {files.root} (no {SOURCES_FILE}): run `{loom} init` to create a "
+                        f"workspace {where}, or pass --sources FILE")
+    return files.sources_file
 
 
 def quality_model_path(files: Workspace, value) -> Path | None:

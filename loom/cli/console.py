@@ -110,3 +110,11 @@ def progress_bars(*columns):
     finally:
         if bars is not None:
             bars.stop()
+
+
+def counting_bars():
+    """progress_bars for work whose total is unknown: each bar a count of documents read, with its time."""
+    from rich.progress import TextColumn, TimeElapsedColumn
+
+    return progress_bars(TextColumn("{task.description:<12}"), TextColumn("{task.completed:>9,.0f} documents"),
+                         TimeElapsedColumn())

@@ -12,7 +12,7 @@ from base.store import as_path
 from base.workspace import (MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE, SOURCES_FILE, TOKENIZER_FILE,
                             Workspace)
 from loom.cli.console import api_workspace, console, progress_bars
-from loom.cli.options import registry, sources_option, sources_path, workers_option
+from loom.cli.options import registry, sources_option, workers_option
 from loom.cli.report import write_curation_pages
 
 
@@ -44,16 +44,17 @@ class CurateCommand(click.Command):
 @click.pass_obj
 def curate(ws: Workspace, sources, scheduler, workers, tokenizer, quality_model, limit):
     """Filter, score, deduplicate and tokenize the sources into WORKSPACE/curated, with a manifest."""
-    run_curation(ws, sources_path(ws, sources), as_path(tokenizer) if tokenizer else None, quality_model,
-                 scheduler, workers, limit)
+    run_curation(ws, as_path(sources) if sources else None, as_path(tokenizer) if tokenizer else None,
+                 quality_model, scheduler, workers, limit)
     print_outputs(ws)
     write_curation_pages(ws)
 
 
-def run_curation(ws: Workspace, sources_file: Path, tokenizer: Path | None, quality_model, scheduler: str | None,
+def run_curation(ws: Workspace, sources_file: Path | None, tokenizer: Path | None, quality_model, scheduler: str | None,
                  workers: int | None, limit=None) -> list[dict]:
-    """loom.api's curate with a progress bar per stage, then the funnel; `tokenizer` None: sources.toml's
-    `tokenizer`, else the workspace's; `quality_model` None: the workspace's when it has one."""
+    """loom.api's curate with a progress bar per stage, then the funnel; `sources_file` None: the workspace's;
+    `tokenizer` None: sources.toml's `tokenizer`, else the workspace's; `quality_model` None: the workspace's when
+    it has one."""
     from loom.api.curate import quality_model_path
 
     started = time.monotonic()
@@ -88,15 +89,17 @@ def announce_cluster(client) -> None:
 
 def print_summary(summary: list[dict]) -> None:
     from curation.document import SUMMARY_FATES
+    from curation.funnel_warnings import percent
 
     table = Table(title="Curation funnel")
-    counts = ("docs_in", *SUMMARY_FATES, "tokens")
+    counts = ("docs_in", *SUMMARY_FATES, "kept %", "tokens")
     table.add_column("source")
     for column in counts:
         table.add_column(column.replace("_", " "), justify="right")
     table.add_column("top removal reasons")
     for row in summary:
-        table.add_row(row["source"], *(f"{row[k]:,}" for k in counts), row["top_reasons"])
+        share = percent(row["kept"], row["docs_in"]) if row["docs_in"] else "-"
+        table.add_row(row["source"], *(share if k == "kept %" else f"{row[k]:,}" for k in counts), row["top_reasons"])
     console.print(table)
     for row in summary:
         for line in row["warnings"]:

@@ -1,12 +1,13 @@
 """`loom quality train`: the fastText classifier that scores documents, and its validation metrics."""
 
+import time
 from pathlib import Path
 
 import click
 
 from base.workspace import MODELS_DIR, QUALITY_MODEL_FILE, Workspace
-from loom.cli.console import LoomGroup, console, writes_models
-from loom.cli.options import force_option, named_output, sources_option, sources_path
+from loom.cli.console import LoomGroup, console, counting_bars, writes_models
+from loom.cli.options import force_option, named_output, sources_option
 
 
 @click.group(cls=LoomGroup)
@@ -41,10 +42,16 @@ def quality_train(ws: Workspace, positive, negative, text_field, sources, output
     """Train on balanced positive and negative examples; print validation precision, recall, F1 and ROC AUC."""
     from curation.quality import TrainingConfig
 
+    from loom.api.curate import workspace_sources
+
     output = named_output(output, force) if output else ws.quality_model
     with writes_models(ws, output):
-        train_quality(sources_path(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
+        train_quality(workspace_sources(ws, sources), names(positive), names(negative), TrainingConfig(**hyperparameters),
                       output, text_field)
+
+
+def quantized(config) -> str:
+    return f", then quantized to {config.cutoff:,} rows" if config.cutoff else ""
 
 
 def names(value: str | None) -> list[str] | None:
@@ -56,13 +63,19 @@ def train_quality(sources_file: Path, positive, negative, config, output: Path, 
     from curation.quality import train_quality_model
     from curation.samples import quality_examples
 
-    with console.status("Reading training examples"):
+    started = time.monotonic()
+    with counting_bars() as progress:
         texts, data = quality_examples(load_config(sources_file), positive, negative, config.max_per_class,
-                                       text_field)
-    with console.status("Training the fastText quality classifier"):
-        card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
+                                       text_field, progress)
+    per_class = min(len(texts["positive"]), len(texts["negative"]), config.max_per_class)
+    console.print(f"Read {len(texts['positive']):,} positive and {len(texts['negative']):,} negative documents in "
+                  f"{time.monotonic() - started:.1f}s; training the fastText quality classifier on {per_class:,} "
+                  f"of each ({config.epoch} epochs{quantized(config)})", soft_wrap=True)
+    started = time.monotonic()
+    card = train_quality_model(texts["positive"], texts["negative"], output, config, data)
     metrics = card["validation"]
-    console.print(f"Quality model: {output}, {card['size_bytes'] / 1e6:.1f} MB (card {output.with_suffix('.json')})")
+    console.print(f"Quality model: {output}, {card['size_bytes'] / 1e6:.1f} MB (card {output.with_suffix('.json')}), "
+                  f"trained in {time.monotonic() - started:.1f}s", soft_wrap=True)
     console.print(f"  trained on {card['sizes']['train']} documents, validated on {card['sizes']['valid']} "
                   f"(positive: {', '.join(data['positive'])}; negative: {', '.join(data['negative'])})")
     console.print(f"  validation: precision {metrics['precision']:.3f}  recall {metrics['recall']:.3f}  "

@@ -157,6 +157,8 @@ def test_the_api_prints_nothing_and_tells_its_notes_to_the_callback(sampled, sli
                                                           tokenizer=slice_tokenizer)
     assert [(row["source"], row["docs_in"]) for row in funnel] == [("small", 2)]
     assert any(line.startswith("sources no longer in sources.toml are left out: tiny") for line in notes)
+    assert f"no quality model at {ws.root / 'models' / 'quality.bin'}; quality scoring skipped (train one with " \
+           "`loom quality train`)" in notes
     assert capfd.readouterr().out == ""
 
 

@@ -49,8 +49,11 @@ def test_the_workspace_after_the_command_is_the_one_used(tmp_path):
 def test_curate_where_there_is_no_workspace_says_so_and_leaves_nothing_behind(tmp_path):
     curate = run_loom("curate", check=False, cwd=tmp_path, env={"LOOM_WORKSPACE": ""})
     assert curate.returncode == 2
-    assert curate.stderr.startswith(f"error: no sources file at {tmp_path / 'loom-work' / 'sources.toml'}")
+    assert curate.stderr == (f"error: no workspace at {tmp_path / 'loom-work'} (no sources.toml): run `loom init` to "
+                             "create a workspace here, or pass --sources FILE\n")
     assert list(tmp_path.iterdir()) == []
+    named = run_loom("curate", "--sources", "mine.toml", check=False, cwd=tmp_path, env={"LOOM_WORKSPACE": ""})
+    assert named.returncode == 2 and named.stderr.startswith("error: no sources file at mine.toml")  # its own line
 
 
 def test_a_store_is_checked_once_the_command_has_its_last_workspace(tmp_path):

@@ -47,4 +47,5 @@ def test_quickstart_curates_the_bundled_corpora_and_reports_them(quickstart_ws):
     again = run_loom("-w", ws, "quickstart", timeout=600)
     assert "is at step 60 already" in again.stdout and "nothing to train" in again.stdout  # nothing trained twice
     assert "Tokenizer:" not in again.stdout and "Quality model:" not in again.stdout  # trained once, reused
+    assert f"note: nothing to do: generation {published(ws).name} is published already" in again.stdout
     assert again.stdout.split("Curation funnel")[1].split("Curated in")[0] == out.split("Curation funnel")[1].split("Curated in")[0]

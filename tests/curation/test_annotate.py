@@ -346,7 +346,7 @@ GOOD_PYTHON = 'kind = "python"\nfunction = "annot_pkg.scorers:edu"\n'
     ('[[annotate]]\nname = "edu"\nkind = "python"\n', "annotator 'edu': kind python needs `function`"),
     ('[[annotate]]\nname = "edu"\nkind = "fasttext"\nmodel = "hi.bin"\n', "annotator 'edu': kind fasttext needs `label`"),
     ('[[annotate]]\nname = "edu"\n' + GOOD_PYTHON + 'sources = ["wbe"]\n',
-     "annotator 'edu': `sources` names 'wbe', which is no [[source]]; use any of web"),
+     "annotator 'edu': `sources` names 'wbe' (did you mean 'web'?), which is no [[source]]; use any of web"),
     ('[[annotate]]\nname = "edu"\n' + GOOD_PYTHON + 'min = 3\nmax = 2\n', "annotator 'edu': `min` (3.0) is above `max` (2.0)"),
     ('[[annotate]]\nname = "edu"\n' + GOOD_PYTHON + 'min = "3"\n', "annotator 'edu': `min` must be a number"),
     ('[[annotate]]\nname = "edu"\n' + GOOD_PYTHON + 'buckets = 1\n', "annotator 'edu': `buckets` must be 0 (none) or"),

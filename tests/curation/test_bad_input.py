@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 import zlib
 from collections import Counter
 
@@ -127,6 +128,60 @@ def test_a_bad_sources_file_stops_with_one_line(tmp_path, slice_tokenizer, entry
     assert not (tmp_path / "ws" / "work").exists()  # stopped before any compute
 
 
+TWO_SOURCES = '[[source]]\nname = "vimhelp"\nformat = "jsonl"\npaths = ["ok.jsonl"]\n' \
+              '[[source]]\nname = "manpages"\nformat = "jsonl"\npaths = ["ok.jsonl"]\n'
+NAME_TYPOS = [
+    ('[domains]\nk = 2\nsources = ["vimhelp", "manpage"]\n',
+     "[domains]: `sources` names 'manpage' (did you mean 'manpages'?), which is no [[source]]; use any of vimhelp, "
+     "manpages"),
+    ('[[annotate]]\nname = "edu"\nkind = "python"\nfunction = "x.y:z"\nsources = ["vim_help"]\n',
+     "annotator 'edu': `sources` names 'vim_help' (did you mean 'vimhelp'?), which is no [[source]]"),
+    ('[dedupe]\nscope = "per-source"\n', "unknown top-level key 'dedupe' (did you mean 'dedup'?); use `root`"),
+    ('[[annotate]]\nname = "edu"\nkind = "python"\nfunction = "x.y:z"\nsources = ["web"]\n',
+     "annotator 'edu': `sources` names 'web', which is no [[source]]"),  # nothing close: no guess
+]
+
+
+@pytest.mark.parametrize("table, message", NAME_TYPOS)
+def test_a_source_name_a_typo_away_is_suggested(tmp_path, table, message):
+    from base.errors import UserError
+    from curation.config import load_config
+
+    (tmp_path / "ok.jsonl").write_text('{"text": "hello"}\n')
+    (tmp_path / "sources.toml").write_text(TWO_SOURCES + table)
+    with pytest.raises(UserError) as err:
+        load_config(tmp_path / "sources.toml")
+    assert str(err.value).startswith(f"{tmp_path / 'sources.toml'}: ") and message in str(err.value)
+
+
+def test_a_folder_given_to_a_file_format_is_told_the_folder_formats_and_a_glob(tmp_path):
+    from base.errors import UserError
+    from curation.config import SourceConfig
+    from curation.readers import reader_for
+    from curation.readers.inputs import source_inputs
+
+    (tmp_path / "vim-help").mkdir()
+    source = SourceConfig(name="vim", format="jsonl", paths=("vim-help",), base_dir=str(tmp_path))
+    with pytest.raises(UserError) as err:
+        source_inputs(source, reader_for(source.format))
+    assert str(err.value) == (
+        "source 'vim': path 'vim-help' is a folder, and format \"jsonl\" reads files; set format = \"text-dir\" (its "
+        ".txt files) or \"html-dir\" (its .html pages), or give its files as a glob such as 'vim-help/*.jsonl' in "
+        "`paths` of sources.toml")
+
+
+def test_a_quality_training_name_a_typo_away_from_a_source_is_suggested(tmp_path):
+    from base.errors import UserError
+    from curation.config import load_config
+    from curation.samples import quality_examples
+
+    (tmp_path / "ok.jsonl").write_text('{"text": "hello"}\n')
+    (tmp_path / "sources.toml").write_text(TWO_SOURCES)
+    with pytest.raises(UserError, match=r"^'manpage' \(did you mean 'manpages'\?\) is neither a source in "
+                                        r"sources.toml nor a file"):
+        quality_examples(load_config(tmp_path / "sources.toml"), ["vimhelp"], ["manpage"], 20)
+
+
 @pytest.mark.slow  # waits out a scheduler that never answers (~20 s)
 def test_missing_tokenizer_and_unreachable_scheduler_stop_with_one_line(tmp_path, slice_sources, slice_tokenizer):
     missing = run_loom("-w", tmp_path, "curate", "--sources", slice_sources, check=False)
@@ -146,7 +201,12 @@ def test_a_model_output_that_exists_needs_force_and_a_link_stays_a_link(tmp_path
     refused = run_loom("-w", ws, *train, "--output", "link.json", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and refused.stderr == "error: link.json exists; pass --force to overwrite it\n"
     assert (tmp_path / "mine.json").read_text() == "{}"
-    run_loom("-w", ws, *train, "--output", "link.json", "--force", cwd=tmp_path)
+    trained = run_loom("-w", ws, *train, "--output", "link.json", "--force", cwd=tmp_path).stdout.splitlines()
+    # it says what it does while it works: the documents read, counted, then the merges, then the time it took
+    assert trained[0] == "Training a 300-token BPE on up to 20 documents of each of 1 source(s)"
+    assert re.fullmatch(r"Read 20 documents in \d+\.\ds; merging them into 300 tokens", trained[-3])
+    assert re.fullmatch(r"read texts +20 documents \d+:\d\d:\d\d", trained[-2])  # the count, above it in a terminal
+    assert re.fullmatch(r"Tokenizer: .+/mine.json \(300 tokens, \d+\.\ds\)", trained[-1])  # the link followed
     assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "mine.json").read_text())["model"]
     refused = run_loom("-w", ws, *train, "--output", "/dev/null", check=False)
     assert refused.returncode == 2 and "/dev/null (--output): it is a device or a pipe" in refused.stderr

@@ -124,6 +124,12 @@ def test_the_summary_table_is_printed(curated_slice):
     assert "Curation funnel" in out and "top removal reasons" in out
     for source in SOURCES:
         assert source in out
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│ ")]
+    shown = {row[0]: row for row in rows if row[0] in SOURCES}
+    assert "kept %" in out and shown.keys() == set(SOURCES)
+    for source, row in shown.items():  # docs in, ... kept, kept % (rounded down), tokens
+        docs_in, kept = int(row[1].replace(",", "")), int(row[7].replace(",", ""))
+        assert row[8] == f"{100 * kept // docs_in}%", source
     assert "dashboard http://127.0.0.1:" in out
 
 

@@ -79,7 +79,7 @@ paths = ["docs.jsonl"]
     ("k = 1", "`k` must be a whole number of domains, at least 2 (got 1)"),
     ("k = 2.5", "`k` must be a whole number of domains, at least 2 (got 2.5)"),
     ("k = 8\nsample = 5", "`sample` (5) must be a whole number of documents, at least `k` (8); raise it or lower k"),
-    ('k = 3\nsources = ["wbe"]', "`sources` names 'wbe', which is no [[source]]; use any of web, docs"),
+    ('k = 3\nsources = ["wbe"]', "`sources` names 'wbe' (did you mean 'web'?), which is no [[source]]; use any of web, docs"),
     ('k = 3\nnames = {3 = "math"}', "`names` key '3' is not a domain number from 0 to 2"),
     ('k = 3\nnames = {1 = "Math Stuff"}', "`names` must map domain numbers to names"),
     ('k = 3\nnames = {0 = "a", 1 = "a"}', "`names` gives 'a' to two domains"),

@@ -32,24 +32,66 @@ def counts(*groups) -> list[Removals]:
     return [Removals(*group) for group in groups]
 
 
+TAGGED_WEB = ' (a source tagged "web" gets the web filters unless it sets `filters`)'
+
+
 def test_a_source_losing_most_to_one_filter_is_warned_with_the_setting_and_one_losing_less_is_not():
     source = SourceConfig(name="gitdoc", format="jsonl", paths=("x",), tags=("web",))
     most = counts(("filtered", "gopher_quality", "gopher_short_doc", 6), ("kept", "", None, 4))
     assert source_warnings(source, most) == [
         "source 'gitdoc' lost 6 of 10 documents (60%) to gopher_quality (gopher_short_doc); if that is not noise, "
-        'set filters = ["gopher_repetition", "c4", "fineweb"] (or filters = []) for it in sources.toml']
-    # half is not most, and several filters that each take less are no one filter's doing
+        'set filters = ["gopher_repetition", "c4", "fineweb"] (or filters = []) for it in sources.toml' + TAGGED_WEB]
+    # half is not most
     assert source_warnings(source, counts(("filtered", "c4", "too_few_sentences", 5), ("kept", "", None, 5))) == []
-    assert source_warnings(source, counts(("filtered", "c4", "too_few_sentences", 4),
-                                          ("filtered", "fineweb", "line_punct_ratio", 4), ("kept", "", None, 2))) == []
-    # but one filter's reasons add up: short pages fail Gopher's repetition filter on one top n-gram or another
+    # one filter's reasons add up: short pages fail Gopher's repetition filter on one top n-gram or another
     several = counts(*(("filtered", "gopher_repetition", reason, n) for reason, n in
                        (("top_2_gram", 4), ("top_3_gram", 3), ("top_4_gram", 2), ("dup_para_frac", 1))),
                      ("kept", "", None, 2))
     assert source_warnings(source, several) == [
         "source 'gitdoc' lost 10 of 12 documents (83%) to gopher_repetition (top_2_gram 4, top_3_gram 3, top_4_gram 2, "
         '...); if that is not noise, set filters = ["gopher_quality", "c4", "fineweb"] (or filters = []) for it in '
-        "sources.toml"]
+        "sources.toml" + TAGGED_WEB]
+
+
+def test_a_source_that_several_filters_took_most_of_gets_one_line_with_each_share_and_the_fewest_to_drop():
+    """As sqlite3-doc's 766 pages: four web filters took 65% and none of them half."""
+    pages = SourceConfig(name="sqlite", format="html-dir", paths=("x",))
+    lost = counts(("filtered", "gopher_quality", "gopher_short_doc", 300), ("filtered", "gopher_quality",
+                                                                           "gopher_below_alpha_threshold", 76),
+                  ("filtered", "c4", "too_few_sentences", 80), ("filtered", "fineweb", "line_punct_ratio", 30),
+                  ("filtered", "gopher_repetition", "top_2_gram", 13), ("kept", "", None, 267))
+    assert source_warnings(pages, lost) == [
+        "source 'sqlite' lost 499 of 766 documents (65%) to filters: gopher_quality 376 (49%), c4 80 (10%), "
+        'fineweb 30 (3%), gopher_repetition 13 (1%); if that is not noise, set filters = ["gopher_repetition", "c4", '
+        '"fineweb"] (or filters = []) for it in sources.toml (a source with format = "html-dir" gets the web filters '
+        "unless it sets `filters`)"]
+    # several filters, none half: the two largest must go for the others to take half or less
+    even = counts(("filtered", "c4", "too_few_sentences", 4), ("filtered", "fineweb", "line_punct_ratio", 3),
+                  ("filtered", "gopher_quality", "gopher_short_doc", 3), ("kept", "", None, 1))
+    glossary = SourceConfig(name="glossary", format="jsonl", paths=("x",), filters=("c4", "fineweb", "gopher_quality"))
+    assert source_warnings(glossary, even) == [
+        "source 'glossary' lost 10 of 11 documents (90%) to filters: c4 4 (36%), fineweb 3 (27%), gopher_quality 3 "
+        '(27%); if that is not noise, set filters = ["gopher_quality"] (or filters = []) for it in sources.toml']
+    # a source at 49% is no warning, however its losses split
+    assert source_warnings(glossary, counts(("filtered", "c4", "too_few_sentences", 30),
+                                            ("filtered", "fineweb", "line_punct_ratio", 19), ("kept", "", None, 51))) == []
+
+
+def test_a_source_that_one_removal_took_nearly_all_of_is_one_line_with_its_setting():
+    code = SourceConfig(name="mirror", format="jsonl", paths=("x",), max_doc_bytes=1000)
+    duplicates = counts(("duplicate", "exact_dedup", "exact_duplicate", 60), ("duplicate", "minhash_dedup",
+                                                                            "near_duplicate", 25), ("kept", "", None, 15))
+    assert source_warnings(code, duplicates) == [
+        "source 'mirror' lost 85 of 100 documents (85%) as duplicate (exact_duplicate 60, near_duplicate 25); expected "
+        "of a mirrored or repeated corpus; else the [dedup] settings (threshold, scope) say what counts as a copy"]
+    assert source_warnings(code, counts(("duplicate", "exact_dedup", "exact_duplicate", 80),
+                                        ("kept", "", None, 20))) == []  # 80% is not more than 80%
+    large = counts(("filtered", "read", "too_large", 9, "2,000 bytes, over max_doc_bytes = 1000"), ("kept", "", None, 1))
+    assert source_warnings(code, large) == [
+        "source 'mirror' lost 9 of 10 documents (90%) as filtered at read (too_large); if those are wanted, raise "
+        "max_doc_bytes (now 1,000) for it in sources.toml"]
+    # filters that took nearly all are the filters' line alone, not a second one
+    assert len(source_warnings(code, counts(("filtered", "c4", "too_few_sentences", 9), ("kept", "", None, 1)))) == 1
 
 
 def test_a_source_that_keeps_nothing_is_warned_whatever_the_cause():
@@ -136,7 +178,8 @@ def test_the_curate_summary_warns_of_each_wipe_out_with_the_setting_that_ends_it
     # the short pages fail Gopher's repetition filter, on their top 3-gram or 4-gram
     assert warnings[0].startswith("warning: source 'pages' lost 4 of 4 documents (100%) to gopher_repetition (top_")
     assert warnings[0].endswith('; if that is not noise, set filters = ["gopher_quality", "c4", "fineweb"] (or '
-                                "filters = []) for it in sources.toml")
+                                'filters = []) for it in sources.toml (a source with format = "html-dir" gets the '
+                                "web filters unless it sets `filters`)")
     assert warnings[1:] == [
         "warning: source 'strict' lost 4 of 4 documents (100%) to gopher_quality (gopher_short_doc); if that is not "
         "noise, set filters = [] for it in sources.toml",

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 from collections import Counter
 
 import numpy as np
@@ -42,6 +43,11 @@ def test_training_reports_and_records_validation_metrics(quality_model):
     assert metrics["roc_auc"] >= MIN_VALIDATION_AUC
     assert set(metrics) >= {"precision", "recall", "f1", "roc_auc"}
     assert f"ROC AUC {metrics['roc_auc']:.4f}" in result.stdout
+    # while it works: the documents read per class, counted, then a line before training and one with its time
+    assert re.search(r"^positive +1,206 documents \d+:\d\d:\d\d$", result.stdout, re.M)
+    assert re.search(r"^Read 1,206 positive and 1,903 negative documents in \d+\.\ds; training the fastText quality "
+                     r"classifier on 1,206 of each \(10 epochs, then quantized to [\d,]+ rows\)$", result.stdout, re.M)
+    assert re.search(r"^Quality model: .*, trained in \d+\.\ds$", result.stdout, re.M)
     assert card["hyperparameters"]["word_ngrams"] == 2
 
 

@@ -69,8 +69,9 @@ def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes
     sources.write_text(f'root = "{slice_sources.parent}"\n' + slice_sources.read_text())
     first = done_markers(ws, "prepare")
     assert first
-    run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
+    rerun = run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     assert done_markers(ws, "prepare") == first
+    assert f"note: nothing to do: generation {published(ws).name} is published already" in rerun.stdout
     sources.write_text(sources.read_text().replace(FORTUNES_FILTERS, 'filters = ["c4"]'))
     run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     third = done_markers(ws, "prepare")

@@ -45,3 +45,12 @@ def test_a_sources_main_language_breaks_ties_by_name_not_by_chance():
                FROM (VALUES ('fr'), ('en'), ('en'), ('fr'), ('de')) AS t(lang)""")
     for _ in range(20):  # DuckDB's mode() answered 'en' or 'fr' from one run to the next
         assert source_stats(con)["web"].language == "en"
+
+
+def test_the_source_table_shows_the_share_kept_rounded_down():
+    from reports.sections import SourceStats, source_table
+
+    html = source_table({"docs": SourceStats("docs", fates={"kept": 199, "filtered": 1}),
+                         "web": SourceStats("web", fates={"kept": 3})})
+    assert "<th>kept %</th>" in html or '<th class="num">kept %</th>' in html
+    assert 'data-value="99">99<' in html and 'data-value="100">100<' in html  # 199 of 200 is not all

@@ -4,7 +4,7 @@ problem is one line naming `annotator 'NAME'` and the fix (curation.config.load_
 import re
 from pathlib import Path
 
-from base.errors import UserError, reject_unknown_keys
+from base.errors import UserError, did_you_mean, reject_unknown_keys
 from base.store import is_url
 from curation.schema import CURATED
 from curation.steps.annotate import ANNOTATORS
@@ -50,8 +50,8 @@ def _parse_annotator(entry: dict, index: int, path: Path, source_names: list[str
     if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
         raise UserError(f"{where}: `sources` must be a list of source names (empty or left out: every source)")
     if unknown := [s for s in sources if s not in source_names]:
-        raise UserError(f"{where}: `sources` names '{unknown[0]}', which is no [[source]]; use any of "
-                        f"{', '.join(source_names)}")
+        raise UserError(f"{where}: `sources` names '{unknown[0]}'{did_you_mean(unknown[0], source_names)}, which is "
+                        f"no [[source]]; use any of {', '.join(source_names)}")
     bounds = {key: _number(entry.get(key), key, where) for key in ("min", "max")}
     if None not in bounds.values() and bounds["min"] > bounds["max"]:
         raise UserError(f"{where}: `min` ({bounds['min']}) is above `max` ({bounds['max']}); swap them or drop one")
