@@ -82,7 +82,8 @@ def removed_query(ws, shard, sample: int | None) -> str:
     """A shard's removed sample: `prepare`'s (its first `sample` removed documents per reason, None: all) and the
     first `sample` per reason by record of those the global stages removed (the shard's removals, registered as
     `removals`), their text as `prepare` wrote it; in record order."""
-    first = "" if sample is None else f"QUALIFY row_number() OVER (PARTITION BY x.reason ORDER BY x.record) <= {int(sample)}"
+    first = ("" if sample is None
+             else f"QUALIFY row_number() OVER (PARTITION BY x.reason ORDER BY x.record) <= {int(sample)}")
     return f"""
         SELECT * FROM read_parquet({literal(PREPARE.removed_sample_path(ws, shard))})
         UNION ALL

@@ -1,7 +1,7 @@
 """A record from a row's fields: the text field taken out, the rest kept as the document's metadata (a NaN or
 infinite number there stored as null: JSON has no such numbers, and meta is JSON); the records of what is not
-one (a document over the size limit, which is filtered rather than malformed), the error for a file of the wrong kind, and a file's name as a record's
-detail spells it."""
+one (a document over the size limit, which is filtered rather than malformed), the error for a file of the wrong
+kind, and a file's name as a record's detail spells it."""
 
 import math
 

@@ -1,8 +1,9 @@
 """A filter removal's `detail`: the value the filter measured against the threshold it crossed (`words 31 < 50`,
 `alpha_words 0.61 < 0.8`, `top_2_gram 0.31 > 0.2`), or for a rule that drops a whole document on one line, that
-line's start. Loom's own Gopher and C4 rules return it with their verdict (curation.steps.measures); where a datatrove class
-judges (FineWeb always; Gopher and C4 with an option Loom's rules do not cover) `removal_detail` computes it from
-the text that class judged, for the reason it gave, as datatrove computes it: it never judges again."""
+line's start. Loom's own Gopher and C4 rules return it with their verdict (curation.steps.measures); where a
+datatrove class judges (FineWeb always; Gopher and C4 with an option Loom's rules do not cover) `removal_detail`
+computes it from the text that class judged, for the reason it gave, as datatrove computes it: it never judges
+again."""
 
 import re
 
@@ -42,12 +43,15 @@ def gopher_quality_detail(ref, text: str, reason: str) -> str:
     non_symbol = [w for w in words if any(ch not in PUNCTUATION_SET for ch in w)]
     lines = text.splitlines()
     rule = reason.removeprefix("gopher_")
-    if rule in ("short_doc", "long_doc"):
-        return measured("words", len(non_symbol), *(("<", ref.min_doc_words) if rule == "short_doc" else (">", ref.max_doc_words)))
-    if rule in ("below_avg_threshold", "above_avg_threshold"):
-        average = sum(map(len, non_symbol)) / len(non_symbol) if non_symbol else float("nan")
-        low = rule == "below_avg_threshold"
-        return measured("avg_word_length", average, *(("<", ref.min_avg_word_length) if low else (">", ref.max_avg_word_length)))
+    if rule == "short_doc":
+        return measured("words", len(non_symbol), "<", ref.min_doc_words)
+    if rule == "long_doc":
+        return measured("words", len(non_symbol), ">", ref.max_doc_words)
+    average = sum(map(len, non_symbol)) / len(non_symbol) if non_symbol else float("nan")
+    if rule == "below_avg_threshold":
+        return measured("avg_word_length", average, "<", ref.min_avg_word_length)
+    if rule == "above_avg_threshold":
+        return measured("avg_word_length", average, ">", ref.max_avg_word_length)
     if rule == "too_many_hashes":
         return measured("hashes_per_word", text.count("#") / len(words), ">", ref.max_symbol_word_ratio)
     if rule == "too_many_ellipsis":

@@ -11,7 +11,7 @@ from curation.config import load_config
 from curation.job import JobContext
 from curation.stages.prepare import PREPARE
 from curation.steps.filters import FILTERS
-from helpers import published, run_loom
+from helpers import published
 from reports.views import connect
 
 DEFAULT_SAMPLE = 50
