@@ -14,6 +14,7 @@ from base.store import is_url
 
 TEXT_CHARS = 2000  # of the extracted text, by default
 TOKENS_SHOWN = 20
+SAME_DOC_ID_SHOWN = 20  # other records with its doc id listed
 CLOSE_INPUTS = 2  # input paths at most this much longer or shorter than the one typed are compared for a near miss
 FIND_RECORDS = 'loom sql "SELECT input, record FROM funnel LIMIT 5"'
 DOC_ID = re.compile(r"[0-9a-f]{32}")
@@ -159,6 +160,7 @@ def normalized(path: str) -> str:
 def add_raw(story: RecordStory, info: dict) -> None:
     from curation.readers import READERS
     from curation.readers.raw_record import escaped_bytes, input_path, raw_start
+    from curation.readers.streams import Corrupt, Truncated
 
     fmt = info["sources"].get(story.source, {}).get("format")
     if fmt not in READERS:
@@ -166,8 +168,11 @@ def add_raw(story: RecordStory, info: dict) -> None:
         return
     try:
         raw = raw_start(READERS[fmt].reader, input_path(story.input), story.record)
-    except (OSError, ValueError) as err:
-        story.raw_note = f"cannot read {story.input} ({type(err).__name__}: {err}); the input is gone or changed"
+    except FileNotFoundError:
+        story.raw_note = f"the input is gone: no file {story.input}"
+        return
+    except (OSError, ValueError, EOFError, Corrupt, Truncated) as err:
+        story.raw_note = f"cannot read the input {story.input} ({type(err).__name__}: {err}); has it changed?"
         return
     if raw is None:
         story.raw_note = f"format {fmt} does not say where its records' bytes are"
@@ -203,8 +208,8 @@ def add_document(con, gen, story: RecordStory, text_chars: int) -> None:
 
 def add_removed_text(con, views: list[str], story: RecordStory, text_chars: int) -> None:
     """A removed record's text from the removed sample, when it is in it."""
-    rows = (con.execute("SELECT text FROM removed WHERE input = ? AND record = ? LIMIT 1",
-                        [story.input, story.record]).fetchall() if "removed" in views else [])
+    rows = (con.execute("SELECT text FROM removed WHERE source = ? AND input = ? AND record = ? LIMIT 1",
+                        [story.source, story.input, story.record]).fetchall() if "removed" in views else [])
     if not rows or rows[0][0] is None:
         story.text_note = NOT_SAMPLED if "removed" in views else "this generation holds no removed sample"
         return
@@ -217,8 +222,12 @@ def add_duplicates(con, story: RecordStory) -> None:
     if story.doc_id is None:
         return
     others = con.execute("""SELECT input, record, fate FROM funnel WHERE doc_id = ? AND NOT (input = ? AND record = ?)
-                            ORDER BY source, shard, record LIMIT 20""", [story.doc_id, story.input, story.record])
-    story.same_doc_id = [f"{i}#{r} {fate}" for i, r, fate in others.fetchall()]
+                            ORDER BY source, shard, record LIMIT ?""",
+                         [story.doc_id, story.input, story.record, SAME_DOC_ID_SHOWN + 1]).fetchall()
+    story.same_doc_id = [f"{i}#{r} {fate}" for i, r, fate in others[:SAME_DOC_ID_SHOWN]]
+    if len(others) > SAME_DOC_ID_SHOWN:
+        story.same_doc_id.append(f"... more: loom sql \"SELECT input, record, fate FROM funnel WHERE doc_id = "
+                                 f"'{story.doc_id}'\"")
     if story.fate == "duplicate":
         kept = con.execute("SELECT input, record FROM funnel WHERE doc_id = ? AND fate = 'kept' LIMIT 1",
                            [story.dup_cluster or story.doc_id]).fetchall()
