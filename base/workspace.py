@@ -35,6 +35,7 @@ PART_TABLES = ("documents", "funnel", "removed")  # manifest tables written per 
 CURATION_INFO_FILE, DEDUP_REPORT_FILE = "curation.json", "dedup_report.json"  # in manifest/
 DONE_MARKER = "_done"  # a stage's done-marker, beside its outputs
 REMOVALS_DIR = "removals"  # a removing stage's removals table (curation.stages.base)
+REMOVED_SAMPLE_DIR = "removed_sample"  # prepare's removed documents' text, per shard (curation.stages.prepare)
 FILTERS_DIR, EVIDENCE_DIR = "filters", "evidence"  # decontaminate's, under work/<stage>/
 CLUSTERS_DIR, BUCKETS_DIR = "clusters", "buckets"  # minhash_dedup's and quality_select's, under work/<stage>/
 COPIES_DIR = "copies"  # exact_dedup's: each kept copy's number of exact copies, under work/<stage>/

@@ -16,7 +16,7 @@ class Record:
     index: int  # position in the shard, counting malformed records too
     text: str | None = None
     meta: dict = field(default_factory=dict)
-    problem: str | None = None  # why the record is malformed, or None
+    problem: str | None = None  # why the reader set it aside (malformed, or too_large), or None
     detail: str = ""
     raw: str = ""
     input: str | None = None  # the file it came from, when the shard reads several (a folder's files)

@@ -1,5 +1,5 @@
-"""The per-document tables of the manifest (documents, funnel), written per shard by one Dask task each, with the
-shard's curated part and quarantine copied into the generation by the same task.
+"""The per-document tables of the manifest (documents, funnel, removed), written per shard by one Dask task each,
+with the shard's curated part and quarantine copied into the generation by the same task.
 
 A shard's funnel rows are `prepare`'s funnel rows with each removed record's row taken from the removals the
 global stages wrote. Those are tables by shard (curation.stages.parts), so each task reads its own shard's
@@ -14,7 +14,7 @@ from base.parquet_files import write_parquet
 from base.small_files import read_text
 from base.sql import duckdb_connect, literal
 from base.workspace import Generation
-from curation.schema import REMOVALS, annotator_fields, bucket_fields
+from curation.schema import REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.prepare import PREPARE
@@ -33,7 +33,7 @@ def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:
 
 
 def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
-    """A shard's curated part and quarantine into the generation, its documents and funnel parts; returns the
+    """A shard's curated part and quarantine into the generation, its documents, funnel and removed parts; returns the
     counts the dedup report needs: documents that reached MinHash dedup, and those it removed."""
     ws = ctx.workspace
     copy_file(TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index))
@@ -46,6 +46,8 @@ def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
     write_query(con, documents_query(gen, TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index),
                                      annotator_columns), gen.manifest_part("documents", ordinal))
     write_query(con, funnel_query(PREPARE.funnel_path(ws, shard)), gen.manifest_part("funnel", ordinal))
+    write_query(con, removed_query(ws, shard, ctx.config.inspect.removed_sample), gen.manifest_part("removed", ordinal),
+                REMOVED_SAMPLE)
     signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0)
     near = sum(1 for stage in removed["stage"].to_pylist() if stage == MINHASH_DEDUP.name)
     return {"source": shard.source.name, "considered": int(signatures), "near_duplicates": near}
@@ -76,8 +78,27 @@ def funnel_query(funnel) -> str:
     """
 
 
-def write_query(con, query: str, path) -> None:
-    """A query's rows (one shard's) as a Parquet part, every column nullable as in the table over all shards:
-    DuckDB calls a column NOT NULL when one file's statistics show no null, and parts must share a schema."""
+def removed_query(ws, shard, sample: int | None) -> str:
+    """A shard's removed sample: `prepare`'s (its first `sample` removed documents per reason, None: all) and the
+    first `sample` per reason by record of those the global stages removed (the shard's removals, registered as
+    `removals`), their text as `prepare` wrote it; in record order."""
+    first = "" if sample is None else f"QUALIFY row_number() OVER (PARTITION BY x.reason ORDER BY x.record) <= {int(sample)}"
+    return f"""
+        SELECT * FROM read_parquet({literal(PREPARE.removed_sample_path(ws, shard))})
+        UNION ALL
+        SELECT x.source, x.shard, f.input, x.record, p.id AS doc_id, x.fate, x.stage, x.reason, x.detail, p.text
+        FROM removals x
+        JOIN read_parquet({literal(PREPARE.part_path(ws, shard))}) p ON p.record = x.record
+        JOIN read_parquet({literal(PREPARE.funnel_path(ws, shard))}) f ON f.record = x.record
+        {first}
+        ORDER BY record
+    """
+
+
+def write_query(con, query: str, path, schema: pa.Schema | None = None) -> None:
+    """A query's rows (one shard's) as a Parquet part, in `schema` if given, every column nullable as in the table
+    over all shards: DuckDB calls a column NOT NULL when one file's statistics show no null, and parts must share a
+    schema."""
     table = con.sql(query).to_arrow_table()
+    table = table if schema is None else table.select(schema.names).cast(schema)
     write_parquet(table.cast(pa.schema([field.with_nullable(True) for field in table.schema])), path)

@@ -18,6 +18,7 @@ from base.sql import duckdb_connect, literal
 from base.store import as_path, is_remote
 from base.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, PLAN_FILE, QUARANTINE_FILES, RUN_METRICS,
                             SCHEDULE_FILE, SPILL_DIR, SEQUENCE_FILES, VALIDATION_FILE, Workspace, manifest_files)
+from curation.schema import REMOVED_SAMPLE, empty_relation
 from mixtures import compiled_mixtures
 
 # What `loom sql` runs, a fence behind the sandbox: SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM and VALUES parse as
@@ -41,6 +42,8 @@ class View:
     # REL inside it (a list of them, one per build, for BUILDS)
     reads: str = WORKSPACE  # WORKSPACE: its own folders; PUBLISHED: the published generation of curated data;
     # BUILDS: the current build of every compiled mixture (mixtures.compiled_mixtures)
+    older: str = ""  # files of a folder made before the view's files were (a generation published before them):
+    empty: str = ""  # there the view is this query, the same columns and no rows
 
 
 class WorkspacePaths:
@@ -75,6 +78,8 @@ VIEWS = (
     View("doc_stats", manifest_files("documents"), "SELECT * FROM read_parquet({files})", reads=PUBLISHED),
     manifest_view("shards"),
     manifest_view("funnel"),
+    View("removed", manifest_files("removed"), "SELECT * FROM read_parquet({files})", reads=PUBLISHED,
+         older=manifest_files("funnel"), empty=f"SELECT * FROM {empty_relation(REMOVED_SAMPLE)}"),
     View("quarantine", QUARANTINE_FILES, """
         SELECT split_part(filename, '/', -2) AS source, input, record, reason, detail, raw
         FROM read_json({files}, format = 'newline_delimited', filename = true,
@@ -116,8 +121,13 @@ def available_views(root: Path, folders: dict[str, list[Path]] | None = None) ->
     """(name, CREATE VIEW statement) of each view whose files exist, in dependency order."""
     root = workspace_root(root)
     folders = folders or view_folders(root)
-    return [(view.name, create_statement(view, with_files(view, folders))) for view in VIEWS
-            if with_files(view, folders)]
+    statements = []
+    for view in VIEWS:
+        if with_files(view, folders):
+            statements.append((view.name, create_statement(view, with_files(view, folders))))
+        elif view.older and with_files(View(view.name, view.older, "", view.reads), folders):
+            statements.append((view.name, f"CREATE OR REPLACE VIEW {view.name} AS {view.empty};"))
+    return statements
 
 
 def view_folders(root: Path) -> dict[str, list[Path]]:

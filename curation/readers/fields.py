@@ -1,6 +1,6 @@
 """A record from a row's fields: the text field taken out, the rest kept as the document's metadata (a NaN or
 infinite number there stored as null: JSON has no such numbers, and meta is JSON); the records of what is not
-one (a document over the size limit), the error for a file of the wrong kind, and a file's name as a record's
+one (a document over the size limit, which is filtered rather than malformed), the error for a file of the wrong kind, and a file's name as a record's
 detail spells it."""
 
 import math
@@ -9,6 +9,7 @@ from base.errors import UserError
 from curation.document import Record
 
 RAW_PREVIEW_CHARS = 2000  # of a malformed record, kept in quarantine (in bytes, for one too large to read)
+TOO_LARGE = "too_large"  # a record over the source's max_doc_bytes: a limit, not broken input (fate `filtered`)
 FIELDS_NAMED = 20  # of a record without the text field, the fields its detail names
 
 
@@ -42,8 +43,14 @@ def null_non_finite(obj: dict) -> dict:
 
 def too_large(index: int, size: int, limit: int, start: bytes, where: str = "") -> Record:
     """A document over the source's `max_doc_bytes`: set aside with only its first bytes, never held whole."""
-    return Record(index=index, problem="too_large", detail=f"{where}{size} bytes, over max_doc_bytes = {limit}",
+    return Record(index=index, problem=TOO_LARGE, detail=f"{where}{size} bytes, over max_doc_bytes = {limit}",
                   raw=start[:RAW_PREVIEW_CHARS].decode("utf-8", "replace"))
+
+
+def filtered_when_read(problem: str) -> bool:
+    """Whether a record its reader set aside was removed for a limit the source sets (`filtered` at stage `read`,
+    not quarantined) rather than for being broken (`malformed`)."""
+    return problem == TOO_LARGE
 
 
 def name_of(path) -> str:

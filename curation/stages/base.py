@@ -14,11 +14,8 @@ from pathlib import Path
 from base.done_markers import done_stats
 from base.sql import path_list
 from base.workspace import DONE_MARKER, REMOVALS_DIR, Workspace
-from curation.schema import REMOVALS
+from curation.schema import REMOVALS, empty_relation
 from curation.stages.parts import all_parts
-
-DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}
-
 
 def settings_json(value) -> str:
     """A stage's settings as they enter its fingerprint."""
@@ -39,8 +36,7 @@ def removals_relation(paths) -> str:
     of the same columns."""
     if paths:
         return f"read_parquet({path_list(all_parts(p) for p in paths)})"
-    columns = ", ".join(f"NULL::{DUCKDB_TYPES[str(f.type)]} AS {f.name}" for f in REMOVALS)
-    return f"(SELECT {columns} LIMIT 0)"
+    return empty_relation(REMOVALS)
 
 
 class ShardStage:

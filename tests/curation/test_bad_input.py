@@ -1,7 +1,9 @@
-"""Bad records are counted and quarantined, good ones survive; bad config or inputs stop with one clear line."""
+"""Bad records are counted and quarantined (a record over max_doc_bytes is filtered instead), good ones survive,
+every removed record's text or raw start is in manifest/removed/; bad config or inputs stop with one clear line."""
 
 import gzip
 import json
+import shutil
 import zlib
 from collections import Counter
 
@@ -9,9 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from curation.readers.fields import RAW_PREVIEW_CHARS
+from curation.schema import REMOVED_SAMPLE
 from helpers import published, run_loom
+from reports.views import connect
 
 GOOD_TEXTS = [f"Record number {i} is a good one: it has text, and it is valid JSON." for i in range(40)]
+TOO_LARGE = json.dumps({"text": "huge " * 1000})
+MAX_DOC_BYTES = 4096
 
 
 def write_bad_inputs(root):
@@ -20,6 +27,7 @@ def write_bad_inputs(root):
     lines += [b'{"text": "caf\xe9 latin-1 bytes"}']  # 1 invalid UTF-8
     lines += [json.dumps({"body": "no text field"}).encode(), json.dumps({"text": 7}).encode()]  # 2 missing field
     lines += [json.dumps({"text": "   "}).encode()]  # 1 empty text
+    lines += [TOO_LARGE.encode()]  # 1 over max_doc_bytes: filtered, not malformed
     (root / "bad").mkdir()
     (root / "bad" / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     (root / "bad" / "b.jsonl").write_bytes(b"")  # 1 empty file
@@ -29,18 +37,22 @@ def write_bad_inputs(root):
     (root / "cut" / "c.jsonl.gz").write_bytes(truncated)
     partial = zlib.decompressobj(wbits=31).decompress(truncated)
     (root / "sources.toml").write_text(
-        """
+        f"""
 [[source]]
 name = "bad"
 format = "jsonl"
 paths = ["bad/*.jsonl"]
 filters = []
+max_doc_bytes = {MAX_DOC_BYTES}
 
 [[source]]
 name = "cut"
 format = "jsonl.gz"
 paths = ["cut/*.jsonl.gz"]
 filters = []
+
+[inspect]
+removed_sample = "all"
 """
     )
     return partial.count(b"\n")  # complete records before the cut
@@ -62,6 +74,10 @@ def test_each_bad_record_is_counted_under_its_reason(bad_run):
     assert bad == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2, "empty_text": 1, "empty_file": 1}
     kept = [row for row in funnel if row["source"] == "bad" and row["fate"] == "kept"]
     assert len(kept) == 5
+    [too_large] = [row for row in funnel if row["reason"] == "too_large"]  # a length limit, not broken input
+    assert (too_large["fate"], too_large["stage"], too_large["detail"]) == \
+        ("filtered", "read", f"{len(TOO_LARGE)} bytes, over max_doc_bytes = {MAX_DOC_BYTES}")
+    assert Counter(row["fate"] for row in funnel if row["source"] == "bad") == {"kept": 5, "malformed": 7, "filtered": 1}
 
 
 def test_good_records_survive_and_the_truncated_tail_is_counted(bad_run):
@@ -83,8 +99,26 @@ def test_malformed_records_are_quarantined_with_reason_and_raw_text(bad_run):
     rows = [json.loads(line) for line in (published(ws) / "quarantine" / "bad" / "part-00000.jsonl").read_text().splitlines()]
     assert Counter(row["reason"] for row in rows) == {"malformed_json": 2, "invalid_utf8": 1, "missing_text_field": 2,
                                                       "empty_text": 1}
-    assert any("unterminated" in row["raw"] for row in rows)
+    assert any("unterminated" in row["raw"] for row in rows)  # and no too_large: it is not malformed
     assert (published(ws) / "quarantine" / "bad" / "part-00001.jsonl").read_text().count("empty_file") == 1
+
+
+def test_with_removed_sample_all_every_removed_record_keeps_its_text_or_its_raw_start(bad_run, tmp_path):
+    ws, _ = bad_run
+    gen = published(ws)
+    funnel = pq.read_table(gen / "manifest" / "funnel").to_pylist()
+    removed = pq.read_table(gen / "manifest" / "removed").to_pylist()
+    key = lambda row: (row["source"], row["shard"], row["record"])  # noqa: E731
+    assert sorted(map(key, removed)) == sorted(key(row) for row in funnel if row["fate"] != "kept")
+    texts = {(row["reason"], row["text"]) for row in removed}
+    assert ("too_large", TOO_LARGE[:RAW_PREVIEW_CHARS]) in texts and ("malformed_json", '{"text": "unterminated') in texts
+
+    old = tmp_path / "ws"  # the workspace as a generation published before manifest/removed/ left it
+    shutil.copytree(ws, old)
+    shutil.rmtree(published(old) / "manifest" / "removed")
+    con, names = connect(old)
+    assert "removed" in names and con.execute("SELECT count(*) FROM removed").fetchone()[0] == 0
+    assert [column for column, *_ in con.execute("DESCRIBE removed").fetchall()] == REMOVED_SAMPLE.names
 
 
 SOURCE_ERRORS = [

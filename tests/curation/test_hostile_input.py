@@ -265,7 +265,7 @@ max_doc_bytes = {LIMIT}
 """)
     kept = len(good) + len(packed) + cut_records
     return {"records": kept + 4, "kept": kept, "first_text": good[0], "big": big,
-            "reasons": {"invalid_unicode": 1, "too_large": 1, "truncated_file": 2}}
+            "reasons": {"invalid_unicode": 1, "truncated_file": 2}}
 
 
 @pytest.mark.slow  # a whole curation (~22 s); each hostile case is read by default above
@@ -278,14 +278,16 @@ def test_a_curate_of_hostile_input_keeps_every_good_record_and_accounts_for_ever
     funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     assert len(funnel) == expected["records"]  # every input record, and the two cuts, in exactly one row
     assert Counter(row["reason"] for row in funnel if row["fate"] == "malformed") == expected["reasons"]
-    assert Counter(row["fate"] for row in funnel) == {"kept": expected["kept"], "malformed": 4}
+    assert Counter(row["fate"] for row in funnel) == {"kept": expected["kept"], "malformed": 3, "filtered": 1}
     curated = pq.read_table(published(ws) / "curated", columns=["text", "n_chars"]).to_pylist()
     assert len(curated) == expected["kept"] and expected["first_text"] in {row["text"] for row in curated}
     assert max(row["n_chars"] for row in curated) < LIMIT
     quarantined = [json.loads(line) for part in sorted((published(ws) / "quarantine" / "lines").glob("*.jsonl"))
                    for line in part.read_text().splitlines()]
-    [too_large] = [row for row in quarantined if row["reason"] == "too_large"]
-    assert too_large["raw"] == expected["big"][:RAW_PREVIEW_CHARS]
+    assert not [row for row in quarantined if row["reason"] == "too_large"]  # a length limit: filtered at read
+    [too_large] = pq.read_table(published(ws) / "manifest" / "removed", filters=[("reason", "=", "too_large")]).to_pylist()
+    assert (too_large["fate"], too_large["stage"]) == ("filtered", "read")
+    assert too_large["text"] == expected["big"][:RAW_PREVIEW_CHARS]
 
 
 def named(folder: Path, name: bytes) -> Path:
