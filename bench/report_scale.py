@@ -96,7 +96,8 @@ def stand_in_removed(con, gen, path: Path) -> Path:
     """A removed sample made from `gen`'s funnel, written at `path`, for a generation curated before Loom kept one
     (see STAND_IN_TEXT)."""
     funnel = gen.root / "manifest" / "funnel" / "*.parquet"
-    con.execute(f"""COPY (SELECT source, shard, input, record, doc_id, fate, stage, reason, detail, {STAND_IN_TEXT} AS text
+    con.execute(f"""COPY (SELECT source, shard, input, record, doc_id, fate, stage, reason, detail,
+                                 {STAND_IN_TEXT} AS text
                           FROM read_parquet({literal(str(funnel))}) WHERE fate <> 'kept'
                           QUALIFY row_number() OVER (PARTITION BY source, reason ORDER BY shard, record) <= {SAMPLED})
                     TO {literal(str(path))} (FORMAT parquet)""")

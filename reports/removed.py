@@ -16,8 +16,8 @@ TEXT_CHARS = 300
 
 def removed_section(con, views: list[str], stats: dict[str, SourceStats]) -> str:
     """The section, or nothing when the generation holds no removed sample or nothing was removed."""
-    if "removed" not in views:
-        return ""
+    if "removed" not in views or not con.sql("SELECT 1 FROM removed LIMIT 1").fetchall():
+        return ""  # a generation published before removed samples were kept has the view, empty
     lost = {name: s.raw - s.fates.get("kept", 0) for name, s in stats.items()}
     sources = [name for name in largest(stats, key=lambda s: lost[s.name]) if lost[name]]
     if not sources:

@@ -19,6 +19,7 @@ CLOSE_INPUTS = 2  # input paths at most this much longer or shorter than the one
 FIND_RECORDS = 'loom sql "SELECT input, record FROM funnel LIMIT 5"'
 DOC_ID = re.compile(r"[0-9a-f]{32}")
 NOT_SAMPLED = 'not in the removed sample; set [inspect] removed_sample = "all" to keep every one'
+NO_SAMPLE = "this generation was published before Loom kept removed texts"
 DOCUMENT_FIELDS = ("id", "source", "shard", "row", "lang", "lang_score", "n_chars", "n_tokens", "quality",
                    "quality_bucket", "dup_cluster", "dup_count", "domain", "domain_distance")  # doc_stats' own columns
 
@@ -211,7 +212,8 @@ def add_removed_text(con, views: list[str], story: RecordStory, text_chars: int)
     rows = (con.execute("SELECT text FROM removed WHERE source = ? AND input = ? AND record = ? LIMIT 1",
                         [story.source, story.input, story.record]).fetchall() if "removed" in views else [])
     if not rows or rows[0][0] is None:
-        story.text_note = NOT_SAMPLED if "removed" in views else "this generation holds no removed sample"
+        sampled = "removed" in views and con.sql("SELECT 1 FROM removed LIMIT 1").fetchall()
+        story.text_note = NOT_SAMPLED if sampled else NO_SAMPLE
         return
     story.text, story.text_chars = rows[0][0][:text_chars], len(rows[0][0])
 

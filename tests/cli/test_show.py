@@ -70,12 +70,16 @@ def test_a_removed_record_shows_its_sampled_text_and_what_the_filter_measured(ap
     sampled = rows(api, "SELECT * FROM removed WHERE stage = 'gopher_quality' ORDER BY shard, record LIMIT 1")[0]
     story = api.show(f"{sampled['input']}#{sampled['record']}")
     assert story.text == sampled["text"][:2000] and story.fate == "filtered"
-    assert story.verdict == f"filtered at gopher_quality: {sampled['reason']} ({sampled['detail']})"
+    funnel = rows(api, "SELECT * FROM funnel WHERE input = '{}' AND record = {}",
+                  sampled["input"], sampled["record"])[0]
+    measured = f" ({funnel['detail']})" if funnel["detail"] else ""  # the filter's value against its threshold
+    assert story.verdict == f"filtered at gopher_quality: {funnel['reason']}{measured}"
+    assert story.detail == sampled["detail"]
     assert story.tokens is None and story.curated_part is None
     unsampled = rows(api, """SELECT f.input, f.record FROM funnel f ANTI JOIN removed r USING (input, record)
                              WHERE f.fate = 'filtered' LIMIT 1""")
-    if unsampled:  # fortunes loses more than the sample keeps to one reason
-        assert api.show(f"{unsampled[0]['input']}#{unsampled[0]['record']}").text_note == NOT_SAMPLED
+    assert unsampled  # fortunes loses more records to gopher_short_doc than the sample keeps of one reason
+    assert api.show(f"{unsampled[0]['input']}#{unsampled[0]['record']}").text_note == NOT_SAMPLED
 
 
 def test_an_unknown_record_input_or_doc_id_is_one_line_naming_it(curated_slice, api):

@@ -35,5 +35,6 @@ def test_a_json_line_is_found_at_its_offset_inside_a_later_zstd_frame(tmp_path):
 
 
 def test_bytes_are_shown_escaped_and_a_character_cut_at_the_end_is_left_out():
-    assert escaped_bytes("é\x1b[31m\tok\r\n".encode() + b"\xff" + "日本".encode()[:-1]) == "é\\x1b[31m\tok\\r\n\\xff日"
+    shown = escaped_bytes("é\x1b[31m\tok\r\n".encode() + b"\xff" + "日本".encode()[:-1])
+    assert shown == "é\\x1b[31m\tok\\r\n\\xff日"
     assert escaped_bytes(b"plain") == "plain"

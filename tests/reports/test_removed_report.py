@@ -40,7 +40,8 @@ def test_the_removed_section_shows_sampled_texts_per_reason_beside_kept_ones(rep
     section = text[text.index("<h2>Removed documents</h2>"):]
     fortunes = section[section.index('<details class="removed" id="removed-fortunes">'):]
     fortunes = fortunes[:fortunes.index("</details>")]
-    sampled = sorted((r for r in rows if r["source"] == "fortunes"), key=lambda r: (r["reason"], r["shard"], r["record"]))
+    sampled = sorted((r for r in rows if r["source"] == "fortunes"),
+                     key=lambda r: (r["reason"], r["shard"], r["record"]))
     reasons = {r["reason"] for r in sampled}
     assert len(reasons) > 1
     for reason in reasons:
