@@ -53,7 +53,7 @@ def source_part(source: str, counts: list[tuple], removed: dict[str, list[tuple]
 
 def text_block(meta: str, text: str | None, size: int | None) -> str:
     more = f" … ({number(size)} characters in all)" if size and size > TEXT_CHARS else ""
-    return f'<p class="note spot">{esc(meta)}</p><pre class="doc">{esc(text or "")}{esc(more)}</pre>'
+    return f'<p class="note removed-meta">{esc(meta)}</p><pre class="doc">{esc(text or "")}{esc(more)}</pre>'
 
 
 def removed_texts(con, sources: list[str]) -> dict[str, dict[str, list[tuple]]]:
