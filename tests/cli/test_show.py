@@ -66,6 +66,14 @@ def test_a_near_duplicate_names_its_clusters_survivor(api):
     assert story.raw == json.dumps(row, ensure_ascii=False)[:400]  # the Parquet row, its columns as JSON
 
 
+def test_a_folder_formats_file_is_its_one_record_and_shows_the_files_start(api):
+    page = rows(api, "SELECT * FROM funnel WHERE source = 'web' ORDER BY input LIMIT 1")[0]
+    story = api.show(page["input"])  # no #RECORD: the file is the record
+    assert (story.record, story.doc_id, story.fate) == (page["record"], page["doc_id"], page["fate"])
+    with open(page["input"], "rb") as fh:
+        assert story.raw == fh.read(400).decode("utf-8", "ignore")  # a character cut at the end left out
+
+
 def test_a_removed_record_shows_its_sampled_text_and_what_the_filter_measured(api):
     sampled = rows(api, "SELECT * FROM removed WHERE stage = 'gopher_quality' ORDER BY shard, record LIMIT 1")[0]
     story = api.show(f"{sampled['input']}#{sampled['record']}")
