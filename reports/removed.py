@@ -45,7 +45,8 @@ def source_part(source: str, counts: list[tuple], removed: dict[str, list[tuple]
     for reason, fate, stage, n in counts:
         parts.append(f"<h4>{esc(reason)} ({esc(fate)}{f' at {esc(stage)}' if stage else ''}): {number(n)}</h4>")
         sampled = removed.get(reason, [])
-        parts += [text_block(f"{where} · {detail or ''}", text, size) for where, detail, text, size in sampled]
+        parts += [text_block(f"{where} · {detail}" if detail else where, text, size)
+                  for where, detail, text, size in sampled]
         if not sampled:
             parts.append('<p class="note">none in the sample</p>')
     return "".join(parts) + "</details>"

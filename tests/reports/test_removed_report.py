@@ -47,9 +47,11 @@ def test_the_removed_section_shows_sampled_texts_per_reason_beside_kept_ones(rep
     for reason in reasons:
         first = [r for r in sampled if r["reason"] == reason][:4]
         for shown in first[:3]:
-            assert esc(f"{shown['input']}#{shown['record']} · {shown['detail'] or ''}") in fortunes
+            where = f"{shown['input']}#{shown['record']}"
+            assert esc(f"{where} · {shown['detail']}" if shown["detail"] else where) + "</p>" in fortunes
         if len(first) == 4:  # three per reason, the first by shard and record
-            assert esc(f"{first[3]['input']}#{first[3]['record']} · ") not in fortunes
+            fourth = esc(f"{first[3]['input']}#{first[3]['record']}")
+            assert f"{fourth}</p>" not in fortunes and f"{fourth} · " not in fortunes
     assert "<h4>kept</h4>" in fortunes and esc(PAYLOAD) in fortunes and PAYLOAD not in text
 
     script = """const pre = document.createElement('pre'); pre.id = 'test-result';
