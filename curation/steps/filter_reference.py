@@ -11,10 +11,16 @@ DATATROVE_FILTERS = tuple(name for name, f in FILTERS.items() if isinstance(f.bu
 
 
 class _Removals(dict):
-    """A funnel that only notes, by record, which filter removed a document and why."""
+    """A funnel that only notes, by record, which filter removed a document and why (and, in `details`, the
+    detail of what it measured)."""
+
+    def __init__(self, details: dict | None = None):
+        super().__init__()
+        self.details = {} if details is None else details
 
     def remove(self, doc, stage, reason, fate="filtered", detail=""):
         self[doc.record] = (stage, reason)
+        self.details[doc.record] = detail
 
 
 def every_language_filters():
@@ -25,9 +31,10 @@ def every_language_filters():
                                          filter_languages=("*",)))
 
 
-def loom_verdicts(texts: list[str], heuristic_filters=None) -> tuple[dict, dict]:
-    """(removed, kept) of Loom's filter stage (`heuristic_filters`, else every_language_filters())."""
-    removed = _Removals()
+def loom_verdicts(texts: list[str], heuristic_filters=None, details: dict | None = None) -> tuple[dict, dict]:
+    """(removed, kept) of Loom's filter stage (`heuristic_filters`, else every_language_filters()); each removal's
+    detail into `details`, by text, when given."""
+    removed = _Removals(details)
     docs = (Doc(record=i, text=text, id=str(i)) for i, text in enumerate(texts))
     kept = {doc.record: doc.text for doc in (heuristic_filters or every_language_filters()).run(docs, removed)}
     return dict(removed), kept

@@ -4,7 +4,8 @@ heuristic filters (Gopher repetition and quality, C4, FineWeb) share one word to
 step that runs a source's filters in order.
 
 How to add a filter: a module with a class whose `filter(doc)` gives datatrove's verdict (True to keep, or
-(False, reason)), and one line in FILTERS: `"name": Filter(help, lambda options, words: MyFilter(**options))`."""
+(False, reason), or (False, reason, detail) with the detail of what it measured: curation.steps.filter_details),
+and one line in FILTERS: `"name": Filter(help, lambda options, words: MyFilter(**options))`."""
 
 import functools
 import inspect
@@ -15,6 +16,7 @@ from typing import Callable
 
 from base.errors import UserError
 from curation.document import Doc, Funnel
+from curation.steps.filter_details import removal_detail
 from curation.steps.normalize import document_id, normalize_text
 
 
@@ -118,14 +120,14 @@ class SharedWordsFilter:
         self.rules = rules
         self.words = words
 
-    def filter(self, doc) -> bool | tuple[bool, str]:
+    def filter(self, doc) -> bool | tuple[bool, str, str]:
         return self.rules.judge(doc.text, self.words.word_tokenize(doc.text))
 
 
 class HeuristicFilters:
     """The source's filters (FILTERS), in the source's order. The heuristic ones are tuned for English, so they
     judge only documents in the source's `filter_languages`. The first filter that rejects a document names the
-    reason; C4's filter may also drop lines, as in C4 itself."""
+    reason, and the detail what it measured against which threshold; C4's filter may also drop lines, as in C4."""
 
     name = "filters"
     batch_size = 256  # documents per spaCy memory zone (see curation.steps.words)
@@ -151,12 +153,21 @@ class HeuristicFilters:
             return True
         candidate = Document(text=doc.text, id=doc.id, metadata={})
         for filter_name, datatrove_filter in self.filters:
-            result = datatrove_filter.filter(candidate)
-            keep, reason = result if isinstance(result, tuple) else (result, None)
+            judged = candidate.text  # C4 may drop lines of a text it keeps: the next filter judges what is left
+            keep, reason, detail = verdict(datatrove_filter.filter(candidate))
             if not keep:
-                funnel.remove(doc, filter_name, reason or filter_name)
+                if detail is None:  # one of datatrove's own classes judged: what it measured, from the same text
+                    detail = removal_detail(datatrove_filter, judged, reason) if reason else ""
+                funnel.remove(doc, filter_name, reason or filter_name, detail=detail)
                 return False
         if candidate.text != doc.text:  # keep `id` the hash of the text that is stored
             doc.text = normalize_text(candidate.text)
             doc.id = document_id(doc.text)
         return True
+
+
+def verdict(result) -> tuple[bool, str | None, str | None]:
+    """(keep, reason, detail) of a filter's answer: True, (False, reason) or (False, reason, detail)."""
+    if not isinstance(result, tuple):
+        return result, None, None
+    return (*result, None) if len(result) == 2 else result

@@ -1,5 +1,6 @@
 """Gopher's repetition and quality rules (datatrove's GopherRepetitionFilter and GopherQualityFilter) computed from
-words the caller shares, with exactly datatrove's verdict and reason for every text.
+words the caller shares, with exactly datatrove's verdict and reason for every text, and with a removal the detail of what it measured
+(curation.steps.filter_details).
 
 Each takes its thresholds from a datatrove filter instance, so every option a user may set means what it means to
 datatrove. Where datatrove joins every n-gram of a text into a string, these hash every n-gram at once (numpy,
@@ -12,6 +13,8 @@ from collections import Counter
 import numpy as np
 from datatrove.pipeline.filters.gopher_repetition_filter import find_all_duplicate, find_top_duplicate, get_n_grams
 from datatrove.utils.text import PUNCTUATION_SET
+
+from curation.steps.measures import EMPTY, measured
 
 SMALL = 64  # below this many words datatrove's own loops are as quick as numpy's set-up
 _PARAGRAPHS = re.compile(r"\n{2,}")
@@ -36,29 +39,27 @@ class GopherRepetition:
     def covers(reference) -> bool:
         return all(n >= 1 for n, _ in (*reference.top_n_grams, *reference.dup_n_grams))
 
-    def judge(self, text: str, words: list[str]) -> bool | tuple[bool, str]:
+    def judge(self, text: str, words: list[str]) -> bool | tuple[bool, str, str]:
         ref = self.reference
         if not text:
-            return False, "empty"
+            return False, "empty", EMPTY
         paragraphs = _PARAGRAPHS.split(text.strip())
         repeats, chars = duplicates(paragraphs)
-        if ref.dup_para_frac and repeats / len(paragraphs) > ref.dup_para_frac:
-            return False, "dup_para_frac"
-        if ref.dup_para_char_frac and chars / len(text) > ref.dup_para_char_frac:
-            return False, "dup_para_char_frac"
+        for rule, value in (("dup_para_frac", repeats / len(paragraphs)), ("dup_para_char_frac", chars / len(text))):
+            if getattr(ref, rule) and value > getattr(ref, rule):
+                return False, rule, measured(rule, value, ">", getattr(ref, rule))
         lines = _LINES.split(text)
         repeats, chars = duplicates(lines)
-        if ref.dup_line_frac and repeats / len(lines) > ref.dup_line_frac:
-            return False, "dup_line_frac"
-        if ref.dup_line_char_frac and chars / len(text) > ref.dup_line_char_frac:
-            return False, "dup_line_char_frac"
+        for rule, value in (("dup_line_frac", repeats / len(lines)), ("dup_line_char_frac", chars / len(text))):
+            if getattr(ref, rule) and value > getattr(ref, rule):
+                return False, rule, measured(rule, value, ">", getattr(ref, rule))
         grams = NGrams(words)
         for n, n_frac in ref.top_n_grams:
-            if len(words) >= n and grams.top_chars(n) / len(text) > n_frac:
-                return False, f"top_{n}_gram"
+            if len(words) >= n and (value := grams.top_chars(n) / len(text)) > n_frac:
+                return False, f"top_{n}_gram", measured(f"top_{n}_gram", value, ">", n_frac)
         for n, n_frac in ref.dup_n_grams:
-            if grams.repeated_chars(n) / len(text) > n_frac:
-                return False, f"duplicated_{n}_n_grams"
+            if (value := grams.repeated_chars(n) / len(text)) > n_frac:
+                return False, f"duplicated_{n}_n_grams", measured(f"duplicated_{n}_n_grams", value, ">", n_frac)
         return True
 
 
@@ -156,41 +157,47 @@ class GopherQuality:
     def covers(reference) -> bool:
         return True
 
-    def judge(self, text: str, words: list[str]) -> bool | tuple[bool, str]:
+    def judge(self, text: str, words: list[str]) -> bool | tuple[bool, str, str]:
         ref = self.reference
         counts = Counter(words)
         n_words = len(words)
         kinds = {word: word_kind(word) for word in counts}
         n_non_symbol = sum(counts[w] for w, (non_symbol, _) in kinds.items() if non_symbol)
         if ref.min_doc_words and n_non_symbol < ref.min_doc_words:
-            return False, "gopher_short_doc"
+            return False, "gopher_short_doc", measured("words", n_non_symbol, "<", ref.min_doc_words)
         if ref.max_doc_words and n_non_symbol > ref.max_doc_words:
-            return False, "gopher_long_doc"
+            return False, "gopher_long_doc", measured("words", n_non_symbol, ">", ref.max_doc_words)
         # np.mean of word lengths: the float sum of small integers is exact, so this is the same quotient
         average = (sum(len(w) * counts[w] for w, (non_symbol, _) in kinds.items() if non_symbol) / n_non_symbol
                    if n_non_symbol else float(np.mean([])))
         if ref.min_avg_word_length and average < ref.min_avg_word_length:
-            return False, "gopher_below_avg_threshold"
+            return False, "gopher_below_avg_threshold", measured("avg_word_length", average, "<", ref.min_avg_word_length)
         if ref.max_avg_word_length and average > ref.max_avg_word_length:
-            return False, "gopher_above_avg_threshold"
-        if ref.max_symbol_word_ratio and text.count("#") / n_words > ref.max_symbol_word_ratio:
-            return False, "gopher_too_many_hashes"
-        if ref.max_symbol_word_ratio and (text.count("...") + text.count("…")) / n_words > ref.max_symbol_word_ratio:
-            return False, "gopher_too_many_ellipsis"
+            return False, "gopher_above_avg_threshold", measured("avg_word_length", average, ">", ref.max_avg_word_length)
+        if ref.max_symbol_word_ratio and (value := text.count("#") / n_words) > ref.max_symbol_word_ratio:
+            return False, "gopher_too_many_hashes", measured("hashes_per_word", value, ">", ref.max_symbol_word_ratio)
+        if ref.max_symbol_word_ratio and (
+            (value := (text.count("...") + text.count("…")) / n_words) > ref.max_symbol_word_ratio
+        ):
+            return False, "gopher_too_many_ellipsis", measured("ellipses_per_word", value, ">", ref.max_symbol_word_ratio)
         lines = text.splitlines()
         if ref.max_bullet_lines_ratio and (
-            sum(1 for line in lines if line.lstrip().startswith(("•", "-"))) / len(lines) > ref.max_bullet_lines_ratio
+            (value := sum(1 for line in lines if line.lstrip().startswith(("•", "-"))) / len(lines))
+            > ref.max_bullet_lines_ratio
         ):
-            return False, "gopher_too_many_bullets"
+            return False, "gopher_too_many_bullets", measured("bullet_lines", value, ">", ref.max_bullet_lines_ratio)
         if ref.max_ellipsis_lines_ratio and (
-            sum(1 for line in lines if line.rstrip().endswith(("...", "…"))) / len(lines) > ref.max_ellipsis_lines_ratio
+            (value := sum(1 for line in lines if line.rstrip().endswith(("...", "…"))) / len(lines))
+            > ref.max_ellipsis_lines_ratio
         ):
-            return False, "gopher_too_many_end_ellipsis"
+            return False, "gopher_too_many_end_ellipsis", measured("ellipsis_lines", value, ">",
+                                                                   ref.max_ellipsis_lines_ratio)
         n_alpha = sum(counts[w] for w, (_, alpha) in kinds.items() if alpha)
         if ref.max_non_alpha_words_ratio and n_alpha / n_words < ref.max_non_alpha_words_ratio:
-            return False, "gopher_below_alpha_threshold"
-        if ref.min_stop_words and len(ref.stop_words.intersection(counts)) < ref.min_stop_words:
-            return False, "gopher_enough_stop_words"
+            return False, "gopher_below_alpha_threshold", measured("alpha_words", n_alpha / n_words, "<",
+                                                                   ref.max_non_alpha_words_ratio)
+        if ref.min_stop_words and (stop := len(ref.stop_words.intersection(counts))) < ref.min_stop_words:
+            return False, "gopher_enough_stop_words", measured("stop_words", stop, "<", ref.min_stop_words)
         return True
 
 

@@ -1,14 +1,17 @@
 """Loom's fast filter stage against datatrove's own: the same words as datatrove's spaCy tokenizer, token for token,
 and the same verdict, reason and kept text from the four heuristic filters, on the bundled corpora (every
-document, whatever its language) and on documents perturbed to meet every rule."""
+document, whatever its language) and on documents perturbed to meet every rule; and each removal's detail, the
+value measured against the option's threshold."""
 
 import random
 import re
 
 import pytest
 
-from curation.config import load_sources
+from curation.config import SourceConfig, load_sources
+from curation.steps.filter_details import removal_detail
 from curation.steps.filter_reference import datatrove_verdicts, loom_verdicts
+from curation.steps.filters import FILTERS, HeuristicFilters
 from helpers import EXAMPLES
 
 ADVERSARIAL = [
@@ -102,9 +105,9 @@ def test_the_words_are_spacys_token_for_token_on_every_bundled_document():
     assert_same_words(bundled_texts())
 
 
-def assert_same_verdicts(texts: list[str]) -> dict:
+def assert_same_verdicts(texts: list[str], details: dict | None = None) -> dict:
     expected = datatrove_verdicts(texts)
-    assert loom_verdicts(texts) == expected
+    assert loom_verdicts(texts, details=details) == expected
     return expected[0]
 
 
@@ -207,8 +210,15 @@ def test_the_filters_judge_perturbed_documents_as_datatrove_does_and_meet_every_
     from curation.samples import source_texts
 
     bases = list(source_texts(sources["fortunes"], 300)) + list(source_texts(sources["web"], 20))
-    reasons = assert_same_verdicts(perturbed(bases) + ADVERSARIAL)
+    texts, details = perturbed(bases) + ADVERSARIAL, {}
+    reasons = assert_same_verdicts(texts, details)
     assert EVERY_REASON - set(reasons.values()) == set()
+    # what Loom's own rules measured is what datatrove's measures give, from datatrove's own words
+    references = {name: FILTERS[name].build.reference_class()() for name in ("gopher_repetition", "gopher_quality", "c4")}
+    for i, (name, reason) in reasons.items():
+        assert details[i]
+        if name in references and len(texts[i]) < 100_000:  # the 100,500-word text: 4 s of spaCy for one long_doc
+            assert details[i] == removal_detail(references[name], texts[i], reason), texts[i][:200]
 
 
 @pytest.mark.slow  # datatrove's four filters over every bundled document (~60 s)
@@ -217,3 +227,47 @@ def test_the_filters_judge_every_bundled_document_as_datatrove_does():
     assert len(texts) >= 5000
     reasons = assert_same_verdicts(texts)
     assert len(set(reasons.values())) >= 10
+
+
+PLAIN = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
+
+
+def removal_of(name: str, options: dict, text: str) -> tuple[str, str]:
+    """(reason, detail) of the one filter `name`, with these filter_options, removing `text`."""
+    source = SourceConfig(name="s", format="jsonl", paths=("x",), filters=(name,), filter_languages=("*",),
+                          filter_options={name: options})
+    details = {}
+    removed, kept = loom_verdicts([text], HeuristicFilters(source), details)
+    assert not kept, text
+    return removed[0][1], details[0]
+
+
+def test_a_removals_detail_is_the_value_the_filter_measured_against_the_options_threshold():
+    words = " ".join(PLAIN)  # 12 plain words, no stop word
+    assert removal_of("gopher_quality", {"min_doc_words": 20}, words + ".") == ("gopher_short_doc", "words 12 < 20")
+    numbers = " ".join(f"{w} {i}" for i, w in enumerate(PLAIN * 4)) + " the and of"  # 48 + 3 words, 48 numbers
+    alpha = (len(PLAIN) * 4 + 3) / (len(PLAIN) * 8 + 3)
+    assert removal_of("gopher_quality", {"min_doc_words": 5, "max_non_alpha_words_ratio": 0.9}, numbers) == \
+        ("gopher_below_alpha_threshold", f"alpha_words {alpha:.3g} < 0.9")
+    assert removal_of("gopher_quality", {"min_doc_words": 5, "min_stop_words": 3}, words + " the and.") == \
+        ("gopher_enough_stop_words", "stop_words 2 < 3")
+    lines = [f"The {w} of the house sat with the dog." for w in PLAIN[:6]]
+    repeated = "\n".join(lines + lines[:4])  # 4 of 10 lines repeat an earlier one
+    assert removal_of("gopher_repetition", {"dup_line_frac": 0.25}, repeated) == ("dup_line_frac", "dup_line_frac 0.4 > 0.25")
+    sentences = "\n".join(f"The {w} sat with the dog of the house." for w in PLAIN[:3])
+    assert removal_of("c4", {"min_num_sentences": 4}, sentences) == ("too_few_sentences", "sentences 3 < 4")
+    braced = sentences + "\nThe value {x} is set in the file here."
+    assert removal_of("c4", {"min_num_sentences": 1}, braced) == \
+        ("curly_bracket", 'line "The value {x} is set in the file here."')
+    short = "\n".join(["Short line here."] * 3 + [lines[0] * 2])  # 3 of 4 lines at most 30 characters
+    assert removal_of("fineweb", {"short_line_thr": 0.5, "char_duplicates_ratio": 1}, short) == \
+        ("short_line_ratio", "short_lines 0.75 > 0.5")
+
+
+def test_where_datatroves_own_class_judges_the_detail_is_measured_the_same_way():
+    words = " ".join(PLAIN) + "."  # `language` set: datatrove's class judges, with its own word tokenizer
+    assert removal_of("gopher_quality", {"min_doc_words": 20, "language": "eng"}, words) == \
+        ("gopher_short_doc", "words 12 < 20")
+    sentences = "\n".join(f"The {w} sat with the dog of the house." for w in PLAIN[:3])
+    assert removal_of("c4", {"min_num_sentences": 4, "split_paragraph": False}, sentences) == \
+        ("too_few_sentences", "sentences 3 < 4")

@@ -10,6 +10,7 @@ from base.workspace import Workspace
 from curation.config import load_config
 from curation.job import JobContext
 from curation.stages.prepare import PREPARE
+from curation.steps.filters import FILTERS
 from helpers import published, run_loom
 from reports.views import connect
 
@@ -34,6 +35,8 @@ def test_the_generation_keeps_each_shards_first_removed_texts_per_reason_with_th
         assert {k: row[k] for k in ("input", "doc_id", "fate", "stage", "reason", "detail")} == \
             {k: recorded[k] for k in ("input", "doc_id", "fate", "stage", "reason", "detail")}
         assert row["fate"] != "kept" and row["text"]
+    filtered = [row for row in funnel if row["stage"] in FILTERS]
+    assert filtered and all(row["detail"] for row in filtered)  # each filter's measure against its threshold
     per_reason = Counter((r["source"], r["shard"], r["reason"]) for r in removed_rows(funnel))
     assert max(per_reason.values()) > DEFAULT_SAMPLE  # fortunes' short docs: the bound is met
     assert Counter((r["source"], r["shard"], r["reason"]) for r in removed) == \
