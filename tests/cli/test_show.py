@@ -4,6 +4,7 @@ doc id in one line with exit 2."""
 
 import gzip
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -80,8 +81,8 @@ def test_a_removed_record_shows_its_sampled_text_and_what_the_filter_measured(ap
     assert story.text == sampled["text"][:2000] and story.fate == "filtered"
     funnel = rows(api, "SELECT * FROM funnel WHERE input = '{}' AND record = {}",
                   sampled["input"], sampled["record"])[0]
-    measured = f" ({funnel['detail']})" if funnel["detail"] else ""  # the filter's value against its threshold
-    assert story.verdict == f"filtered at gopher_quality: {funnel['reason']}{measured}"
+    assert re.fullmatch(r"\w+ [0-9.]+ [<>] [0-9.]+", funnel["detail"])  # the filter's value against its threshold
+    assert story.verdict == f"filtered at gopher_quality: {funnel['reason']} ({funnel['detail']})"
     assert story.detail == sampled["detail"]
     assert story.tokens is None and story.curated_part is None
     unsampled = rows(api, """SELECT f.input, f.record FROM funnel f ANTI JOIN removed r USING (input, record)
