@@ -7,7 +7,7 @@ source and reason, and only those reach Python."""
 from base.sql import literal_list
 from reports.html import esc
 from reports.markup import number
-from reports.sections import TOP_N, SourceStats, largest
+from reports.sections import SourceStats, largest
 
 PER_REASON = 3  # removed texts shown per source and reason
 KEPT_SHOWN = 3  # kept texts shown beside them, per source
