@@ -28,7 +28,11 @@ from base.sql import literal  # noqa: E402
 from base.workspace import Workspace  # noqa: E402
 
 TARGET_SECONDS, TARGET_BYTES = 10.0, 1.5e6
-MANIFEST_TABLES = ("funnel", "documents")  # folders of parts; shards and dedup_clusters are single files
+MANIFEST_TABLES = ("funnel", "documents", "removed")  # folders of parts; shards and dedup_clusters are single files
+SAMPLED = 50  # removed texts per source and reason, [inspect] removed_sample's default
+# A generation curated before the removed sample: each source x reason's first SAMPLED removals given a text as long
+# as a page, with markup to escape, so that the page is measured with as many removed texts as a new one holds.
+STAND_IN_TEXT = """repeat('A removed page: <b>bold</b> & "quoted" text, ' || record || '. ', 40)"""
 
 
 def copy_name(source: str, copy: int) -> str:
@@ -63,15 +67,20 @@ def widen(original: Path, out: Path, copies: int, token_ids: bool = True) -> lis
     rewrites = {"funnel": f"* REPLACE ({renamed} AS source)",
                 "documents": f"* REPLACE ({renamed} AS source, {shard} AS shard)",
                 "shards": f"* REPLACE ({renamed} AS source, {shard.replace('shard', 'path')} AS path)",
-                "dedup_clusters": f"* REPLACE ({renamed} AS source, cluster_id || '-' || suffix AS cluster_id)"}
+                "dedup_clusters": f"* REPLACE ({renamed} AS source, cluster_id || '-' || suffix AS cluster_id)",
+                "removed": f"* REPLACE ({renamed} AS source)"}
     for table, select in rewrites.items():
         files = source_gen.root / "manifest" / (f"{table}/*.parquet" if table in MANIFEST_TABLES else f"{table}.parquet")
         target = gen.root / "manifest" / (f"{table}/part-00000.parquet" if table in MANIFEST_TABLES else f"{table}.parquet")
-        if not list(files.parent.glob(files.name)):
+        if table == "removed" and not list(files.parent.glob(files.name)):
+            files = stand_in_removed(con, source_gen, gen.root / "stand-in-removed.parquet")
+        elif not list(files.parent.glob(files.name)):
             continue
         target.parent.mkdir(exist_ok=True)
         con.execute(f"COPY (SELECT {select} FROM read_parquet({literal(str(files))}), copies ORDER BY k) "
                     f"TO {literal(str(target))} (FORMAT parquet)")
+        if not files.is_relative_to(source_gen.root):
+            files.unlink()  # the stand-in removed sample
     excluded = "" if token_ids else " EXCLUDE (input_ids)"
     for part in sorted((source_gen.root / "curated").glob("*/part-*.parquet")):
         for k in range(copies):
@@ -81,6 +90,18 @@ def widen(original: Path, out: Path, copies: int, token_ids: bool = True) -> lis
                         f"FROM read_parquet({literal(str(part))})) TO {literal(str(folder / part.name))} (FORMAT parquet)")
             (folder / "_SUCCESS").touch()
     return names
+
+
+def stand_in_removed(con, gen, path: Path) -> Path:
+    """A removed sample made from `gen`'s funnel, written at `path`, for a generation curated before Loom kept one
+    (see STAND_IN_TEXT)."""
+    funnel = gen.root / "manifest" / "funnel" / "*.parquet"
+    con.execute(f"""COPY (SELECT source, shard, input, record, doc_id, fate, stage, reason, detail,
+                                 {STAND_IN_TEXT} AS text
+                          FROM read_parquet({literal(str(funnel))}) WHERE fate <> 'kept'
+                          QUALIFY row_number() OVER (PARTITION BY source, reason ORDER BY shard, record) <= {SAMPLED})
+                    TO {literal(str(path))} (FORMAT parquet)""")
+    return path
 
 
 def mixture_spec(names: list[str]) -> str:

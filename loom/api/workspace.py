@@ -78,3 +78,10 @@ class Workspace:
         from loom.api.status import status
 
         return status(self)
+
+    def show(self, record: str, text_chars: int = 2000):
+        """`loom show INPUT#RECORD` (or a doc id): that record's story as a RecordStory (`.as_dict()` for JSON).
+        See loom.api.show."""
+        from loom.api.show import show
+
+        return show(self, record, text_chars)

@@ -1,6 +1,7 @@
 """The curation and mixture reports at 300 sources (the quickstart's five, each repeated 60 times under new names,
-as bench/report_scale.py builds them): small, one bar segment per shown source and one for the rest, every source
-in the table, legends without a repeated colour, no console error."""
+as bench/report_scale.py builds them, removed texts included): small, one bar segment per shown source and one for
+the rest, every source in the table, removed texts of the 10 sources that lost the most, legends without a repeated
+colour, no console error."""
 
 import importlib.util
 import re
@@ -86,6 +87,8 @@ def test_the_curation_report_at_300_sources_is_small_and_complete(wide_ws, tmp_p
     assert len(names) == 300 and len([row for row in dom.tables["funnel-table"] if row]) == 300
     shown = spot_ids(text)
     assert len(shown) == TOP_N and all(len(ids) == len(set(ids)) for ids in shown.values())
+    folded = re.findall(r'<details class="removed" id="removed-([^"]+)">', text)  # the sources that lost the most
+    assert len(folded) == TOP_N and all(name.startswith("fortunes-") for name in folded)
 
 
 def test_the_mixture_report_at_300_sources_is_small_with_other_drawn_as_one(wide_ws, tmp_path):
