@@ -20,6 +20,7 @@ from base.store import as_path
 from base.workspace import WORKSPACE_LOCK, Generation, Workspace
 from curation.manifest import write_manifest
 from curation.manifest_parts import publish_shards
+from curation.stages.prepare import removed_sample_setting
 
 
 def curation_lock(ws: Workspace, note=lambda line: None):
@@ -34,7 +35,9 @@ LAYOUT = "manifest parts"  # the generation's layout: a generation built by anot
 def generation_id(ctx, shards: list, stats: dict[str, dict]) -> str:
     """Named after everything it is made of, so that an unchanged rerun finds it already built."""
     parts = [f"{s.key}:{s.rank}:{stats[s.key]['fingerprint']}" for s in shards]
-    return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), LAYOUT, length=16)
+    sample = removed_sample_setting(ctx.config.inspect)  # what removed text it keeps, in no stage's chain
+    kept_text = [sample] if sample else []
+    return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), LAYOUT, *kept_text, length=16)
 
 
 def publish(ctx, shards: list, stats: dict[str, dict], client) -> Generation:

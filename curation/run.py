@@ -114,7 +114,9 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
         extra = stage.inputs(ctx)
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):
-            fingerprints = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
+            chained = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
+            own = stage.own_inputs(ctx)
+            fingerprints = {key: text_digest(value, own) for key, value in chained.items()} if own else chained
             todo = [s for s in shards if stage.done(ws, s, fingerprints[s.key]) is None]
             advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
             advance(len(shards) - len(todo))
@@ -124,7 +126,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             for future in as_completed(futures):
                 future.result()
                 advance(1)
-            upstream = fingerprints
+            upstream = chained
         else:
             fingerprint = text_digest(stage.name, extra, *(upstream[s.key] for s in shards))
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)

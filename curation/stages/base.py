@@ -51,6 +51,11 @@ class ShardStage:
         """A fingerprint of what the stage reads besides the shard's stage before it."""
         return ""
 
+    def own_inputs(self, ctx) -> str:
+        """A fingerprint of what only this stage's own side outputs depend on, not the rows the stages after it read
+        (how much removed text `prepare` keeps): it redoes this stage when it changes, and no stage after it."""
+        return ""
+
     def marker(self, ws: Workspace, shard) -> Path:
         return ws.stage_part(self.name, shard.source.name, shard.index, "done")
 

@@ -127,15 +127,25 @@ def annotator_settings(annotators) -> list[dict]:
             for a in annotators]
 
 
+def removed_sample_setting(inspect) -> str:
+    """[inspect] removed_sample as a fingerprint: "" for the default, so that no fingerprint changes without it."""
+    if inspect.removed_sample == InspectConfig.removed_sample:
+        return ""
+    return settings_json({"removed_sample": inspect.removed_sample})
+
+
 class Prepare(ShardStage):
     name = "prepare"
 
     def inputs(self, ctx) -> str:
         model = model_fingerprint(ctx.quality_model)
-        annotators, sample = ctx.config.annotators, ctx.config.inspect.removed_sample
-        if sample == InspectConfig.removed_sample:  # what it was before the setting (and, without annotators, them)
-            return settings_json([model, annotator_settings(annotators)]) if annotators else model
-        return settings_json([model, annotator_settings(annotators), {"removed_sample": sample}])
+        if not ctx.config.annotators:  # what it was before annotators: no fingerprint changes without them
+            return model
+        return settings_json([model, annotator_settings(ctx.config.annotators)])
+
+    def own_inputs(self, ctx) -> str:
+        """How many removed texts to keep: it changes the removed sample only, so no later stage is redone."""
+        return removed_sample_setting(ctx.config.inspect)
 
     def funnel_path(self, ws, shard) -> Path:
         return ws.stage_part("funnel", shard.source.name, shard.index)

@@ -122,6 +122,25 @@ def test_with_removed_sample_all_every_removed_record_keeps_its_text_or_its_raw_
     assert [column for column, *_ in con.execute("DESCRIBE removed").fetchall()] == REMOVED_SAMPLE.names
 
 
+
+def test_a_smaller_removed_sample_redoes_prepare_alone_and_publishes_its_own_generation(bad_run, slice_tokenizer,
+                                                                                          tmp_path):
+    ws, _ = bad_run
+    copy = tmp_path / "ws"
+    shutil.copytree(ws, copy)
+    sources = (ws.parent / "sources.toml").read_text().replace('removed_sample = "all"', "removed_sample = 1")
+    (tmp_path / "sources.toml").write_text(f'root = "{ws.parent}"\n{sources}')
+    done = lambda stage: {p: p.stat().st_mtime_ns for p in (copy / "work" / stage).rglob("*.done")}  # noqa: E731
+    prepared, hashed = done("prepare"), done("minhash")
+    run_loom("-w", copy, "curate", "--sources", tmp_path / "sources.toml", "--tokenizer", slice_tokenizer,
+             "--workers", 1)
+    assert prepared and all(done("prepare")[p] != t for p, t in prepared.items())
+    assert hashed and done("minhash") == hashed  # the prepared rows are the same: nothing after prepare is redone
+    assert published(copy).name != published(ws).name
+    removed = pq.read_table(published(copy) / "manifest" / "removed").to_pylist()
+    per_reason = Counter((row["source"], row["shard"], row["reason"]) for row in removed)
+    assert set(per_reason.values()) == {1} and ("bad", 0, "malformed_json") in per_reason
+
 SOURCE_ERRORS = [
     ('name = "Web!"\nformat = "jsonl"\npaths = ["x"]', "`name` = 'Web!' is invalid"),
     ('name = "web"\nformat = "xml"\npaths = ["x"]', "`format` = 'xml' is unknown"),

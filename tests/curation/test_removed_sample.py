@@ -52,12 +52,12 @@ def test_the_generation_keeps_each_shards_first_removed_texts_per_reason_with_th
     assert con.execute("SELECT count(*) FROM removed").fetchone()[0] == len(removed)
 
 
-def test_removed_sample_enters_prepares_fingerprint_only_when_it_is_not_the_default(tmp_path):
+def test_removed_sample_enters_prepares_own_fingerprint_only_when_it_is_not_the_default(tmp_path):
     def prepare_inputs(inspect: str) -> str:
         (tmp_path / "sources.toml").write_text(
             f'[[source]]\nname = "web"\nformat = "jsonl"\npaths = ["x.jsonl"]\n{inspect}')
         config = load_config(tmp_path / "sources.toml")
-        return PREPARE.inputs(JobContext(workspace=Workspace(tmp_path), config=config, tokenizer=""))
+        return PREPARE.own_inputs(JobContext(workspace=Workspace(tmp_path), config=config, tokenizer=""))
 
     default = prepare_inputs("")
     assert default == "" and prepare_inputs(f"[inspect]\nremoved_sample = {DEFAULT_SAMPLE}\n") == default
