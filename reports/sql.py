@@ -102,12 +102,16 @@ def cut(text: str) -> str:
     return text[: CELL_WIDTH - 3] + "..."
 
 
+LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})  # shown escaped: a row stays one line
+
+
 def aligned(columns: list[str], rows: list[tuple]) -> str:
-    """Columns padded to their widest value, numbers on the right; long values cut, NULL spelled out."""
+    """Columns padded to their widest value, numbers on the right; long values cut, NULL spelled out, line breaks
+    and tabs escaped."""
     def cell(value) -> str:
         if isinstance(value, float):
             return f"{value:.6g}"
-        return cut("NULL" if value is None else str(value))
+        return cut("NULL" if value is None else str(value).translate(LINE_BREAKS))
 
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]

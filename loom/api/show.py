@@ -79,14 +79,14 @@ class RecordStory:
 
 def show(ws, target: str, text_chars: int = TEXT_CHARS) -> RecordStory:
     """The story of the record `target` names: `INPUT#RECORD` (INPUT as the funnel has it, or a path relative to
-    the current folder) or a doc id (of several records with it, the kept one, else the first)."""
+    the current folder or to the workspace, as sources.toml's paths are) or a doc id (of several records with it, the kept one, else the first)."""
     from reports.sql import open_views
 
     views = open_views(ws.files.root)
     if "funnel" not in views.names:
         raise UserError(f"{ws.files.root} has nothing to query yet; run `loom curate` (or `loom quickstart`) first")
     con = views.con
-    story = RecordStory(**funnel_row(con, target))
+    story = RecordStory(**funnel_row(con, target, str(ws.files.root)))
     gen = ws.files.published()
     info = json.loads(gen.curation_info.read_text(encoding="utf-8"))
     add_raw(story, info)
@@ -105,11 +105,11 @@ def show(ws, target: str, text_chars: int = TEXT_CHARS) -> RecordStory:
 FUNNEL_COLUMNS = "source, shard, input, record, doc_id, fate, stage, reason, detail, dup_cluster, lang"
 
 
-def funnel_row(con, target: str) -> dict:
+def funnel_row(con, target: str, root: str) -> dict:
     """The funnel's row of the record `target` names, as RecordStory's fields; one line naming it when none is."""
     named = re.fullmatch(r"(?P<input>.+)#(?P<record>[0-9]+)", target)
     if named:
-        spelled = funnel_input(con, named["input"])
+        spelled = funnel_input(con, named["input"], root)
         rows = con.execute(f"SELECT {FUNNEL_COLUMNS} FROM funnel WHERE input = ? AND record = ?",
                            [spelled, int(named["record"])]).fetchall()
         if not rows:
@@ -122,7 +122,7 @@ def funnel_row(con, target: str) -> dict:
             raise UserError(f"unknown doc id {target}: no record of the published curation has it; find valid "
                             f"ones with {FIND_RECORDS.replace('input, record', 'doc_id')}")
     else:
-        rows = whole_input_record(con, funnel_input(con, target))
+        rows = whole_input_record(con, funnel_input(con, target, root))
     names = [c.strip() for c in FUNNEL_COLUMNS.split(",")]
     return dict(zip(names, rows[0]))
 
@@ -137,11 +137,12 @@ def whole_input_record(con, spelled: str) -> list[tuple]:
     return rows
 
 
-def funnel_input(con, typed: str) -> str:
+def funnel_input(con, typed: str, root: str) -> str:
     """The funnel's `input` that `typed` names: spelled as the funnel has it, or a path relative to the current
-    folder or absolute, compared normalized. One line with the closest input (within 2 edits) when none is."""
+    folder or to the workspace `root`, or absolute, compared normalized. One line with the closest input (within 2
+    edits) when none is."""
     spelled = escaped_path(typed)
-    tries = list(dict.fromkeys([spelled, normalized(spelled)]))
+    tries = list(dict.fromkeys([spelled, normalized(spelled, root), normalized(spelled)]))
     found = con.execute("SELECT DISTINCT input FROM funnel WHERE list_contains(?, input)", [tries]).fetchall()
     if found:
         return found[0][0]
@@ -153,9 +154,10 @@ def funnel_input(con, typed: str) -> str:
                     f"{did_you_mean(tries[-1], close)}; find valid ones with {FIND_RECORDS}")
 
 
-def normalized(path: str) -> str:
-    """A local path absolute and normalized (`a/../b` as `b`); a URL as it is."""
-    return path if is_url(path) else os.path.normpath(os.path.join(os.getcwd(), path))
+def normalized(path: str, folder: str | None = None) -> str:
+    """A local path absolute (relative to `folder`, by default the current one) and normalized (`a/../b` as `b`); a
+    URL as it is."""
+    return path if is_url(path) else os.path.normpath(os.path.join(folder or os.getcwd(), path))
 
 
 def add_raw(story: RecordStory, info: dict) -> None:

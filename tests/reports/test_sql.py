@@ -131,6 +131,11 @@ def test_a_long_path_in_a_table_loses_its_start_and_keeps_its_file_name_a_long_t
     assert cut_text == text[:CELL_WIDTH - 3] + "..." and len(cut_text) == CELL_WIDTH
 
 
+def test_a_text_of_several_lines_stays_on_its_row():
+    table = aligned(["reason", "text"], [("curly_bracket", "$var\nwhere\tvar"), ("x", "one")])
+    assert table.splitlines()[2:] == ["curly_bracket  $var\\nwhere\\tvar", "x              one"]
+
+
 def test_run_views_appear_when_a_workspace_has_runs(tmp_path):
     for run, losses in (("a", [4.0, 3.5, 3.1]), ("b", [5.0, 4.2])):
         (tmp_path / "runs" / run).mkdir(parents=True)
