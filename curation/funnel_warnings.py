@@ -105,7 +105,9 @@ def keeping_settings(source: SourceConfig, removals: list[Removals], stages: lis
 def without_filters(source: SourceConfig, off: list[str]) -> str:
     """The `filters` setting without `off`, and why a web source that sets none runs them all."""
     others = [f for f in source.filters if f not in off]
-    instead = f"filters = {json.dumps(others)} (or filters = [])" if others else "filters = []"
+    # A document counts against the first filter that rejects it: the filters left may reject some of these too.
+    instead = (f"filters = {json.dumps(others)} (the filters left may take some of those: each document counts against "
+               "the first that rejects it; filters = [] keeps them all)" if others else "filters = []")
     default = ""
     if source.is_web and source.filters == web_filters():
         which = f"with format = \"{source.format}\"" if READERS[source.format].web else "tagged \"web\""

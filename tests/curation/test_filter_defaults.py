@@ -32,6 +32,8 @@ def counts(*groups) -> list[Removals]:
     return [Removals(*group) for group in groups]
 
 
+LEFT = ("(the filters left may take some of those: each document counts against the first that rejects it; "
+        "filters = [] keeps them all)")
 TAGGED_WEB = ' (a source tagged "web" gets the web filters unless it sets `filters`)'
 
 
@@ -40,7 +42,7 @@ def test_a_source_losing_most_to_one_filter_is_warned_with_the_setting_and_one_l
     most = counts(("filtered", "gopher_quality", "gopher_short_doc", 6), ("kept", "", None, 4))
     assert source_warnings(source, most) == [
         "source 'gitdoc' lost 6 of 10 documents (60%) to gopher_quality (gopher_short_doc); if that is not noise, "
-        'set filters = ["gopher_repetition", "c4", "fineweb"] (or filters = []) for it in sources.toml' + TAGGED_WEB]
+        'set filters = ["gopher_repetition", "c4", "fineweb"] ' + LEFT + ' for it in sources.toml' + TAGGED_WEB]
     # half is not most
     assert source_warnings(source, counts(("filtered", "c4", "too_few_sentences", 5), ("kept", "", None, 5))) == []
     # one filter's reasons add up: short pages fail Gopher's repetition filter on one top n-gram or another
@@ -49,7 +51,7 @@ def test_a_source_losing_most_to_one_filter_is_warned_with_the_setting_and_one_l
                      ("kept", "", None, 2))
     assert source_warnings(source, several) == [
         "source 'gitdoc' lost 10 of 12 documents (83%) to gopher_repetition (top_2_gram 4, top_3_gram 3, top_4_gram 2, "
-        '...); if that is not noise, set filters = ["gopher_quality", "c4", "fineweb"] (or filters = []) for it in '
+        '...); if that is not noise, set filters = ["gopher_quality", "c4", "fineweb"] ' + LEFT + ' for it in '
         "sources.toml" + TAGGED_WEB]
 
 
@@ -63,7 +65,7 @@ def test_a_source_that_several_filters_took_most_of_gets_one_line_with_each_shar
     assert source_warnings(pages, lost) == [
         "source 'sqlite' lost 499 of 766 documents (65%) to filters: gopher_quality 376 (49%), c4 80 (10%), "
         'fineweb 30 (3%), gopher_repetition 13 (1%); if that is not noise, set filters = ["gopher_repetition", "c4", '
-        '"fineweb"] (or filters = []) for it in sources.toml (a source with format = "html-dir" gets the web filters '
+        '"fineweb"] ' + LEFT + ' for it in sources.toml (a source with format = "html-dir" gets the web filters '
         "unless it sets `filters`)"]
     # several filters, none half: the two largest must go for the others to take half or less
     even = counts(("filtered", "c4", "too_few_sentences", 4), ("filtered", "fineweb", "line_punct_ratio", 3),
@@ -71,7 +73,7 @@ def test_a_source_that_several_filters_took_most_of_gets_one_line_with_each_shar
     glossary = SourceConfig(name="glossary", format="jsonl", paths=("x",), filters=("c4", "fineweb", "gopher_quality"))
     assert source_warnings(glossary, even) == [
         "source 'glossary' lost 10 of 11 documents (90%) to filters: c4 4 (36%), fineweb 3 (27%), gopher_quality 3 "
-        '(27%); if that is not noise, set filters = ["gopher_quality"] (or filters = []) for it in sources.toml']
+        '(27%); if that is not noise, set filters = ["gopher_quality"] ' + LEFT + ' for it in sources.toml']
     # a source at 49% is no warning, however its losses split
     assert source_warnings(glossary, counts(("filtered", "c4", "too_few_sentences", 30),
                                             ("filtered", "fineweb", "line_punct_ratio", 19), ("kept", "", None, 51))) == []
