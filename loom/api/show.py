@@ -20,6 +20,7 @@ FIND_RECORDS = 'loom sql "SELECT input, record FROM funnel LIMIT 5"'
 DOC_ID = re.compile(r"[0-9a-f]{32}")
 NOT_SAMPLED = 'not in the removed sample; set [inspect] removed_sample = "all" to keep every one'
 NO_SAMPLE = "this generation was published before Loom kept removed texts"
+NEVER_EXTRACTED = "none: the record was set aside as it was read (its raw bytes' start is above)"
 DOCUMENT_FIELDS = ("id", "source", "shard", "row", "lang", "lang_score", "n_chars", "n_tokens", "quality",
                    "quality_bucket", "dup_cluster", "dup_count", "domain", "domain_distance")  # doc_stats' own columns
 
@@ -210,7 +211,11 @@ def add_document(con, gen, story: RecordStory, text_chars: int) -> None:
 
 
 def add_removed_text(con, views: list[str], story: RecordStory, text_chars: int) -> None:
-    """A removed record's text from the removed sample, when it is in it."""
+    """A removed record's text from the removed sample, when it is in it; a record set aside unread has none (the
+    sample holds its raw start, which the raw bytes show)."""
+    if story.doc_id is None:
+        story.text_note = NEVER_EXTRACTED
+        return
     rows = (con.execute("SELECT text FROM removed WHERE source = ? AND input = ? AND record = ? LIMIT 1",
                         [story.source, story.input, story.record]).fetchall() if "removed" in views else [])
     if not rows or rows[0][0] is None:

@@ -113,6 +113,10 @@ def test_with_removed_sample_all_every_removed_record_keeps_its_text_or_its_raw_
     assert sorted(map(key, removed)) == sorted(key(row) for row in funnel if row["fate"] != "kept")
     texts = {(row["reason"], row["text"]) for row in removed}
     assert ("too_large", TOO_LARGE[:RAW_PREVIEW_CHARS]) in texts and ("malformed_json", '{"text": "unterminated') in texts
+    [too_large] = [row for row in removed if row["reason"] == "too_large"]
+    story = run_loom("-w", ws, "show", f"{too_large['input']}#{too_large['record']}").stdout
+    assert "verdict  filtered at read: too_large" in story and TOO_LARGE[:40] in story  # its raw start
+    assert "Extracted text\n  none: the record was set aside as it was read" in story
 
     old = tmp_path / "ws"  # the workspace as a generation published before manifest/removed/ left it
     shutil.copytree(ws, old)
