@@ -44,9 +44,14 @@ def edit_distance(a: str, b: str) -> int:
 
 
 def near_misses(word: str, choices) -> list[str]:
-    """The choices within NEAR_MISS edits of `word` (itself excluded), the closest first, then by name."""
-    scored = sorted((edit_distance(word, choice), choice) for choice in set(choices) if choice != word)
-    return [choice for distance, choice in scored if distance <= NEAR_MISS]
+    """The choices `word` may be a typo of (itself excluded): those within NEAR_MISS edits (and fewer than its length:
+    a short word is two edits from most short names), the closest first, then by name; then those it is the start
+    of, at least 3 characters (`vim` of `vimhelp`)."""
+    others = set(choices) - {word}
+    scored = sorted((edit_distance(word, choice), choice) for choice in others)
+    near = [choice for distance, choice in scored if distance <= NEAR_MISS and distance < len(word)]
+    cut_short = sorted(choice for choice in others if len(word) >= 3 and choice.startswith(word))
+    return list(dict.fromkeys(near + cut_short))
 
 
 def did_you_mean(word: str, choices) -> str:

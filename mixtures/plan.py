@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from base.errors import UserError, did_you_mean, edit_distance, near_misses
+from base.errors import UserError, did_you_mean, near_misses
 from base.sql import literal, literal_list
 from mixtures.cells import TAG_PREFIX, checked_slice, is_tag_key, slice_where
 from mixtures.schedule import largest_remainder
@@ -60,20 +60,12 @@ def tagged_sources(key: str, sources: dict[str, dict]) -> tuple[str, ...]:
                         f"{', '.join(sorted(tags)) or 'none'}")
     if explicit or not tagged:
         return tagged
-    close = close_sources(name, sources)
+    close = near_misses(name, sources)
     if close:
         counted = f"{len(tagged)} source{'s' if len(tagged) > 1 else ''}"
         raise UserError(f"weight key '{key}' is a tag ({counted}) and close to source '{close[0]}'; "
                         f"write '{TAG_PREFIX}{key}' or '{close[0]}'")
     return tagged
-
-
-def close_sources(name: str, sources) -> list[str]:
-    """The sources a tag's name could be a typo of: within two edits (fewer than its length: a short word is two
-    edits from most short names), or cut short (`vim` of `vimhelp`)."""
-    near = [source for source in near_misses(name, sources) if edit_distance(name, source) < len(name)]
-    cut = sorted(source for source in sources if len(name) >= 3 and source.startswith(name) and source != name)
-    return list(dict.fromkeys(near + cut))
 
 
 def component_stats(spec: MixtureSpec, key: str, documents: int, tokens: int) -> dict:
