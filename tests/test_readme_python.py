@@ -37,12 +37,13 @@ def readme_block() -> str:
 
 
 def funnel_rows(printed: str) -> dict[str, list[int]]:
-    """The CLI funnel's counts per source (docs in ... tokens), read from its table's first line of each row."""
+    """The CLI funnel's counts per source (docs in ... tokens, not the kept share), read from its table's first line
+    of each row."""
     rows = {}
     for line in printed.splitlines():
         cells = [cell.strip() for cell in line.strip("│ ").split("│")] if line.startswith("│") else []
         if len(cells) > 2 and cells[0] and cells[1].replace(",", "").isdigit():
-            rows[cells[0]] = [int(cell.replace(",", "")) for cell in cells[1:-1]]
+            rows[cells[0]] = [int(cell.replace(",", "")) for cell in cells[1:-1] if not cell.endswith("%")]
     return rows
 
 
