@@ -16,7 +16,6 @@ from typing import Callable
 
 from base.errors import UserError
 from curation.document import Doc, Funnel
-from curation.steps.filter_details import removal_detail
 from curation.steps.normalize import document_id, normalize_text
 
 
@@ -148,6 +147,8 @@ class HeuristicFilters:
 
     def _passes(self, doc: Doc, funnel: Funnel) -> bool:
         from datatrove.data import Document
+
+        from curation.steps.filter_details import removal_detail  # datatrove's filters: imported when filtering
 
         if not self.source.filters_apply_to(doc.lang):
             return True

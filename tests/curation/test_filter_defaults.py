@@ -179,8 +179,8 @@ def test_the_curate_summary_warns_of_each_wipe_out_with_the_setting_that_ends_it
     assert len(warnings) == 3
     # the short pages fail Gopher's repetition filter, on their top 3-gram or 4-gram
     assert warnings[0].startswith("warning: source 'pages' lost 4 of 4 documents (100%) to gopher_repetition (top_")
-    assert warnings[0].endswith('; if that is not noise, set filters = ["gopher_quality", "c4", "fineweb"] (or '
-                                'filters = []) for it in sources.toml (a source with format = "html-dir" gets the '
+    assert warnings[0].endswith('; if that is not noise, set filters = ["gopher_quality", "c4", "fineweb"] ' + LEFT +
+                                ' for it in sources.toml (a source with format = "html-dir" gets the '
                                 "web filters unless it sets `filters`)")
     assert warnings[1:] == [
         "warning: source 'strict' lost 4 of 4 documents (100%) to gopher_quality (gopher_short_doc); if that is not "

@@ -146,9 +146,10 @@ def test_run_views_appear_when_a_workspace_has_runs(tmp_path):
     assert run_loom("-w", tmp_path, "sql", "--views").stdout.count("CREATE OR REPLACE VIEW") == 2
 
 
-def test_the_cli_the_reports_and_the_run_metrics_load_without_torch():
-    """Commands that do not train stay quick: torch is imported only when a command trains."""
-    code = ("import sys, loom.cli, reports.build, reports.run, reports.sql, trainer.metrics, mixtures; "
-            "print(sorted(m for m in ('torch', 'trainer.loop') if m in sys.modules))")
+def test_the_cli_the_reports_and_the_run_metrics_load_without_torch_or_datatrove():
+    """Commands that do not train or filter stay quick: torch is imported only when a command trains, datatrove's
+    filters (and the Hugging Face hub they import, 0.2 s) only when documents are filtered."""
+    code = ("import sys, loom.cli, reports.build, reports.index, reports.run, reports.sql, trainer.metrics, mixtures, "
+            "curation.config; print(sorted(m for m in ('torch', 'trainer.loop', 'datatrove') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
