@@ -15,9 +15,10 @@ from base.digests import text_digest
 from base.done_markers import done_stats
 from base.errors import UserError
 from base.inputs import listing
+from base.workspace import Generation
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
-from curation.publish import publish
+from curation.publish import generation_id, publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
@@ -99,6 +100,24 @@ def shard_fingerprint(shard: Shard) -> str:
     return whole if shard.limit is None else text_digest(whole, f"limit={shard.limit}")
 
 
+def stage_fingerprints(shards: list[Shard], ctx: JobContext, stages=STAGES):
+    """Each stage the job runs, in order, with the fingerprint its marker must hold (by shard key for a shard stage,
+    one for a global stage) and the fingerprints it hands on to the stage after it, by shard key."""
+    upstream = {s.key: shard_fingerprint(s) for s in shards}
+    for stage in (s for s in stages if s.enabled(ctx)):
+        extra = stage.inputs(ctx)
+        if isinstance(stage, ShardStage):
+            chained = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
+            own = stage.own_inputs(ctx)
+            fingerprints = {key: text_digest(value, own) for key, value in chained.items()} if own else chained
+            yield stage, fingerprints, chained
+            upstream = chained
+        else:
+            fingerprint = text_digest(stage.name, extra, *(upstream[s.key] for s in shards))
+            upstream = {s.key: text_digest(fingerprint, s.key) for s in shards}
+            yield stage, fingerprint, upstream
+
+
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
                stages=STAGES) -> tuple[dict[str, dict], tuple[str, ...], int]:
     """Runs every stage; returns the last stage's stats of each shard by key, the removals tables the stages
@@ -107,28 +126,21 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     from distributed import as_completed
 
     ws = ctx.workspace
-    upstream = {s.key: shard_fingerprint(s) for s in shards}
     removals: list[str] = []
     redone = 0
-    for stage in (s for s in stages if s.enabled(ctx)):
-        extra = stage.inputs(ctx)
+    for stage, fingerprint, upstream in stage_fingerprints(shards, ctx, stages):
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):
-            chained = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
-            own = stage.own_inputs(ctx)
-            fingerprints = {key: text_digest(value, own) for key, value in chained.items()} if own else chained
-            todo = [s for s in shards if stage.done(ws, s, fingerprints[s.key]) is None]
+            todo = [s for s in shards if stage.done(ws, s, fingerprint[s.key]) is None]
             advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
             advance(len(shards) - len(todo))
             redone += len(todo)
-            futures = [client.submit(stage.run, stage_ctx, s, fingerprints[s.key],
-                                     key=f"{stage.name}-{s.key}-{fingerprints[s.key]}") for s in todo]
+            futures = [client.submit(stage.run, stage_ctx, s, fingerprint[s.key],
+                                     key=f"{stage.name}-{s.key}-{fingerprint[s.key]}") for s in todo]
             for future in as_completed(futures):
                 future.result()
                 advance(1)
-            upstream = chained
         else:
-            fingerprint = text_digest(stage.name, extra, *(upstream[s.key] for s in shards))
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
             if stage.done(ws, fingerprint) is None:
                 redone += 1
@@ -137,11 +149,31 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
                 else:
                     client.submit(stage.run, stage_ctx, shards, fingerprint, key=f"{stage.name}-{fingerprint}").result()
             advance(1)
-            upstream = {s.key: text_digest(fingerprint, s.key) for s in shards}
             if stage.removes:
                 removals.append(str(stage.removed_path(ws)))
     last = stages[-1]
     return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals), redone
+
+
+def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Generation | None:
+    """The published generation when the job would make it again (every stage's marker current, the generation they
+    name the one published): a rerun with nothing changed, found from the markers alone, with no cluster. Else
+    None."""
+    ws = ctx.workspace
+    for stage, fingerprint, upstream in stage_fingerprints(shards, ctx, stages):
+        current = (all(stage.done(ws, s, fingerprint[s.key]) is not None for s in shards)
+                   if isinstance(stage, ShardStage) else stage.done(ws, fingerprint) is not None)
+        if not current:
+            return None
+    stats = {s.key: done_stats(stages[-1].marker(ws, s), upstream[s.key]) for s in shards}
+    published = ws.published()
+    built = published.success_marker.exists() if ws.remote else published.root.is_dir()
+    return published if built and generation_id(ctx, shards, stats) == published.id else None
+
+
+def nothing_to_do(gen: Generation) -> str:
+    return (f"nothing to do: generation {gen.id} is published already and every stage is up to date; a change to "
+            "sources.toml, an input file, the tokenizer or the quality model redoes what depends on it")
 
 
 class SourceStorageOptions(WorkerPlugin):
@@ -169,6 +201,5 @@ def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=S
     stats, removals, redone = run_stages(shards, ctx, client, progress, stages)
     gen = publish(replace(ctx, removals=removals), shards, stats, client)
     if note and not redone and gen.id == before:
-        note(f"nothing to do: generation {gen.id} is published already and every stage is up to date; a change to "
-             "sources.toml, an input file, the tokenizer or the quality model redoes what depends on it")
+        note(nothing_to_do(gen))
     return client.submit(source_summary, gen, key=f"source_summary-{gen.id}").result()  # read on a worker

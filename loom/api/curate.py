@@ -23,9 +23,10 @@ def curate(ws, sources=None, workers: int | None = None, scheduler: str | None =
     for each stage's shards; on_cluster(client) once the Dask client is up."""
     from curation.config import load_config
     from curation.job import check_limit, curation_tokenizer, plan_job
+    from curation.manifest import source_summary
     from curation.publish import curation_lock
     from curation.run import curate as curate_shards
-    from curation.run import dask_client
+    from curation.run import dask_client, nothing_to_do, published_already
 
     files: Workspace = ws.files
     check_not_a_worker_importing_its_script()
@@ -44,6 +45,9 @@ def curate(ws, sources=None, workers: int | None = None, scheduler: str | None =
             ws.note(f"removed {len(removed)} temporary files that killed runs left in {files.root}")
         for line in ignored_folders(files, {s.source.name for s in shards}):
             ws.note(line)
+        if scheduler is None and (published := published_already(shards, ctx)) is not None:
+            ws.note(nothing_to_do(published))  # no cluster started: its workers would have nothing to run
+            return source_summary(published)
         with dask_client(scheduler, workers, on_start=on_cluster) as client:
             return curate_shards(shards, ctx, client, progress, note=ws.note)
 

@@ -72,6 +72,7 @@ def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes
     rerun = run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     assert done_markers(ws, "prepare") == first
     assert f"note: nothing to do: generation {published(ws).name} is published already" in rerun.stdout
+    assert "Dask:" not in rerun.stdout  # found from the markers: no cluster started
     sources.write_text(sources.read_text().replace(FORTUNES_FILTERS, 'filters = ["c4"]'))
     run_loom("-w", ws, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
     third = done_markers(ws, "prepare")
