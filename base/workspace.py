@@ -6,6 +6,7 @@ object store (a UPath, see base.store.as_path); the same `/` joins name the part
 import importlib.util
 import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +140,11 @@ class Workspace:
         """--workspace, else $LOOM_WORKSPACE, else ./loom-work: a folder, or a URL (s3://bucket/prefix)."""
         where = option or os.environ.get("LOOM_WORKSPACE") or DEFAULT_WORKSPACE
         return cls(as_path(where.rstrip("/")) if is_url(where) else as_path(where).resolve())
+
+    def loom_command(self) -> str:
+        """`loom`, with `-w` naming this workspace unless it is the one found without it: the start of a command a
+        message prints, so that it runs as printed."""
+        return "loom" if Workspace.locate(None) == self else f"loom -w {shlex.quote(str(self.root))}"
 
     @property
     def remote(self) -> bool:

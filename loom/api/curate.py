@@ -3,7 +3,6 @@ workspace's lock; progress and the cluster's start as callbacks, notes to the wo
 
 import sys
 from pathlib import Path
-from shlex import quote
 
 from base.atomic_files import remove_temporary_files
 from base.errors import UserError
@@ -80,8 +79,8 @@ def workspace_sources(files: Workspace, sources=None) -> Path:
     if sources:
         return as_path(sources)
     if not files.remote and not files.sources_file.is_file():
-        loom, where = ("loom", "here") if Workspace.locate(None) == files else (f"loom -w {quote(str(files.root))}",
-                                                                               "there")
+        loom = files.loom_command()
+        where = "here" if loom == "loom" else "there"
         raise UserError(f"no workspace at {files.root} (no {SOURCES_FILE}): run `{loom} init` to create a "
                         f"workspace {where}, or pass --sources FILE")
     return files.sources_file

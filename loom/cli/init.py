@@ -1,6 +1,5 @@
 """`loom init`: a new workspace folder with a starter sources.toml (one example source) and its folders."""
 
-import shlex
 import shutil
 
 import click
@@ -54,7 +53,7 @@ def init(ws: Workspace, tokenizer):
         with atomic_path(ws.tokenizer) as tmp:
             shutil.copyfile(tokenizer, tmp)
         console.print(f"Copied {tokenizer} to {ws.tokenizer}")
-    loom = "loom" if Workspace.locate(None) == ws else f"loom -w {shlex.quote(str(ws.root))}"
+    loom = ws.loom_command()
     train = "" if tokenizer else f"`{loom} tokenizer train`, then "
     console.print(f"Next: {train}`{loom} curate`; `{loom} status` says what the workspace holds", soft_wrap=True,
                   markup=False)

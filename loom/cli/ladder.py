@@ -10,7 +10,7 @@ from base.names import check_name
 from base.workspace import LADDER_FIT_FILE, REPORT_FILE, Workspace, examples_dir
 from loom.cli.console import Interrupted, console, note
 from loom.cli.mix import builtin_mixtures
-from loom.cli.report import loom_command, write_index
+from loom.cli.report import write_index
 
 RESUME_LADDER = "interrupted; run the same command again to resume the unfinished rungs (finished ones are kept)"
 
@@ -56,7 +56,7 @@ def ladder(ws: Workspace, name, mixture, spec_name, parallel, nproc, dry_run):
     folder = ws.ladder_dir(name)
     console.print(f"Fit:    {folder / LADDER_FIT_FILE} (or `loom sql \"SELECT * FROM ladder\"`)")
     console.print(f"Report: {folder / REPORT_FILE}")
-    write_index(ws, f"`{loom_command(ws)} report open {name}` (the ladder's page)")
+    write_index(ws, f"`{ws.loom_command()} report open {name}` (the ladder's page)")
 
 
 def default_preset() -> str:

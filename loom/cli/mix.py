@@ -9,7 +9,7 @@ from base.names import check_name
 from base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace
 from loom.api.mixtures import builtin_mixtures, compiled_state
 from loom.cli.console import LoomGroup, api_workspace, console
-from loom.cli.report import loom_command, write_index
+from loom.cli.report import write_index
 
 
 @click.group(cls=LoomGroup)
@@ -52,7 +52,7 @@ def mixture_specs(ws: Workspace) -> dict[str, Path]:
 def mix_build(ws: Workspace, name, total_tokens, steps, target_tokens):
     """Compile NAME (a mixture name or a path to a spec) into WORKSPACE/mixtures/NAME/."""
     mixture = build_mixture(ws, name, total_tokens, steps, target_tokens)
-    write_index(ws, f"`{loom_command(ws)} train --mixture {mixture}`")
+    write_index(ws, f"`{ws.loom_command()} train --mixture {mixture}`")
 
 
 def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, target_tokens=None) -> str:

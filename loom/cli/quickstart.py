@@ -10,7 +10,7 @@ from loom.cli.curate import print_outputs, run_curation
 from loom.cli.mix import build_mixture
 from loom.cli.options import workers_option
 from loom.cli.quality import train_quality
-from loom.cli.report import loom_command, print_pages
+from loom.cli.report import print_pages
 from loom.cli.tokenizer import train_tokenizer
 from loom.cli.train import train_run
 
@@ -39,7 +39,7 @@ def quickstart(ws: Workspace, workers):
     console.print(f"Workspace:       {ws.root}")
     print_outputs(ws)
     curation, index = curation_pages(ws.root)
-    loom = loom_command(ws)
+    loom = ws.loom_command()
     print_pages(ws, [curation, ws.mixture_dir("sample") / REPORT_FILE, ws.run_dir("quickstart") / REPORT_FILE, index],
                 f"`{loom} report open` (the index links every page); `{loom} status` (what the workspace holds)")
 

@@ -3,7 +3,6 @@ command, every page the workspace has data for and its index page. Also what eac
 their paths and the command to run next."""
 
 import os
-import shlex
 import sys
 import webbrowser
 
@@ -26,7 +25,7 @@ def report(ctx):
         written = every_page(ctx.obj.root)
         for line in written.skipped:
             console.print(f"skipped: {line}", soft_wrap=True, markup=False)
-        print_pages(ctx.obj, written.pages, f"`{loom_command(ctx.obj)} report open` (opens the index where a browser "
+        print_pages(ctx.obj, written.pages, f"`{ctx.obj.loom_command()} report open` (opens the index where a browser "
                                             "is)")
 
 
@@ -86,11 +85,6 @@ def report_open(ws: Workspace, name):
         webbrowser.open(path.as_uri())
 
 
-def loom_command(ws: Workspace) -> str:
-    """`loom`, naming the workspace unless it is the one found without -w: a next command that runs as printed."""
-    return "loom" if Workspace.locate(None) == ws else f"loom -w {shlex.quote(str(ws.root))}"
-
-
 def print_pages(ws: Workspace, pages: list, next_step: str) -> None:
     """The paths of the pages just written, the index last, and the command to run next."""
     for path in pages:
@@ -103,7 +97,7 @@ def write_curation_pages(ws: Workspace) -> None:
     """After a curation: its report and the index written, their paths and what to run next."""
     from reports.pages import curation_pages
 
-    loom = loom_command(ws)
+    loom = ws.loom_command()
     print_pages(ws, curation_pages(ws.root), f"`{loom} mix build NAME` (a mixture of {ws.mixtures}/NAME.toml); "
                                              f"`{loom} report open` (the index)")
 

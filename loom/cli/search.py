@@ -11,7 +11,7 @@ from loom.cli.console import Interrupted, console, note
 from loom.cli.ladder import builtin_ladders, default_preset
 from loom.cli.mix import builtin_mixtures
 from loom.cli.options import RegistryOption
-from loom.cli.report import loom_command, write_index
+from loom.cli.report import write_index
 
 WIDE = 8  # components beyond which the plan lists a row per component, not per design
 HEAVIEST = 4  # components a line shows of a mixture of more than WIDE
@@ -90,7 +90,7 @@ def search(ws: Workspace, name, from_mixture, proxies, over, design, concentrati
     console.print(f"Mixture: {spec_file(ws, name)} (`loom mix build {name}`)")
     console.print(f"Search:  {folder / SEARCH_FILE}")
     console.print(f"Report:  {folder / REPORT_FILE}")
-    write_index(ws, f"`{loom_command(ws)} mix build {name}` (the chosen mixture); `{loom_command(ws)} report open "
+    write_index(ws, f"`{ws.loom_command()} mix build {name}` (the chosen mixture); `{ws.loom_command()} report open "
                     f"{name}` (the search's page)")
 
 

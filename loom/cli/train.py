@@ -5,7 +5,7 @@ import click
 
 from base.workspace import Workspace
 from loom.cli.console import Interrupted, api_workspace, console
-from loom.cli.report import loom_command, write_index
+from loom.cli.report import write_index
 from trainer.options import config_from_options, train_options
 
 
@@ -21,7 +21,7 @@ def train(ws: Workspace, nproc, **options):
     """Train a model on a compiled mixture; WORKSPACE/runs/RUN/ gets metrics.jsonl, checkpoints/ and report.html."""
     config = config_from_options(ws.root, options)
     train_run(ws, config, nproc)
-    loom = loom_command(ws)
+    loom = ws.loom_command()
     write_index(ws, f"`{loom} report open {config.run_dir.name}` (the run's page); `{loom} report compare "
                     f"{config.run_dir.name} RUN` (beside another run)")
 
