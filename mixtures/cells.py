@@ -100,9 +100,14 @@ def domain_names(curation: dict) -> dict[str, str] | None:
     return None if domains is None else dict(domains.get("names") or {})
 
 
+def source_tags(sources: dict | None) -> set[str]:
+    """Every tag the sources have."""
+    return {tag for info in (sources or {}).values() for tag in info.get("tags", ())}
+
+
 def key_names(sources: dict | None) -> set[str]:
     """What a bare weight key may name: the sources and their tags."""
-    return set(sources or ()) | {tag for info in (sources or {}).values() for tag in info.get("tags", ())}
+    return set(sources or ()) | source_tags(sources)
 
 
 def checked_slice(key: str, sources: dict | None, names: dict[str, str] | None) -> tuple[str, tuple[Condition, ...]]:
@@ -127,7 +132,8 @@ def _checked_condition(key: str, condition: Condition, names: dict[str, str] | N
     column = condition.column
     if columns is not None and column not in columns:
         raise UserError(f"weight key '{key}': cannot slice on '{column}'{did_you_mean(column, columns)}; use one of "
-                        f"{', '.join(sorted(columns))} (an annotator's column and its NAME_bucket where an [[annotate]] table covers the source)")
+                        f"{', '.join(sorted(columns))} (an annotator's column and its NAME_bucket where an "
+                        "[[annotate]] table covers the source)")
     if condition.wildcard:
         if column not in WILDCARD_COLUMNS and not column.endswith(BUCKET_SUFFIX):
             raise UserError(f"weight key '{key}': '{column}=*' would make a cell per value; a wildcard takes a column "

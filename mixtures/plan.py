@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from base.errors import UserError, did_you_mean, near_misses
 from base.sql import literal, literal_list
-from mixtures.cells import TAG_PREFIX, checked_slice, is_tag_key, slice_where
+from mixtures.cells import TAG_PREFIX, checked_slice, is_tag_key, slice_where, source_tags
 from mixtures.schedule import largest_remainder
 from mixtures.spec import MixtureSpec
 
@@ -55,7 +55,7 @@ def tagged_sources(key: str, sources: dict[str, dict]) -> tuple[str, ...]:
     name = key.removeprefix(TAG_PREFIX) if explicit else key
     tagged = tuple(sorted(source for source, info in sources.items() if name in info["tags"]))
     if explicit and not tagged:
-        tags = {tag for info in sources.values() for tag in info["tags"]}
+        tags = source_tags(sources)
         raise UserError(f"weight key '{key}': no source has tag '{name}'{did_you_mean(name, tags)}; tags: "
                         f"{', '.join(sorted(tags)) or 'none'}")
     if explicit or not tagged:

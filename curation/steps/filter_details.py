@@ -14,6 +14,7 @@ from datatrove.utils.text import PUNCTUATION_SET, split_into_sentences, split_in
 from curation.steps.c4 import c4_lines
 from curation.steps.measures import EMPTY, measured
 
+
 def gopher_repetition_detail(ref, text: str, reason: str) -> str:
     """datatrove's GopherRepetitionFilter's measure for `reason`."""
     if reason == "empty":
