@@ -54,3 +54,15 @@ def parquet_row_groups(path) -> pq.ParquetFile:
         return pq.ParquetFile(path)
     fs, spelled = fs_and_path(path)
     return pq.ParquetFile(fs.open(spelled, "rb", cache_type="none"))
+
+
+def parquet_row(path, row: int, columns: list[str] | None = None) -> pa.Table | None:
+    """The file's row number `row` (some of its columns) as a table of one row, reading only the row group that holds
+    it; None past the file's end."""
+    file, first = parquet_row_groups(path), 0
+    for group in range(file.metadata.num_row_groups):
+        size = file.metadata.row_group(group).num_rows
+        if row < first + size:
+            return file.read_row_group(group, columns=columns).slice(row - first, 1)
+        first += size
+    return None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from base.filenames import unescaped_path
 from base.inputs import file_size, open_input
-from base.parquet_files import parquet_row_groups
+from base.parquet_files import parquet_row
 from base.store import as_path, is_url
 from curation.readers.folder import FolderReader
 from curation.readers.jsonl import JsonLinesReader
@@ -59,17 +59,12 @@ def jsonl_line(path, offset: int, limit: int) -> bytes:
     return bytes(head.split(b"\n", 1)[0][:limit])
 
 
-def parquet_row(path, row: int, limit: int) -> bytes:
+def parquet_row_json(path, row: int, limit: int) -> bytes:
     """The row as one line of JSON (its columns' values; bytes shown as text where they decode)."""
-    file = parquet_row_groups(path)
-    first = 0
-    for group in range(file.metadata.num_row_groups):
-        rows = file.metadata.row_group(group).num_rows
-        if row < first + rows:
-            values = file.read_row_group(group).slice(row - first, 1).to_pylist()[0]
-            return json.dumps(values, ensure_ascii=False, default=str).encode("utf-8")[:limit]
-        first += rows
-    return b""
+    found = parquet_row(path, row)
+    if found is None:
+        return b""
+    return json.dumps(found.to_pylist()[0], ensure_ascii=False, default=str).encode("utf-8")[:limit]
 
 
 def file_start(path, _record: int, limit: int) -> bytes:
@@ -88,7 +83,7 @@ def warc_record(path, record: int, limit: int) -> bytes:
     return bytes(next(decompressed(path, found.offset), b"")[:limit])
 
 
-RAW_READS = {JsonLinesReader: jsonl_line, ParquetReader: parquet_row, FolderReader: file_start,
+RAW_READS = {JsonLinesReader: jsonl_line, ParquetReader: parquet_row_json, FolderReader: file_start,
              WarcReader: warc_record}
 
 

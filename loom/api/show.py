@@ -186,7 +186,7 @@ def add_raw(story: RecordStory, info: dict) -> None:
 
 def add_document(con, gen, story: RecordStory, text_chars: int) -> None:
     """A kept document's manifest row, and its text and token ids from its curated part's row."""
-    from base.parquet_files import parquet_row_groups
+    from base.parquet_files import parquet_row
 
     relation = con.execute("SELECT * FROM doc_stats WHERE id = ? AND source = ? LIMIT 1", [story.doc_id, story.source])
     rows = relation.fetchall()
@@ -199,15 +199,10 @@ def add_document(con, gen, story: RecordStory, text_chars: int) -> None:
         setattr(story, name, document[name])
     story.curated_part = document["shard"]
     story.annotators = {k: v for k, v in document.items() if k not in DOCUMENT_FIELDS}
-    file, first = parquet_row_groups(gen.root / story.curated_part), 0
-    for group in range(file.metadata.num_row_groups):
-        size = file.metadata.row_group(group).num_rows
-        if story.row < first + size:
-            values = file.read_row_group(group, columns=["text", "input_ids"]).slice(story.row - first, 1)
-            text, story.tokens = values["text"][0].as_py(), values["input_ids"][0].as_py()[:TOKENS_SHOWN]
-            story.text, story.text_chars = text[:text_chars], len(text)
-            return
-        first += size
+    values = parquet_row(gen.root / story.curated_part, story.row, ["text", "input_ids"])
+    if values is not None:
+        text, story.tokens = values["text"][0].as_py(), values["input_ids"][0].as_py()[:TOKENS_SHOWN]
+        story.text, story.text_chars = text[:text_chars], len(text)
 
 
 def add_removed_text(con, views: list[str], story: RecordStory, text_chars: int) -> None:
