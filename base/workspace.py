@@ -55,6 +55,7 @@ SEQUENCES_DIR, VALIDATION_FILE = "sequences", "validation.parquet"
 # In a run's folder (what they hold: trainer.metrics, trainer.checkpoint).
 RUN_FILE, METRICS_FILE = "run.json", "metrics.jsonl"
 CHECKPOINTS_DIR, CHECKPOINT_GLOB, TRAINER_STATE_FILE = "checkpoints", "step-*", "trainer_state.json"
+BRANCHES_DIR = "branches"  # a WSD run's stable-phase checkpoints its cooldowns start from (trainer.cooldowns), kept
 
 # In an export's folder (mixtures.export; each format's own files are its writer's).
 EXPORT_FILE, EXPORT_PROGRESS_FILE = "export.json", "progress.json"
