@@ -22,7 +22,7 @@ EXPONENT_BOUNDS = (1e-6, 10.0)
 LOG_COEFFICIENT_BOUNDS = (-100.0, 100.0)
 SCOUT_ITERATIONS = 20  # batched steps from every start before the best few are run to convergence
 FINALISTS = 3
-REFIT_ITERATIONS = 40  # batched steps of each bootstrap refit from the full fit's optimum (converged to ~1e-6)
+REFIT_ITERATIONS = 100  # at most, batched, for the bootstrap's refits from the full fit's optimum (bands as at 400)
 # The interval a cooldown ladder's points should get. Measured on synthetic ladders (4-5 sizes x 3 budgets, 0.2-0.5%
 # noise, 50 repeats each; bench/scaling_fit.py, bench/README.md): the bootstrap's 90% band held the truth at 10x the
 # largest size in 90-96% of ladders in every shape, Student-t's in 84-100% (below nominal with 5 sizes at 0.3-0.5%
