@@ -12,17 +12,14 @@ from itertools import product
 import numpy as np
 
 from sweeps import intervals
-from sweeps.robust import (as_positive, best_of, check_enough, check_points, huber_batch, no_interval_reason,
-                           scalar_or_array)
+from sweeps.robust import (REFIT_STEPS, as_positive, best_of, check_enough, check_points, huber_batch,
+                           no_interval_reason, scalar_or_array)
 
 N_PARAMS = 5
 MIN_DISTINCT = 3  # values of N (and of D): with two, a term's coefficient and exponent are one number
 MIN_SPREAD = 0.1  # sd of the points across their line in (ln N, ln D): below ~10%, they lie on one line
 EXPONENT_BOUNDS = (1e-6, 10.0)
 LOG_COEFFICIENT_BOUNDS = (-100.0, 100.0)
-SCOUT_ITERATIONS = 20  # batched steps from every start before the best few are run to convergence
-FINALISTS = 3
-REFIT_ITERATIONS = 100  # at most, batched, for the bootstrap's refits from the full fit's optimum (bands as at 400)
 # The interval a cooldown ladder's points should get. Measured on synthetic ladders (4-5 sizes x 3 budgets, 0.2-0.5%
 # noise, 50 repeats each; bench/scaling_fit.py, bench/README.md): the bootstrap's 90% band held the truth at 10x the
 # largest size in 90-96% of ladders in every shape, Student-t's in 84-100% (below nominal with 5 sizes at 0.3-0.5%
@@ -150,20 +147,15 @@ def fit_chinchilla(parameters, tokens, loss, huber_delta: float = 1e-3, noise_fl
 
 
 def fit_normalized(log_n, log_d, log_loss, huber_delta) -> np.ndarray:
-    """(e, a, b, alpha, beta) in normalized N and D: every start scouted at once, the best few run to convergence
-    by scipy's solver."""
+    """(e, a, b, alpha, beta) in normalized N and D, the best of the grid of starts (scouted together)."""
     def residuals(theta):
         return chinchilla_log_loss(theta, log_n, log_d)[0] - log_loss
 
     def jacobian(theta):
         return chinchilla_log_loss(theta, log_n, log_d)[1]
 
-    lower, upper = bounds(log_loss)
-    grid = np.array(starts(np.exp(log_loss)))
-    scouted, cost = huber_batch(batch_model(log_n, log_d), grid, log_loss, np.ones((len(grid), len(log_loss))),
-                                (lower, upper), huber_delta, SCOUT_ITERATIONS)
-    finalists = scouted[np.argsort(np.where(np.isfinite(cost), cost, np.inf))[:FINALISTS]]
-    return best_of(residuals, jacobian, finalists, (lower, upper), huber_delta)
+    return best_of(residuals, jacobian, starts(np.exp(log_loss)), bounds(log_loss), huber_delta,
+                   batch=(batch_model(log_n, log_d), log_loss))
 
 
 def bootstrap(log_n, log_d, log_loss, huber_delta, theta) -> np.ndarray:
@@ -175,7 +167,7 @@ def bootstrap(log_n, log_d, log_loss, huber_delta, theta) -> np.ndarray:
     upper = np.tile(upper, (len(draws), 1))
     upper[:, 0] = np.where(weights > 0, log_loss, np.inf).min(axis=1) - 1e-9  # E below each resample's lowest loss
     refits, _ = huber_batch(batch_model(log_n, log_d), np.tile(theta, (len(draws), 1)), log_loss, weights,
-                            (lower, upper), huber_delta, REFIT_ITERATIONS)
+                            (lower, upper), huber_delta, REFIT_STEPS)
     return refits
 
 

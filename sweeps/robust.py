@@ -8,19 +8,28 @@ from sweeps import intervals
 
 
 SCOUT_EVALUATIONS = 20  # per start, before only the most promising few are run to convergence
+SCOUT_STEPS = 20  # the same, for starts scouted together (huber_batch)
+REFIT_STEPS = 100  # at most, for a bootstrap's refits run together from the full fit's optimum (bands as at 400)
 FINALISTS = 3
 
 
-def best_of(residuals, jacobian, starts, bounds, huber_delta) -> np.ndarray:
+def best_of(residuals, jacobian, starts, bounds, huber_delta, batch=None) -> np.ndarray:
     """Huber on the residuals from each start (clipped into the bounds); the lowest cost wins. Every start is run a
     short way first and only the best few to convergence: near-L1 Huber converges slowly, and most starts of a grid
-    end in the same basin."""
+    end in the same basin. batch, (model, targets) as huber_batch takes them: the starts are scouted together."""
     lower, upper = (np.asarray(b, dtype=float) for b in bounds)
-    clipped = [np.clip(np.asarray(s, dtype=float), lower + 1e-12, upper - 1e-12) for s in starts]
-    scouts = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta, SCOUT_EVALUATIONS)
-              for x0 in clipped]
-    scouts = sorted((r for r in scouts if np.isfinite(r.cost)), key=lambda r: r.cost)[:FINALISTS]
-    finals = [huber_least_squares(residuals, jacobian, r.x, (lower, upper), huber_delta) for r in scouts]
+    clipped = np.array([np.clip(np.asarray(s, dtype=float), lower + 1e-12, upper - 1e-12) for s in starts])
+    if batch is not None and len(clipped) > FINALISTS:
+        model, targets = batch
+        scouted, cost = huber_batch(model, clipped, targets, np.ones((len(clipped), len(targets))), (lower, upper),
+                                    huber_delta, SCOUT_STEPS)
+        finalists = scouted[np.argsort(np.where(np.isfinite(cost), cost, np.inf))[:FINALISTS]]
+    else:
+        scouts = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta, SCOUT_EVALUATIONS)
+                  for x0 in clipped]
+        finalists = [r.x for r in sorted((r for r in scouts if np.isfinite(r.cost)), key=lambda r: r.cost)]
+    finals = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta)
+              for x0 in finalists[:FINALISTS]]
     finals = [r for r in finals if np.isfinite(r.cost)]
     if not finals:
         raise ValueError("the fit diverged from every start: check that the losses fall with size")
