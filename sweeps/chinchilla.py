@@ -20,12 +20,9 @@ MIN_DISTINCT = 3  # values of N (and of D): with two, a term's coefficient and e
 MIN_SPREAD = 0.1  # sd of the points across their line in (ln N, ln D): below ~10%, they lie on one line
 EXPONENT_BOUNDS = (1e-6, 10.0)
 LOG_COEFFICIENT_BOUNDS = (-100.0, 100.0)
-# The interval a cooldown ladder's points should get. Measured on synthetic ladders (4-5 sizes x 3 budgets, 0.2-0.5%
-# noise, 50 repeats each; bench/scaling_fit.py, bench/README.md): the bootstrap's 90% band held the truth at 10x the
-# largest size in 90-96% of ladders in every shape, Student-t's in 84-100% (below nominal with 5 sizes at 0.3-0.5%
-# noise: its linearization and the Huber fit's near-L1 residuals), at 10-40% narrower widths. Both fit the issue's
-# +-5% goal; the bootstrap is the one whose "90%" held everywhere, for ~50 ms more a fit.
-INTERVAL_FOR_LADDERS = intervals.BOOTSTRAP
+# Below ~2 points a parameter a bootstrap's resamples repeat the same few subsets: 6 points give a zero-width band,
+# 7 one narrower than Student-t's.
+BOOTSTRAP_MIN_POINTS = 2 * N_PARAMS
 
 
 @dataclass(frozen=True)
@@ -124,11 +121,11 @@ def fit_chinchilla(parameters, tokens, loss, huber_delta: float = 1e-3, noise_fl
     whatever it is given, and on points along one line its parameters mean little.
 
     interval: "student-t" (the delta method from the fit's Jacobian, t with points minus 5 degrees of freedom) or
-    "bootstrap" (200 seeded resamples of the points, each refitted from the full fit's optimum, percentiles).
-    A ladder should use INTERVAL_FOR_LADDERS (below)."""
+    "bootstrap" (200 seeded resamples of the points, each refitted from the full fit's optimum, percentiles; 10
+    points or more). A ladder should use interval_for_ladder(points)."""
     n, d, loss = check_points({"parameters": parameters, "tokens": tokens, "loss": loss})
     check_enough(len(loss), N_PARAMS, "Chinchilla's approach 3", ", or fit the power law in compute instead")
-    intervals.check_method(interval, len(loss))
+    intervals.check_method(interval, len(loss), BOOTSTRAP_MIN_POINTS, "points")
     n_ref, d_ref = (float(np.exp(np.mean(np.log(v)))) for v in (n, d))
     log_n, log_d, log_loss = np.log(n / n_ref), np.log(d / d_ref), np.log(loss)
     theta = fit_normalized(log_n, log_d, log_loss, huber_delta)
@@ -183,6 +180,16 @@ def bounds(log_loss) -> tuple[np.ndarray, np.ndarray]:
 def batch_model(log_n, log_d):
     """Predicted log-loss (B, M) and its Jacobian (B, M, 5) for rows of parameters (B, 5)."""
     return lambda thetas: chinchilla_log_loss(thetas.T[:, :, None], log_n, log_d)
+
+
+def interval_for_ladder(n_points: int) -> str:
+    """The interval a ladder's points should get: the bootstrap where there are enough points for it, else
+    Student-t. Measured on synthetic ladders (4-5 sizes x 3 budgets, 0.2-0.5% noise, 50 repeats each;
+    bench/scaling_fit.py, bench/README.md): the bootstrap's 90% band held the truth at 10x the largest size in 90-96%
+    of ladders in every shape, Student-t's in 84-100% (below nominal with 5 sizes at 0.3-0.5% noise: its
+    linearization, and the near-L1 Huber fit's residuals), the bootstrap 10-45% wider. Both meet the issue's +-5%
+    goal there; the bootstrap is the one whose "90%" held everywhere, for ~50 ms more a fit."""
+    return intervals.BOOTSTRAP if n_points >= BOOTSTRAP_MIN_POINTS else intervals.STUDENT_T
 
 
 def held_out_point(parameters, tokens) -> int:

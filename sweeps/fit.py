@@ -13,12 +13,13 @@ from itertools import product
 import numpy as np
 
 from sweeps import intervals
-from sweeps.chinchilla import Chinchilla, fit_chinchilla, held_out_point, identifiability, varies_independently
+from sweeps.chinchilla import (Chinchilla, fit_chinchilla, held_out_point, identifiability, interval_for_ladder,
+                               varies_independently)
 from sweeps.robust import (REFIT_STEPS, as_positive, best_of, check_enough, check_points, huber_batch,
                            no_interval_reason, scalar_or_array)
 
 __all__ = ["Chinchilla", "PowerLaw", "fit_chinchilla", "fit_power_law", "held_out_point", "identifiability",
-           "relative_error", "varies_independently"]
+           "interval_for_ladder", "relative_error", "varies_independently"]
 
 ALPHA_BOUNDS = (1e-6, 10.0)
 LOG_A_BOUNDS = (-100.0, 100.0)  # of the coefficient in normalized compute, where it is of the order of the loss
