@@ -3,7 +3,13 @@ training tokens D, fitted in their log-sum-exp form, log L = LSE(e, a - alpha lo
 loss on log-loss residuals from a grid of starts. N and D are normalized by their geometric means while fitting.
 
 Five parameters need rungs whose N and D vary independently: `identifiability` says when they do not (a ladder at
-one tokens-per-parameter ratio lies on one line in (log N, log D), where the two terms cannot be told apart).
+one tokens-per-parameter ratio lies on one line in (log N, log D), where the two terms cannot be told apart). A
+ladder with cooldowns gives several points (N, D) per size, which do.
+
+A prediction's interval is Student-t (delta method) or a bootstrap over the points (`interval_for_ladder` says
+which a ladder's points get, and why); `held_out_point` is the honesty check's point. From the fitted law come the
+compute-optimal N and D at a compute C = 6 N D and the law of the loss along them, L(C) = E + K C^-gamma
+(`Chinchilla.compute_optimal`, `Chinchilla.frontier`).
 """
 
 from dataclasses import dataclass, field
@@ -27,7 +33,7 @@ BOOTSTRAP_MIN_POINTS = 2 * N_PARAMS
 
 @dataclass(frozen=True)
 class Chinchilla:
-    """L(N, D) = e + a/N^alpha + b/D^beta (e is E, the irreducible loss), fitted to `n_points` rungs."""
+    """L(N, D) = e + a/N^alpha + b/D^beta (e is E, the irreducible loss), fitted to `n_points` points."""
     e: float
     a: float
     b: float
