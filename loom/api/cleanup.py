@@ -31,6 +31,7 @@ class Removal:
     bytes: int  # freed: the files only this path links (a file hard-linked elsewhere frees nothing)
     what: str  # why it goes: "mixture 'x'", "stale mixture 'x'", "old build of mixture 'x'", ...
     lock: str | None = None  # the lock target held while it is removed
+    folder: bool = False  # a folder (not a file, nor a link)
 
 
 @dataclass
@@ -62,7 +63,7 @@ def size_of(path: Path) -> int:
 
 
 def removal(path: Path, what: str, lock: str | None = None) -> Removal:
-    return Removal(path, size_of(path), what, lock)
+    return Removal(path, size_of(path), what, lock, path.is_dir() and not path.is_symlink())
 
 
 def local(ws, command: str) -> Workspace:

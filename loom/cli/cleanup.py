@@ -48,7 +48,7 @@ def gc(ws: Workspace, force, dry_run):
 def print_cleanup(ws: Workspace, cleanup) -> None:
     verb = "would remove" if cleanup.dry_run else "removed"
     for item in cleanup.removals:
-        say(f"{verb} {shown(ws, item.path)} ({item.bytes:,} bytes; {item.what})")
+        say(f"{verb} {shown(ws, item)} ({item.bytes:,} bytes; {item.what})")
     for line in cleanup.kept:
         say(f"kept {line}")
     count = len(cleanup.removals)
@@ -57,10 +57,9 @@ def print_cleanup(ws: Workspace, cleanup) -> None:
         f"Freed {total}" if count else "Nothing to remove")
 
 
-def shown(ws: Workspace, path) -> str:
-    """A path relative to the workspace, a folder with a trailing /."""
-    text = str(path)[len(str(ws.root)) + 1:]
-    return text + "/" if path.is_dir() and not path.is_symlink() else text
+def shown(ws: Workspace, item) -> str:
+    """A removal's path relative to the workspace, a folder with a trailing /."""
+    return str(item.path)[len(str(ws.root)) + 1:] + ("/" if item.folder else "")
 
 
 def say(line: str) -> None:
