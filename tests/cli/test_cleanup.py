@@ -79,7 +79,14 @@ def test_a_held_lock_is_refused_even_with_force_and_a_sweep_s_claim_only_without
 
 
 def test_gc_s_dry_run_lists_exactly_what_gc_then_removes(cleanup_ws):
-    ws = cleanup_ws
+    from mixtures import reading
+
+    ws, api = cleanup_ws, loom.open(cleanup_ws)
+    with reading(ws / "mixtures" / "mine") as old:  # read while rebuilt: the rebuild leaves the old build
+        api.mixtures.build("mine", steps=5)
+    listed = api.gc(dry_run=True)  # no reader holds it now
+    assert [(r.path, r.what) for r in listed.removals] == [(old.root, "old build of mixture 'mine'")]
+    assert api.gc().removals == listed.removals and not old.root.exists() and api.gc(dry_run=True).removals == []
     published = json.loads((ws / "published.json").read_text())  # the data curated again: a new generation
     shutil.copytree(ws / "generations" / published["generation"], ws / "generations" / "g-again")
     (ws / "published.json").write_text(json.dumps({**published, "generation": "g-again"}))
@@ -93,9 +100,9 @@ def test_gc_s_dry_run_lists_exactly_what_gc_then_removes(cleanup_ws):
     shutil.rmtree(ws / "searches" / "s")
     listed = run_loom("-w", ws, "gc", "--dry-run").stdout
     with held(ws, "run-toy-r1"):  # kept, and said which process holds it
-        held = loom.open(ws).gc(dry_run=True)
-    assert len(held.kept) == 1 and held.kept[0].startswith("runs/toy-r1/: run 'toy-r1' is in use by pid ")
-    assert ws / "runs" / "toy-r1" not in [r.path for r in held.removals]
+        training = api.gc(dry_run=True)
+    assert len(training.kept) == 1 and training.kept[0].startswith("runs/toy-r1/: run 'toy-r1' is in use by pid ")
+    assert ws / "runs" / "toy-r1" not in [r.path for r in training.removals]
     done = run_loom("-w", ws, "gc").stdout
     assert listed.replace("would remove", "removed").splitlines()[:-1] == done.splitlines()[:-1], (listed, done)
     removed = sorted(line.split(" (")[0].removeprefix("removed ") for line in done.splitlines()[:-1])
