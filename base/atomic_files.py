@@ -70,10 +70,14 @@ def copy_file(source, target) -> None:
 
 
 def remove_tree(folder) -> None:
+    """A folder and all below it, or a file. A symbolic link is removed as a link, never followed (neither at the
+    top nor below it), so nothing outside the folder is touched."""
     folder = as_path(folder)
     if is_remote(folder):
         fs, spelled = fs_and_path(folder)
         if fs.exists(spelled):
             fs.rm(spelled, recursive=True)
+    elif folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink(missing_ok=True)
     else:
         shutil.rmtree(folder, ignore_errors=True)

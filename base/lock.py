@@ -165,6 +165,18 @@ def is_held(path) -> bool:
         os.close(fd)  # lets go of the shared flock, if it was taken
 
 
+def holder(path) -> dict:
+    """The record of whoever holds (or last held) the local lock at `path`, for a message; {} when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        return _holder_if_any(fd, Path(path))
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def exclusive_object(path, what: str, note: Callable[[str], None]):
     """The lock as an object on a store: created if absent or not at all, so two writers never both hold it."""

@@ -66,6 +66,7 @@ LADDER_FIT_FILE = "fit.json"  # its rungs, fits and predictions (sweeps.results)
 LADDER_POINTS_FILE = "points.parquet"  # one row per rung and metric
 SEARCH_SPEC_FILE, SEARCH_FILE = "search.toml", "search.json"
 LOGS_DIR = "logs"  # a rung's or a proxy's `loom train` output
+SWEEP_MARK_FILE = "sweep.json"  # in a mixture's and a run's folder a sweep made: which sweep (sweeps.ownership)
 
 
 def checkpoint_name(step: int) -> str:

@@ -127,6 +127,22 @@ def remove_old_builds(folder: Path, keep: str) -> None:
             _remove_unheld(entry)
 
 
+def being_read(folder: Path) -> bool:
+    """Whether a reader holds the readers.lock in `folder` (a local build, or a mixture's own folder) now."""
+    fd = _take_unheld(folder / READERS_LOCK)
+    if fd is False:
+        return True
+    if fd is not None:
+        os.close(fd)
+    return False
+
+
+def remove_build(root: Path) -> bool:
+    """A local build removed unless a reader holds it (see _remove_unheld); whether it was."""
+    _remove_unheld(root)
+    return not root.exists()
+
+
 def _remove_unheld(root: Path) -> None:
     """Removes a local build unless a reader holds its lock: renamed away under the exclusive lock (a reader that
     opened the lock meanwhile finds its path gone and resolves the pointer again), then deleted."""

@@ -14,12 +14,16 @@ from base.small_files import read_text
 from base.workspace import Workspace
 from mixtures import MixtureSpec, build_mixture, current_build, load_spec, reading
 from mixtures.compile import check_current
+from sweeps.ownership import mark
 
 
 def compile_all(ws: Workspace, wanted: list[tuple[str, MixtureSpec]], console: Console, note,
-                refused: Callable[[str, UserError], str]) -> None:
+                refused: Callable[[str, UserError], str], owner: tuple[str, str] | None = None) -> None:
     """Each (label, spec) compiled into mixtures/SPEC.NAME/ unless it is already; `refused(label, error)` says
-    what a refusal means for the sweep, in one line."""
+    what a refusal means for the sweep, in one line. `owner` (kind, name): the sweep whose mark each mixture and
+    its run of the same name get first (sweeps.ownership), so that `loom gc` knows them once the sweep is gone."""
+    if owner is not None:
+        mark(ws, *owner, [spec.name for _, spec in wanted])
     for label, spec in wanted:
         out = ws.mixture_dir(spec.name)
         if _current(ws, out, spec):

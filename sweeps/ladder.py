@@ -18,6 +18,7 @@ from base.small_files import read_text
 from base.workspace import LADDER_SPEC_FILE, LOGS_DIR, Workspace, ladder_lock
 from mixtures import MixtureSpec, mixture_tokenizer
 from sweeps.compiling import compile_all
+from sweeps.ownership import LADDER
 from sweeps.plan import LadderPlan, plan_ladder
 from sweeps.results import ladder_results, write_results
 from sweeps.runner import train_rungs
@@ -80,7 +81,7 @@ def compile_rungs(ws: Workspace, ladder: LadderPlan, mixture: MixtureSpec, conso
         return f"ladder '{ladder.name}', {label}: {err}{hint}"
 
     compile_all(ws, [(f"rung {r.rung}", ladder.rung_mixture(mixture, r)) for r in ladder.rungs], console, note,
-                refused)
+                refused, owner=(LADDER, ladder.name))
 
 
 def resolved_toml(ladder: LadderPlan, spec: LadderSpec, source: str) -> str:

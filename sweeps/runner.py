@@ -3,7 +3,6 @@ logs/), one after another or several at once, with a progress line per rung (ste
 whole ladder (in FLOPs). Every rung is started with --resume: a finished rung is skipped, a killed one goes on
 from its last checkpoint, a new one starts; so a killed ladder, rerun, trains only what is unfinished."""
 
-import json
 import os
 import signal
 import subprocess
@@ -13,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from base.errors import UserError
 from base.procs import dying_with_this_process
 from base.workspace import Workspace
 from sweeps.plan import LadderPlan, RungPlan
+from sweeps.progress import SweepProgress
+from sweeps.progress import steps_done as metrics_steps_done
 from sweeps.results import run_status
 from trainer import checkpoint, metrics
 from trainer.config import TrainConfig
@@ -53,24 +53,16 @@ def finished(run_dir: Path) -> bool:
 
 def steps_done(run_dir: Path) -> int:
     """Steps the run's metrics.jsonl has recorded (its last line's step + 1), read from the file's end."""
-    path = run_dir / metrics.METRICS_FILE
-    if not path.exists():
-        return 0
-    with open(path, "rb") as f:
-        f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
-        lines = f.read().splitlines()
-    for line in reversed(lines):
-        try:
-            return int(json.loads(line)[metrics.STEP]) + 1
-        except (ValueError, KeyError, TypeError):
-            continue
-    return 0
+    return metrics_steps_done(run_dir)
 
 
 def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, parallel: int, nproc: int,
-                console: Console, on_finished=lambda: None, noun: str = "rung") -> None:
+                console: Console, on_finished=lambda: None, noun: str = "rung",
+                progress_seconds: float | None = None) -> None:
     """Trains every unfinished rung, calling `on_finished` as each one ends well; raises UserError naming a
-    failed rung once the others have stopped. `noun` names a rung in what is printed (a search's proxies)."""
+    failed rung once the others have stopped. `noun` names a rung in what is printed (a search's proxies);
+    where the output is not a terminal a line per running rung is printed every `progress_seconds`
+    (sweeps.progress; default its PROGRESS_SECONDS)."""
     rungs = [Rung(r, Workspace(workspace).run_dir(r.name), logs / f"{r.rung}.log") for r in ladder.rungs]
     pending = [r for r in rungs if not finished(r.run_dir)]
     for rung in rungs:
@@ -80,26 +72,24 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
         return
     logs.mkdir(parents=True, exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // (parallel * nproc))
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console) as progress:
-        whole = progress.add_task(f"{ladder.name}: every {noun} (GFLOPs)", total=_gflops(rungs))
-        tasks = {r.plan.rung: progress.add_task(f"{noun} {r.plan.rung} (steps)", total=r.plan.steps,
-                                                completed=steps_done(r.run_dir)) for r in rungs}
+    whole = "ladder" if noun == "rung" else "search"
+    with SweepProgress(console, ladder.name, noun, whole, rungs, progress_seconds) as progress:
         running, failed = [], []
         try:
             while pending or running:
                 while pending and len(running) < parallel and not failed:
                     running.append(_start(pending.pop(0), workspace, ladder, train, nproc, threads, console, noun))
+                    progress.started(running[-1])
                 time.sleep(POLL_SECONDS)
                 for rung in list(running):
-                    progress.update(tasks[rung.plan.rung], completed=steps_done(rung.run_dir))
                     if rung.process.poll() is not None:
                         running.remove(rung)
-                        if _ended(rung, console, noun):
+                        progress.ended(rung)
+                        if _ended(rung, console, noun, progress):
                             on_finished()
                         else:
                             failed.append(rung)
-                progress.update(whole, completed=_gflops(rungs, done=True))
+                progress.poll()
                 if failed and not running:
                     break
         except BaseException:  # Ctrl-C, or an error in this process: no rung is left running without the ladder
@@ -109,11 +99,6 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
         rung = failed[0]
         raise UserError(f"{noun} '{rung.plan.rung}' failed (exit {rung.process.returncode}): {_last_line(rung.log)}; "
                         f"its log: {rung.log}. Fix it and run the same command: finished ones are kept")
-
-
-def _gflops(rungs: list[Rung], done: bool = False) -> float:
-    share = (lambda r: min(1.0, steps_done(r.run_dir) / r.plan.steps)) if done else (lambda r: 1.0)
-    return round(sum(r.plan.flops * share(r) for r in rungs) / 1e9, 1)
 
 
 def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: int, threads: int,
@@ -143,12 +128,12 @@ def _how_it_starts(run_dir: Path) -> str:
     return "started again (no checkpoint yet)" if steps_done(run_dir) else "started"
 
 
-def _ended(rung: Rung, console: Console, noun: str) -> bool:
+def _ended(rung: Rung, console: Console, noun: str, progress: SweepProgress) -> bool:
     """Whether the rung's run finished."""
     rung.log_file.close()
     seconds = time.time() - rung.started
     if rung.process.returncode == 0 and finished(rung.run_dir):
-        console.print(f"{noun} {rung.plan.rung}: finished in {seconds:,.0f} s")
+        progress.finished(rung)
         return True
     console.print(f"{noun} {rung.plan.rung}: failed after {seconds:,.0f} s (exit {rung.process.returncode})")
     return False

@@ -18,6 +18,7 @@ from base.small_files import read_text
 from base.workspace import LOGS_DIR, SEARCHES_DIR, SEARCH_FILE, SEARCH_SPEC_FILE, Workspace, search_lock
 from mixtures.spec import to_toml
 from sweeps.compiling import compile_all
+from sweeps.ownership import SEARCH
 from sweeps.plan import LadderPlan
 from sweeps.runner import train_rungs
 from sweeps.search_plan import SearchOptions, SearchPlan
@@ -45,7 +46,8 @@ def run_search(ws: Workspace, plan: SearchPlan, options: SearchOptions, train: d
             raise UserError(f"search '{plan.name}' was started with other options or data (see {started}); rerun it "
                             "with the same options, or give the new search another NAME")
         compile_all(ws, [(f"proxy {r.rung}", plan.proxy_mixture(i)) for i, r in enumerate(plan.proxies.rungs)],
-                    console, note, lambda label, err: f"search '{plan.name}', {label}: {err}")
+                    console, note, lambda label, err: f"search '{plan.name}', {label}: {err}",
+                    owner=(SEARCH, plan.name))
         write_text(resolved, started)
         publish = lambda fit=False: _publish(ws, plan, options, folder, report, fit)  # noqa: E731
         train_rungs(ws.root, plan.proxies, train, folder / LOGS_DIR, parallel, nproc, console, on_finished=publish,
@@ -107,7 +109,8 @@ def confirm(ws: Workspace, plan: SearchPlan, chosen: np.ndarray, console: Consol
     for run in plan.confirm.rungs:
         spec = plan.confirm.rung_mixture(plan.with_weights(vectors[run.rung], run.name), run)
         try:
-            compile_all(ws, [(f"confirm {run.rung}", spec)], console, note, lambda label, err: str(err))
+            compile_all(ws, [(f"confirm {run.rung}", spec)], console, note, lambda label, err: str(err),
+                        owner=(SEARCH, plan.name))
         except UserError as err:
             if run.rung == "searched":
                 raise UserError(f"search '{plan.name}', the searched mixture at the confirm rung: {err}") from None

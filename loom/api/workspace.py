@@ -79,6 +79,26 @@ class Workspace:
 
         return status(self)
 
+    def remove_mixture(self, name: str, force: bool = False, dry_run: bool = False):
+        """`loom mix rm NAME`: mixtures/NAME/ and mixtures/NAME.toml; returns the Cleanup (what went, bytes freed).
+        See loom.api.cleanup for what is refused."""
+        from loom.api.cleanup import remove_mixture
+
+        return remove_mixture(self, name, force, dry_run)
+
+    def remove_run(self, name: str, force: bool = False, dry_run: bool = False):
+        """`loom runs rm NAME`: runs/NAME/ and its cooldown runs; returns the Cleanup. See loom.api.cleanup."""
+        from loom.api.cleanup import remove_run
+
+        return remove_run(self, name, force, dry_run)
+
+    def gc(self, force: bool = False, dry_run: bool = False):
+        """`loom gc`: stale mixtures' builds, old builds, what removed sweeps left, dead writers' temporary files;
+        returns the Cleanup (removed, and what was kept and why). See loom.api.cleanup."""
+        from loom.api.cleanup import gc
+
+        return gc(self, force, dry_run)
+
     def show(self, record: str, text_chars: int = 2000):
         """`loom show INPUT#RECORD` (or a doc id): that record's story as a RecordStory (`.as_dict()` for JSON).
         See loom.api.show."""

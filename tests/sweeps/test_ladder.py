@@ -33,8 +33,9 @@ def toy_ladder(tmp_path_factory, curated_slice, slice_tokenizer):
     folder = tmp_path_factory.mktemp("ladder")
     ws = ladder_ws(curated_slice, slice_tokenizer, folder)
     # two rungs at a time, one thread each: the killed ladder of the slow test, one at a time, must end the same
+    # captured to a pipe: not a terminal, so plain progress lines, every half second here (30 s by default)
     result = run_loom("-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", folder / "toy.toml", "--parallel", 2,
-                      timeout=600)
+                      timeout=600, env={"LOOM_PROGRESS_SECONDS": "0.5"})
     return ws, result
 
 
@@ -58,6 +59,15 @@ def test_a_toy_ladder_trains_every_rung_and_fits_them(toy_ladder):
     compare = ws / "reports" / "compare" / "ladder-toy.html"  # the rungs overlaid, linked from the ladder's page
     assert 'href="../../reports/compare/ladder-toy.html"' in (ws / "ladders" / "toy" / "report.html").read_text()
     assert all(f'>{r["run"]}</a>' in compare.read_text() for r in fit["rungs"])
+
+
+def test_a_ladder_not_on_a_terminal_prints_plain_progress_lines(toy_ladder):
+    _, result = toy_ladder
+    assert re.search(r"^rung r\d: step \d+/(24|40|60) \(\d+%\), loss \d+\.\d{3}(, ETA \w+)?; ladder \d+% of FLOPs",
+                     result.stdout, re.M), result.stdout
+    for rung, steps in (("r0", 24), ("r1", 40), ("r2", 60)):
+        assert re.search(rf"^rung {rung}: finished {steps} steps in \w+, val loss \d+\.\d{{4}}$", result.stdout, re.M)
+    assert "(GFLOPs)" not in result.stdout and "r2 (steps)" not in result.stdout  # no bars drawn into a log
 
 
 def test_each_rung_trains_its_budget_with_the_trainer_s_flops_and_lr_rule(toy_ladder):
@@ -186,7 +196,8 @@ def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder
     status = run_loom("-w", ws, "status").stdout
     assert re.search(r"│ toy-r2 +│ toy-r2 +│ interrupted +│", status), status
     result = run_loom(*command[len(LOOM):])
-    assert re.search(r"rung r2: (resumed at step|started)", result.stdout) and "rung r2: finished in" in result.stdout
+    assert re.search(r"rung r2: (resumed at step|started)", result.stdout)
+    assert "rung r2: finished 60 steps in" in result.stdout
 
 
 @pytest.mark.parametrize("change, message", [
@@ -238,3 +249,20 @@ def test_a_spec_file_that_is_not_toml_is_one_line(tmp_path, content):
     for load in (load_ladder_spec, load_spec):
         with pytest.raises(UserError, match=r"spec.toml: not valid TOML \(.*\); fix the syntax"):
             load(path)
+
+
+
+def test_gc_removes_what_a_removed_ladder_left_as_its_dry_run_lists(toy_ladder, tmp_path):
+    """The marks a real ladder writes: its runs refused while it is there, and once its folder is removed, `loom
+    gc --dry-run` lists exactly what `loom gc` removes: every rung's mixture and run (tests/cli/test_cleanup.py
+    has the rest, on a workspace that trains nothing)."""
+    ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws", symlinks=True))
+    refused = run_loom("-w", ws, "runs", "rm", "toy-r0", check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: run 'toy-r0' is needed by ladder 'toy'; ")
+    shutil.rmtree(ws / "ladders" / "toy")
+    listed = run_loom("-w", ws, "gc", "--dry-run").stdout
+    done = run_loom("-w", ws, "gc").stdout
+    assert listed.replace("would remove", "removed").splitlines()[:-1] == done.splitlines()[:-1], (listed, done)
+    assert {line.split(" (")[0] for line in done.splitlines()[:-1]} == {
+        f"removed {kind}/toy-{rung}/" for kind in ("mixtures", "runs") for rung in ("r0", "r1", "r2")}
+    assert os.listdir(ws / "runs") == [] and (ws / "mixtures" / "toymix.toml").exists()
