@@ -119,8 +119,9 @@ class TrainConfig:
             raise UserError(f"--decay-fraction {self.decay_fraction}: the share of the steps the LR decays over, "
                             "between 0 and 1 (e.g. 0.2)")
         if self.schedule == COSINE:
-            wsd_only = [f"--{name.replace('_', '-')}" for name in ("cooldowns", "branch_from", "decay_fraction",
-                                                                  "decay_start") if getattr(self, name) not in (None, ())]
+            given = [name for name in ("cooldowns", "branch_from", "decay_fraction", "decay_start")
+                     if getattr(self, name) not in (None, ())]
+            wsd_only = [f"--{name.replace('_', '-')}" for name in given]
             if wsd_only:
                 verb = "needs" if len(wsd_only) == 1 else "need"
                 raise UserError(f"{' and '.join(wsd_only)} {verb} --schedule wsd: a cosine schedule decays from the "

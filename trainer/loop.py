@@ -155,7 +155,8 @@ class Run:
                                              metrics.BRANCH_STEP: c.branch_step} for c in self.cooldowns]
         return {
             metrics.RUN: self.config.name, metrics.MIXTURE: self.config.mixture, metrics.STEPS: self.schedule.steps,
-            metrics.BUDGET_STEPS: self.budget, metrics.END_STEP: self.end_step, metrics.SEQ_LEN: self.schedule.meta["seq_len"],
+            metrics.BUDGET_STEPS: self.budget, metrics.END_STEP: self.end_step,
+            metrics.SEQ_LEN: self.schedule.meta["seq_len"],
             metrics.GLOBAL_BATCH: self.schedule.global_batch, metrics.MODEL: self.model_config.__dict__,
             metrics.PARAMETERS: counts["total"], metrics.ACTIVE_PARAMETERS: counts["active_matmul"],
             metrics.PHASES: self.schedule.meta["phases"], metrics.MIDTRAIN_START: self.midtrain_start,

@@ -329,13 +329,15 @@ class Interrupt:
 @pytest.fixture(scope="module")
 def cooldown_runs(train_ws):
     """Run 'wsd' (12 steps, decaying over half of them) with a cooldown at 6 steps, branched at step 3 and
-    interrupted once its step-4 checkpoint is written, then resumed; and run 'budget6', 6 steps with that decay."""
+    interrupted once its step-4 checkpoint is written, then resumed; and run 'budget6', 6 steps with that decay.
+    The run's budget is given: the slow test above rebuilds the mixture with 14 steps."""
     ws = loom.open(train_ws)
     interrupt = Interrupt("step      4/6")  # the cooldown's report line, after its checkpoint of step 4
     with pytest.raises(KeyboardInterrupt):
-        ws.train("tinymix", run_name="wsd", cooldowns=(0.5,), log=interrupt, **WSD_RUN)
+        ws.train("tinymix", run_name="wsd", budget_steps=12, cooldowns=(0.5,), log=interrupt, **WSD_RUN)
     resumed = Interrupt("")
-    trained = ws.train("tinymix", run_name="wsd", cooldowns=(0.5,), resume=True, log=resumed, **WSD_RUN)
+    trained = ws.train("tinymix", run_name="wsd", budget_steps=12, cooldowns=(0.5,), resume=True, log=resumed,
+                       **WSD_RUN)
     ws.train("tinymix", run_name="budget6", budget_steps=6, log=lambda _: None, **WSD_RUN)
     return train_ws, trained, interrupt.lines + resumed.lines
 
@@ -355,6 +357,8 @@ def test_a_killed_cooldown_resumes_to_the_run_a_separate_budget_trains(cooldown_
     main_run = json.loads((ws / "runs" / "wsd" / "run.json").read_text())
     assert main_run["cooldowns"] == [{"run": "wsd-cooldown-6", "steps": 6, "branch_step": 3}]
     assert (ws / "runs" / "wsd" / "branches" / "step-0000003" / "trainer_state.json").exists()
+    page = (ws / "runs" / "wsd-cooldown-6" / "report.html").read_text()
+    assert "A cooldown of run wsd to 6 steps, branched at step 3" in page and "at step 6." in page  # the LR plan's end
     assert "run 'wsd' already finished all 12 steps" in "\n".join(lines)  # and the cooldown went on after it
     summary = next(line for line in lines if line.startswith("cooldown wsd-cooldown-6 "))
     assert summary.startswith("cooldown wsd-cooldown-6 (budget 6 steps, branched at step 3): val loss ")
@@ -362,8 +366,8 @@ def test_a_killed_cooldown_resumes_to_the_run_a_separate_budget_trains(cooldown_
 
 def test_a_budget_past_the_mixture_or_a_branch_step_without_its_checkpoint_is_refused(cooldown_runs):
     ws = loom.open(cooldown_runs[0])
-    with pytest.raises(UserError, match="^--budget-steps 13 is above the 12 steps of mixture 'tinymix'"):
-        ws.train("tinymix", run_name="toolong", budget_steps=13)
+    with pytest.raises(UserError, match="^--budget-steps 1000 is above the 1[24] steps of mixture 'tinymix'"):
+        ws.train("tinymix", run_name="toolong", budget_steps=1000)
     with pytest.raises(UserError, match="^run 'budget6' is past step 2 without its branch checkpoint there"):
         ws.train("tinymix", run_name="budget6", budget_steps=6, cooldowns=(0.5,), resume=True, **WSD_RUN)
     assert not (cooldown_runs[0] / "runs" / "toolong").exists()
