@@ -234,7 +234,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     branch_steps = {cooldown.branch_step for cooldown in run.cooldowns}
     if ranks.is_main:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
-            f"{start_step}..{run.end_step} of {schedule.steps}, {ranks.world_size} rank(s) on {ranks.device}, "
+            f"{start_step}..{run.end_step} of {run.budget}, {ranks.world_size} rank(s) on {ranks.device}, "
             f"mid-training from step {run.midtrain_start}")
     metrics_log = metrics.MetricsLog(run_dir) if ranks.is_main else None
     step_began = time.perf_counter()
