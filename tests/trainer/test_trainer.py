@@ -236,6 +236,8 @@ def test_a_config_of_before_wsd_keeps_every_lr_and_budgets_share_the_warmup():
     assert lr_schedule(plan[1].config, 1000, 800) == budget
     with pytest.raises(UserError, match="^--budget-steps 1001 is above the 1000 steps of mixture 'm'"):
         lr_schedule(TrainConfig(workspace=".", mixture="m", budget_steps=1001), 1000, 800)
+    with pytest.raises(UserError, match="^--cooldowns 0.5,0.5004 of 1000 steps gives 1 distinct budget"):
+        cooldown_plan(TrainConfig(workspace=".", mixture="m", cooldowns=(0.5, 0.5004)), 1000, 800)
 
 
 def test_router_bias_moves_without_gradients_and_shows_in_the_group_norms():
