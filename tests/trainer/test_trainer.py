@@ -366,12 +366,14 @@ def test_a_killed_cooldown_resumes_to_the_run_a_separate_budget_trains(cooldown_
     assert summary.startswith("cooldown wsd-cooldown-6 (budget 6 steps, branched at step 3): val loss ")
 
 
-def test_a_budget_past_the_mixture_or_a_branch_step_without_its_checkpoint_is_refused(cooldown_runs):
+def test_a_budget_past_the_mixture_a_missing_branch_or_another_model_are_refused(cooldown_runs):
     ws = loom.open(cooldown_runs[0])
     with pytest.raises(UserError, match="^--budget-steps 1000 is above the 1[24] steps of mixture 'tinymix'"):
         ws.train("tinymix", run_name="toolong", budget_steps=1000)
     with pytest.raises(UserError, match="^run 'budget6' is past step 2 without its branch checkpoint there"):
         ws.train("tinymix", run_name="budget6", budget_steps=6, cooldowns=(0.5,), resume=True, **WSD_RUN)
+    with pytest.raises(UserError, match="^the branch checkpoint .*step-0000003 has another model"):
+        ws.train("tinymix", run_name="wider", branch_from="wsd", budget_steps=6, d_model=32, **WSD_RUN)
     assert not (cooldown_runs[0] / "runs" / "toolong").exists()
 
 
