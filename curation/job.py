@@ -10,7 +10,8 @@ from curation.config import CurationConfig, SourceConfig
 from curation.decontamination import eval_texts
 from curation.quality import check_quality_model
 from curation.readers import source_shards
-from curation.stages.prepare import steps_for
+from curation.steps import document_steps
+from curation.steps.filters import options_only_words
 from curation.tokenizer import load_tokenizer
 
 
@@ -100,7 +101,7 @@ def plan_job(config: CurationConfig, ws: Workspace, tokenizer: Path, quality_mod
         check_quality_model(model)
     for eval_set in config.decontaminate.evals if config.decontaminate else ():
         eval_texts(eval_set)  # a missing file, a record without the text field: here, before any compute
-    for source in config.sources:
-        steps_for(source)  # a bad filter option fails here, before any task is sent; no quality step in the client
+    for source in config.sources:  # a bad filter option or plugin step fails here, before any task is sent
+        document_steps(source, words=options_only_words())  # no quality step, no spaCy in the client
     return shards, JobContext(workspace=ws, config=config, tokenizer=path_text(tokenizer), quality_model=model,
                               limit=limit)

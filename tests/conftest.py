@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, run_loom, write_slice
+from helpers import REPO, built_once, run_loom, write_slice
 
 
 QUICKSTART_GROUP = "quickstart_ws"
@@ -105,24 +105,29 @@ def short_tmp_path():
 
 @pytest.fixture(scope="session")
 def slice_sources(tmp_path_factory) -> Path:
-    return write_slice(tmp_path_factory.mktemp("slice"))
+    return built_once(tmp_path_factory, "slice", lambda folder: (write_slice(folder), None))[0]
 
 
 @pytest.fixture(scope="session")
 def slice_tokenizer(tmp_path_factory, slice_sources) -> Path:
-    out = tmp_path_factory.mktemp("tokenizer") / "tokenizer.json"
-    run_loom("tokenizer", "train", "--sources", slice_sources, "--vocab-size", 2000, "--output", out)
-    return out
+    def train(folder: Path):
+        out = folder / "tokenizer.json"
+        run_loom("tokenizer", "train", "--sources", slice_sources, "--vocab-size", 2000, "--output", out)
+        return out, None
+
+    return built_once(tmp_path_factory, "tokenizer", train)[0]
 
 
 @pytest.fixture(scope="session")
 def curated_slice(tmp_path_factory, slice_sources, slice_tokenizer):
     """One `loom curate` of the slice on a LocalCluster with 2 worker processes, into a workspace whose path holds a
     quote, spaces and non-ASCII letters (every path Loom builds SQL or files from must take them)."""
-    workspace = tmp_path_factory.mktemp("ws") / "it's a wörk space"
-    result = run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
-                      "--workers", 2)
-    return workspace, result
+    def curate(folder: Path):
+        workspace = folder / "it's a wörk space"
+        return workspace, run_loom("--workspace", workspace, "curate", "--sources", slice_sources, "--tokenizer",
+                                   slice_tokenizer, "--workers", 2)
+
+    return built_once(tmp_path_factory, "ws", curate)
 
 
 @pytest.fixture(scope="session")

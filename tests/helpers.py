@@ -1,7 +1,10 @@
 """What tests of every package import: the repository's paths, `loom` run as a user runs it (with every process's
-stacks when it hangs), the bundled slice, mixture specs, a tiny model and a toy ladder, and two real gloo ranks."""
+stacks when it hangs), the bundled slice, mixture specs, a tiny model and a toy ladder, two real gloo ranks, and
+what a session builds once for all its workers (built_once)."""
 
+import fcntl
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -74,6 +77,28 @@ def stacks_then_kill(process: subprocess.Popen) -> tuple[str, str]:
             except psutil.NoSuchProcess:
                 pass
         return process.communicate()
+
+
+def built_once(tmp_path_factory, name: str, build) -> tuple[Path, subprocess.CompletedProcess | None]:
+    """What `build(folder)` makes, (a path, the `loom` run that made it or None), built once for the whole test
+    session: under pytest-xdist the first worker to ask builds it in the folder the workers share while the others
+    wait, then read it (it takes the slice's curation off the second worker's time). The tests read what it holds
+    and copy it to change it (copy_curated), so workers may share it."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's folder, above each worker's popen-gwN
+    folder, record = shared / f"shared-{name}", shared / f"shared-{name}.json"
+    with open(shared / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed on another worker
+            folder.mkdir()
+            path, result = build(folder)
+            run = result and {"args": [str(a) for a in result.args], "returncode": result.returncode,
+                              "stdout": result.stdout, "stderr": result.stderr}
+            record.write_text(json.dumps({"path": str(path), "run": run}), encoding="utf-8")
+    built = json.loads(record.read_text(encoding="utf-8"))
+    return Path(built["path"]), built["run"] and subprocess.CompletedProcess(**built["run"])
 
 
 def write_slice(root: Path) -> Path:

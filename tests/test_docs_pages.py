@@ -119,6 +119,8 @@ def test_the_page_runs_as_written(name, short_tmp_path, curated_slice, slice_tok
     steps = steps_of(page(name), "run")
     if not steps:
         pytest.skip(f"docs/{name}.md has only slow blocks")
+    if slow_test_selected(name, request):
+        pytest.skip(f"the slow test of docs/{name}.md runs these blocks, with its slow ones between them")
     docs_workspace(tmp_path, curated_slice, slice_tokenizer, slice_sources)
     run_steps(steps, tmp_path, page_env(name, request))
 
@@ -133,6 +135,14 @@ def test_the_pages_slow_blocks_run_as_written(name, short_tmp_path, curated_slic
     steps = steps_of(page(name), "slow")
     docs_workspace(tmp_path, curated_slice, slice_tokenizer, slice_sources)
     run_steps(steps, tmp_path, page_env(name, request))
+
+
+def slow_test_selected(name: str, request) -> bool:
+    """Whether this session also runs the page's slow test (CI's run of every test), which runs every block this
+    test runs, with the same checks: the page is then run once, not twice (`make test` runs this test alone)."""
+    slow = f"{test_the_pages_slow_blocks_run_as_written.__name__}[{name}]"
+    return steps_of(page(name), "slow") != steps_of(page(name), "run") and any(
+        item.name == slow for item in request.session.items)
 
 
 def documented_keys(markdown: str) -> dict[str, set[str]]:

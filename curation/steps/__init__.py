@@ -30,9 +30,10 @@ def reading_steps(source) -> list[Step]:
     return responses + ([ExtractHtml()] if reader.html else []) + [Normalize()]
 
 
-def document_steps(source, quality_model: str | None = None, annotators: tuple = ()) -> list[Step]:
-    """The per-document stages of one source, in order: the annotators covering it last."""
-    steps = reading_steps(source) + [LanguageId(source), HeuristicFilters(source)]
+def document_steps(source, quality_model: str | None = None, annotators: tuple = (), words=None) -> list[Step]:
+    """The per-document stages of one source, in order: the annotators covering it last. `words`: the filters'
+    word tokenizer, the one they share unless given (curation.steps.filters.options_only_words)."""
+    steps = reading_steps(source) + [LanguageId(source), HeuristicFilters(source, words)]
     steps += plugin_steps(source)  # the source's own `steps`, after the built-in filters, before any scoring
     if quality_model:
         steps.append(QualityScore(quality_model))

@@ -28,9 +28,9 @@ class Filter:
     build: Callable[[dict, object], object]
     web_default: bool = False  # a web source that does not set `filters` gets it
 
-    def make(self, name: str, options: dict, source_name: str):
+    def make(self, name: str, options: dict, source_name: str, words=None):
         try:
-            return self.build(options, _english_word_tokenizer())
+            return self.build(options, _english_word_tokenizer() if words is None else words)
         except UnknownOption as err:
             raise UserError(f"source '{source_name}': filter_options.{name} has unknown option '{err.option}'; "
                             f"known: {', '.join(err.known)}") from None
@@ -107,9 +107,25 @@ def _english_word_tokenizer():
     return SharedWordTokenizer()
 
 
-def build_filter(name: str, options: dict, source_name: str):
-    """The filter `name` with the source's options: an object with datatrove's `filter(doc)`."""
-    return FILTERS[name].make(name, options, source_name)
+def options_only_words():
+    """A stand-in for the word tokenizer the filters share, where they are built only to check a source's options
+    (the client, before a cluster starts): building spaCy's tokenizer took the client ~2 s of every curate, and the
+    workers build their own. It judges nothing."""
+    from datatrove.utils.word_tokenizers import WordTokenizer
+
+    class OptionsOnly(WordTokenizer):
+        def word_tokenize(self, text: str) -> list[str]:
+            raise RuntimeError("these filters were built to check their options, not to judge documents")
+
+        sent_tokenize = span_tokenize = word_tokenize
+
+    return OptionsOnly()
+
+
+def build_filter(name: str, options: dict, source_name: str, words=None):
+    """The filter `name` with the source's options: an object with datatrove's `filter(doc)`. `words`: the word
+    tokenizer, the one the filters share unless given (options_only_words)."""
+    return FILTERS[name].make(name, options, source_name, words)
 
 
 class SharedWordsFilter:
@@ -131,9 +147,10 @@ class HeuristicFilters:
     name = "filters"
     batch_size = 256  # documents per spaCy memory zone (see curation.steps.words)
 
-    def __init__(self, source):
+    def __init__(self, source, words=None):
         self.source = source
-        self.filters = [(n, build_filter(n, source.filter_options.get(n, {}), source.name)) for n in source.filters]
+        self.filters = [(n, build_filter(n, source.filter_options.get(n, {}), source.name, words))
+                        for n in source.filters]
 
     def run(self, docs, funnel):
         if not self.filters:

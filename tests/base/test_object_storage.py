@@ -76,20 +76,6 @@ def s3_slice(s3_server, slice_sources, tmp_path_factory) -> tuple[str, Path]:
     return url, s3_sources(slice_sources, url, tmp_path_factory.mktemp("s3sources") / "sources.toml")
 
 
-@pytest.mark.slow  # two full curates, one on S3 (~45-60 s)
-def test_sources_and_workspace_on_s3_curate_like_local(s3_server, s3_slice, slice_sources, slice_tokenizer,
-                                                       curated_slice):
-    corpora, sources = s3_slice
-    workspace = s3_server.url("ws-same")
-    result = run_loom("-w", workspace, "curate", "--sources", sources, "--tokenizer", slice_tokenizer, "--workers", 2)
-    assert f"Curated Parquet: {workspace}/generations/g-" in result.stdout
-    gen = Workspace.locate(workspace).published()
-    assert gen.success_marker.exists()  # the generation's commit, written before published.json named it
-    assert_same_curation(workspace, corpora, str(curated_slice[0]), str(slice_sources.parent))
-    assert s3_server.secret_key not in result.stdout + result.stderr + generation_text(workspace)
-    assert not as_path(workspace).joinpath("locks", "workspace.lock").exists()  # released
-
-
 @pytest.mark.slow
 def test_kill_9_mid_curation_on_s3_then_rerun_is_identical(s3_server, s3_slice, slice_sources, slice_tokenizer,
                                                            curated_slice):
@@ -206,7 +192,9 @@ storage_options = {{ key = "{s3_server.access_key}", secret = "{s3_server.secret
 def test_a_cluster_sharing_no_disk_curates_from_and_to_s3(s3_server, s3_slice, slice_sources, slice_tokenizer,
                                                            curated_slice, tmp_path):
     """`dask scheduler` and two `dask worker`s as separate processes, each in a folder of its own (cwd, TMPDIR,
-    --local-directory), the tokenizer, the sources and the workspace on S3: the machines of a real cluster."""
+    --local-directory), the tokenizer, the sources and the workspace on S3: the machines of a real cluster. The
+    generation equals the local curation's, is committed, holds no secret, and the workspace's lock is released
+    (one on S3 with --workers, killed and rerun: test_kill_9_mid_curation_on_s3_then_rerun_is_identical)."""
     corpora, sources = s3_slice
     tokenizer = s3_server.url("models/tokenizer.json")
     as_path(tokenizer).fs.put_file(str(slice_tokenizer), as_path(tokenizer).path)
@@ -243,7 +231,11 @@ def test_a_cluster_sharing_no_disk_curates_from_and_to_s3(s3_server, s3_slice, s
         for proc in reversed(procs):
             proc.terminate()
             proc.wait(timeout=30)
+    assert f"Curated Parquet: {workspace}/generations/g-" in result.stdout
+    assert Workspace.locate(workspace).published().success_marker.exists()  # written before published.json named it
     assert_same_curation(workspace, corpora, str(curated_slice[0]), str(slice_sources.parent))
+    assert s3_server.secret_key not in result.stdout + result.stderr + generation_text(workspace)
+    assert not as_path(workspace).joinpath("locks", "workspace.lock").exists()  # released
 
 
 def test_a_missing_bucket_is_one_line(s3_server, slice_sources, slice_tokenizer):

@@ -2,6 +2,8 @@
 
 import gzip
 import io
+import subprocess
+import sys
 from collections import Counter
 
 import pyarrow.parquet as pq
@@ -139,3 +141,15 @@ def test_curate_writes_the_curation_page_and_the_index_and_says_what_to_run_next
     assert f"Report: {report}\nIndex:  {index}\nNext: `loom -w " in result.stdout
     assert "mix build NAME` (a mixture of" in result.stdout
     assert report.is_file() and 'manifest/report.html">the curation report</a>' in index.read_text()
+
+
+def test_the_client_checks_the_filters_options_without_loading_spacy(tmp_path, slice_sources, slice_tokenizer):
+    """Planning builds every source's filters to check their options (a bad one stops the job before a cluster
+    starts: test_bad_input) without the word tokenizer they share: spaCy loads on the workers alone (it took the
+    client ~2 s of every curate)."""
+    code = ("import sys; from pathlib import Path; from base.workspace import Workspace; "
+            "from curation.config import load_config; from curation.job import plan_job; "
+            f"shards, _ = plan_job(load_config(Path({str(slice_sources)!r})), Workspace(Path({str(tmp_path)!r})), "
+            f"Path({str(slice_tokenizer)!r})); print(len(shards), 'spacy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["7", "False"]

@@ -1,4 +1,5 @@
-"""A killed job, rerun, ends with the same outputs as an uninterrupted one; the job runs on an existing cluster."""
+"""A killed job, rerun on an existing cluster, ends with the same outputs as an uninterrupted one; a rerun redoes
+only what changed."""
 
 import json
 import os
@@ -31,8 +32,34 @@ def done_markers(ws: Path, stage: str) -> dict[str, float]:
     return {str(p.relative_to(ws)): json.loads(p.read_text())["finished"] for p in (ws / "work" / stage).glob("*/*.done")}
 
 
+@pytest.fixture
+def dask_cluster(tmp_path):
+    """A `dask scheduler` and a `dask worker`, separate processes on loopback."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    scheduler_file = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(scheduler_file)], stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "1",
+                                       "--nthreads", "1", "--no-dashboard", "--local-directory", str(tmp_path / "w")],
+                                      stderr=subprocess.DEVNULL))
+        with Client(scheduler_file=str(scheduler_file), timeout="30s") as client:
+            client.wait_for_workers(1, timeout=60)
+            yield client
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
 @pytest.mark.slow
-def test_a_killed_job_resumes_to_the_same_outputs(tmp_path, curated_slice, slice_sources, slice_tokenizer):
+def test_a_killed_job_resumes_on_an_existing_cluster_to_the_same_outputs(tmp_path, dask_cluster, curated_slice,
+                                                                         slice_sources, slice_tokenizer):
+    """Killed in prepare on its own LocalCluster, the job is rerun on a `dask scheduler` of separate processes: the
+    shards it had finished are not redone, the rest runs there, and the outputs equal an uninterrupted curation's."""
     clean_ws, _ = curated_slice
     ws = tmp_path / "ws"
     args = [*LOOM, "-w", str(ws), "curate", "--sources", str(slice_sources), "--tokenizer", str(slice_tokenizer),
@@ -48,8 +75,12 @@ def test_a_killed_job_resumes_to_the_same_outputs(tmp_path, curated_slice, slice
     assert 0 < len(finished_before_kill) < total_shards, "the kill was meant to land part-way through prepare"
     assert not (published(ws) / "manifest" / "funnel").exists()
 
-    rerun = run_loom("-w", ws, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer, "--workers", 2)
-    assert "Curation funnel" in rerun.stdout
+    address = dask_cluster.scheduler.address
+    rerun = run_loom("-w", ws, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
+                     "--scheduler", address)
+    assert "Curation funnel" in rerun.stdout and f"Dask: {address} with 1 workers" in rerun.stdout
+    prefixes = dask_cluster.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert {"prepare", "exact_dedup", "tokenize"} <= set(prefixes)  # the unfinished shards' prepare among them
     after = done_markers(ws, "prepare")
     for marker, finished in finished_before_kill.items():
         assert after[marker] == finished, f"{marker} was redone although it had finished"
@@ -80,41 +111,3 @@ def test_a_rerun_with_nothing_changed_redoes_nothing_and_a_changed_config_redoes
     assert redone == {"work/prepare/fortunes/part-00000.done"}
     reasons = {r["reason"] for r in pq.read_table(published(ws) / "manifest" / "funnel").to_pylist() if r["source"] == "fortunes"}
     assert "gopher_short_doc" not in reasons and reasons & {"too_few_sentences", "no_terminal_punct"}
-
-
-@pytest.fixture
-def dask_cluster(tmp_path):
-    """A `dask scheduler` and a `dask worker`, separate processes on loopback."""
-    dask = str(Path(sys.executable).with_name("dask"))
-    scheduler_file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                               "--scheduler-file", str(scheduler_file)], stderr=subprocess.DEVNULL)]
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "1",
-                                       "--nthreads", "1", "--no-dashboard", "--local-directory", str(tmp_path / "w")],
-                                      stderr=subprocess.DEVNULL))
-        with Client(scheduler_file=str(scheduler_file), timeout="30s") as client:
-            client.wait_for_workers(1, timeout=60)
-            yield client
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            proc.wait(timeout=30)
-
-
-@pytest.mark.slow  # a LocalCluster and a whole curation on it (~40 s)
-def test_curate_runs_on_an_existing_cluster(tmp_path, dask_cluster, curated_slice, slice_sources, slice_tokenizer):
-    clean_ws, _ = curated_slice
-    address = dask_cluster.scheduler.address
-    ws = tmp_path / "ws"
-    result = run_loom("-w", ws, "curate", "--sources", slice_sources, "--tokenizer", slice_tokenizer,
-                      "--scheduler", address)
-    assert f"Dask: {address} with 1 workers" in result.stdout
-    prefixes = dask_cluster.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert {"prepare", "exact_dedup", "tokenize"} <= set(prefixes)
-    resumed, clean = read_outputs(ws), read_outputs(clean_ws)
-    for name in clean:
-        assert resumed[name].equals(clean[name]), name

@@ -8,7 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import compiled, published, run_loom, write_spec
+from helpers import compiled, copy_curated, published, run_loom, write_spec
 from report_pages import chromium, needs_chromium, only_the_inline_script, open_page
 from test_report_scale import bars, chart, legend_colors, spot_ids
 
@@ -130,17 +130,16 @@ def test_the_mixture_report_is_small_and_needs_no_network(five_source_mixture, t
     assert result.returncode == 0 and shot.stat().st_size > 20_000
 
 
-def test_untrusted_document_text_renders_as_text(quickstart_ws, tmp_path):
-    ws = tmp_path / "ws"
-    shutil.copytree(quickstart_ws[0], ws)
+def test_untrusted_document_text_renders_as_text(curated_slice, slice_sources, slice_tokenizer, tmp_path):
+    ws = copy_curated(curated_slice, slice_tokenizer, tmp_path / "ws")  # the curated slice: one source more to curate
     evil = tmp_path / "evil.jsonl"
     def filler(i: int) -> str:  # distinct per document, or dedup would keep one of them
         return " ".join(f"word{i}x{k}" for k in range(300))
 
     evil.write_text("".join(json.dumps({"text": f"{p} {filler(i)}"}) + "\n" for i, p in enumerate(PAYLOADS)))
     sources = ws / "sources.toml"
-    sources.write_text(sources.read_text() + f'\n[[source]]\nname = "evil"\nformat = "jsonl"\npaths = ["{evil}"]\n'
-                                             'filters = []\n')
+    sources.write_text(f'root = "{slice_sources.parent}"\n{slice_sources.read_text()}\n[[source]]\nname = "evil"\n'
+                       f'format = "jsonl"\npaths = ["{evil}"]\nfilters = []\n')
     run_loom("-w", ws, "curate")
     run_loom("-w", ws, "report", "curation")
     report = published(ws) / "manifest" / "report.html"
