@@ -10,7 +10,8 @@ from base.errors import UserError
 from base.names import check_name
 from base.store import as_path
 from base.workspace import Workspace
-from trainer.cooldowns import budget_steps, check_fractions, cooldown_run_name, decay_start as budget_decay_start
+from trainer.cooldowns import (branch_step, budget_steps, budget_switch, check_fractions, cooldown_run_name,
+                               decay_start as budget_decay_start)
 
 WSD, COSINE = "wsd", "cosine"
 SCHEDULES = (WSD, COSINE)
@@ -214,7 +215,7 @@ def decay_fraction_of(config: TrainConfig, steps: int, midtrain_start: int) -> f
 class Cooldown:
     """A shorter budget of a WSD run, trained as a run of its own from the run's branch checkpoint."""
     budget: int
-    branch_step: int  # the cooldown's decay start: the step of the run's branch checkpoint it starts from
+    branch_step: int  # where it first differs from the run (its decay or its switch): the branch checkpoint's step
     config: TrainConfig
 
 
@@ -222,6 +223,9 @@ def cooldown_plan(config: TrainConfig, steps: int, midtrain_start: int) -> list[
     """The cooldowns of `config` (a run on a mixture of `steps` steps), shortest first."""
     if not config.cooldowns:
         return []
+    if midtrain_start == 0 and config.decay_fraction is None and config.decay_start is None:
+        raise UserError(f"mixture '{config.mixture}' has one phase, so its LR decays over the whole run and leaves "
+                        "no stable phase to branch cooldowns from; give --decay-fraction (e.g. 0.2)")
     fraction = decay_fraction_of(config, steps, midtrain_start)
     own_decay = lr_schedule(config, steps, midtrain_start).decay_start
     plan = []
@@ -234,7 +238,8 @@ def cooldown_plan(config: TrainConfig, steps: int, midtrain_start: int) -> list[
         cooldown = replace(config, run_name=cooldown_run_name(config.name, budget), budget_steps=budget,
                            decay_fraction=fraction, decay_start=None, max_steps=None, cooldowns=(),
                            branch_from=config.name)
-        branch = lr_schedule(cooldown, steps, midtrain_start).decay_start
+        switch = budget_switch(budget, steps, midtrain_start)
+        branch = branch_step(lr_schedule(cooldown, steps, midtrain_start).decay_start, switch)
         if branch > own_decay:  # before its branch step the cooldown must have had the run's own LRs
             raise UserError(f"the cooldown at {budget} steps would branch at step {branch}, after run "
                             f"'{config.name}' starts its own decay at step {own_decay}; give smaller --cooldowns")

@@ -3,10 +3,13 @@ through its stable phase, and each shorter token budget is a short run of its ow
 phase's checkpoint at that budget's decay start and decays to the budget's end. A budget's cooldown is the same
 computation as a separate WSD run stopped there with the same decay, at a fraction of its cost.
 
-Budgets are fractions of the run's own steps; the run itself is the longest budget, and its decay is the mixture's
-last phase (mid-training) when the decay fraction is the mixture's own. A shorter cooldown reads the steps of the
-mixture's stream it covers, so for a budget that ends before the mid-training switch its decay is on the
-pre-training mixture. This module is pure arithmetic and names: no torch."""
+Budgets are fractions of the run's own steps; the run itself is the longest budget. Every budget keeps the
+mixture's phases in proportion: a budget of B steps reads the pre-training stream up to its own switch (the
+mixture's switch scaled to B, `budget_switch`), then the mid-training phase's batches from that phase's first
+(`stream_step`), so the 80/20 split holds at every budget and, with the default decay fraction (the mixture's
+mid-training share), a cooldown's decay is its mid-training phase, as the longest budget's is. A cooldown
+branches where its run first differs from the main run's: its decay start or its switch, whichever is first
+(`branch_step`). This module is pure arithmetic and names: no torch."""
 
 from base.errors import UserError
 
@@ -28,6 +31,27 @@ def decay_start(budget: int, decay_fraction: float) -> int:
                         "branch from; give longer budgets (larger --cooldowns fractions) or a smaller "
                         "--decay-fraction")
     return start
+
+
+def budget_switch(budget: int, steps: int, midtrain_start: int) -> int:
+    """The step a budget of `steps`-step mixture begins its mid-training phase: the mixture's own switch for the
+    whole run; for a shorter budget the same share of it (rounded as `decay_start` rounds, so that the default
+    decay and the switch coincide). A one-phase mixture (midtrain_start 0: its one phase is its last) has none to
+    scale: 0, every step read as it is."""
+    if budget == steps or midtrain_start == 0:
+        return midtrain_start
+    return decay_start(budget, (steps - midtrain_start) / steps)
+
+
+def stream_step(step: int, switch: int, midtrain_start: int) -> int:
+    """The mixture step a budget's `step` reads: its own up to its switch, then the mid-training phase's in order
+    from that phase's first."""
+    return step if step < switch else midtrain_start + (step - switch)
+
+
+def branch_step(lr_decay_start: int, switch: int) -> int:
+    """Where a budget's run first differs from the whole run's: its LR decay or its data switch, the earlier."""
+    return min(lr_decay_start, switch) if switch else lr_decay_start
 
 
 def cooldown_run_name(run: str, budget: int) -> str:

@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyarrow.compute as pc
@@ -37,11 +38,12 @@ def collate(step: int, pieces: list[tuple[int, np.ndarray, np.ndarray]], counted
 
 class RankLoader:
     """The rank's slice of each step's global batch, from `start` to `end`, prepared `prefetch` steps ahead by
-    a daemon thread. `wait_seconds` adds up the time the training loop spent blocked on it."""
+    a daemon thread. Step s reads the mixture's step `stream_step(s)` (a shorter budget's mid-training phase is
+    the mixture's, trainer.cooldowns). `wait_seconds` adds up the time the training loop spent blocked on it."""
 
     def __init__(self, schedule: Schedule, reader: SequenceReader, rank: int, world_size: int,
-                 start: int, end: int, prefetch: int = 4):
-        self.schedule, self.reader = schedule, reader
+                 start: int, end: int, stream_step: Callable[[int], int] = lambda step: step, prefetch: int = 4):
+        self.schedule, self.reader, self.stream_step = schedule, reader, stream_step
         self.rank, self.world_size = rank, world_size
         self.component_id = {key: i for i, key in enumerate(schedule.components)}
         self.steps = range(start, end)
@@ -52,7 +54,7 @@ class RankLoader:
 
     def batch(self, step: int) -> Batch:
         pieces = []
-        for key, sequence in self.schedule.rank_batch(step, self.rank, self.world_size):
+        for key, sequence in self.schedule.rank_batch(self.stream_step(step), self.rank, self.world_size):
             component = self.component_id[key]
             pieces.append((component, *self.reader.read(component, sequence)))
         return collate(step, pieces)

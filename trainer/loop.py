@@ -18,6 +18,7 @@ from mixtures import Build, SequenceReader, load_schedule, reading, schedule_fin
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients
 from trainer.config import TrainConfig, cooldown_plan, lr_schedule, model_config
+from trainer.cooldowns import branch_step, budget_switch, stream_step
 from trainer.data import RankLoader, eval_set_batches, validation_batches
 from trainer.distributed import BF16_AUTOCAST, Ranks, precision, setup, teardown, wrap
 from trainer.evaluation import StepMetrics, evaluate, per_source
@@ -54,6 +55,8 @@ class Run:
             raise UserError(f"{err}; change --model or the size options") from None
         self.midtrain_start = self.schedule.phases[-1].start_step
         self.lr = lr_schedule(config, self.schedule.steps, self.midtrain_start)
+        # a shorter budget reads the pre-training stream to its own switch, then the mid-training phase's batches
+        self.switch = budget_switch(self.lr.steps, self.schedule.steps, self.midtrain_start)
         self.budget = self.lr.steps
         self.end_step = min(self.budget, config.max_steps or self.budget)
         self.cooldowns = cooldown_plan(config, self.schedule.steps, self.midtrain_start)
@@ -90,9 +93,9 @@ class Run:
         source = self.config.branch_from
         if source is None:
             return None
-        path = checkpoint.branch_dir(self.branch_source_dir, self.lr.decay_start)
+        path = checkpoint.branch_dir(self.branch_source_dir, self.branch_step)
         if not checkpoint.is_complete(path):
-            raise UserError(f"run '{source}' has no branch checkpoint at step {self.lr.decay_start} ({path}); "
+            raise UserError(f"run '{source}' has no branch checkpoint at step {self.branch_step} ({path}); "
                             f"train run '{source}' with --cooldowns for this budget first")
         state = checkpoint.read_state(path)
         if state["schedule_fingerprint"] != self.fingerprint:
@@ -104,6 +107,16 @@ class Run:
                             f"the cooldown run '{source}'s --model and sizes")
         self.resume_step, self.branched = state["step"], True
         return path
+
+    @property
+    def branch_step(self) -> int:
+        """A branched run's first step of its own: where its LR decay or its data switch first differs from the
+        run it branches from."""
+        return branch_step(self.lr.decay_start, self.switch)
+
+    def stream_step(self, step: int) -> int:
+        """The mixture step the run's `step` reads (trainer.cooldowns.stream_step)."""
+        return stream_step(step, self.switch, self.midtrain_start)
 
     @property
     def branch_source_dir(self) -> Path:
@@ -149,7 +162,7 @@ class Run:
         counts = count_parameters(self.model_config)
         branching = {}
         if self.config.branch_from:
-            branching[metrics.BRANCH] = {metrics.RUN: self.config.branch_from, metrics.STEP: self.lr.decay_start}
+            branching[metrics.BRANCH] = {metrics.RUN: self.config.branch_from, metrics.STEP: self.branch_step}
         if self.cooldowns:
             branching[metrics.COOLDOWNS] = [{metrics.RUN: c.config.name, metrics.STEPS: c.budget,
                                              metrics.BRANCH_STEP: c.branch_step} for c in self.cooldowns]
@@ -159,7 +172,7 @@ class Run:
             metrics.SEQ_LEN: self.schedule.meta["seq_len"],
             metrics.GLOBAL_BATCH: self.schedule.global_batch, metrics.MODEL: self.model_config.__dict__,
             metrics.PARAMETERS: counts["total"], metrics.ACTIVE_PARAMETERS: counts["active_matmul"],
-            metrics.PHASES: self.schedule.meta["phases"], metrics.MIDTRAIN_START: self.midtrain_start,
+            metrics.PHASES: self.schedule.meta["phases"], metrics.MIDTRAIN_START: self.switch,
             metrics.DECAY_START: self.lr.decay_start, metrics.WARMUP_STEPS: self.lr.warmup,
             metrics.SOURCES: self.sources, metrics.COMPONENTS: self.schedule.components,
             metrics.TARGET_SHARES: self.target_shares, metrics.SCHEDULE_FINGERPRINT: self.fingerprint,
@@ -217,7 +230,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     per_rank = schedule.global_batch // ranks.world_size
     validation = validation_batches(schedule, reader, ranks.rank, ranks.world_size, per_rank)
     evals = eval_set_batches(schedule, run.build.root, ranks.rank, ranks.world_size, per_rank)
-    loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step)
+    loader = RankLoader(schedule, reader, ranks.rank, ranks.world_size, start_step, run.end_step, run.stream_step)
     if ranks.is_main:  # after the data is read: a failure before the first step leaves run.json as it was
         metrics.write_run(run_dir, {**run.describe(), metrics.STATUS: metrics.RUNNING,
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
@@ -235,14 +248,14 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     if ranks.is_main:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
             f"{start_step}..{run.end_step} of {run.budget}, {ranks.world_size} rank(s) on {ranks.device}, "
-            f"mid-training from step {run.midtrain_start}")
+            f"mid-training from step {run.switch}")
     metrics_log = metrics.MetricsLog(run_dir) if ranks.is_main else None
     step_began = time.perf_counter()
     waited_before = loader.wait_seconds
     try:
         for batch in loader:
             step = batch.step
-            phase = schedule.phases[schedule.phase_of(step)].name
+            phase = schedule.phases[schedule.phase_of(run.stream_step(step))].name
             lr = run.lr(step)
             for group in optimizer.param_groups:
                 group["lr"] = lr

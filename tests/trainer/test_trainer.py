@@ -16,6 +16,7 @@ from base.workspace import Workspace
 from mixtures import load_schedule
 from base.errors import UserError
 from trainer.config import LRSchedule, TrainConfig, cooldown_plan, lr_schedule, model_config
+from trainer.cooldowns import budget_switch, stream_step
 from trainer.data import RankLoader, SequenceReader
 from trainer.distributed import Ranks, local, wrap
 from trainer.metrics import keep_metrics_before, read_metrics_counted
@@ -234,6 +235,14 @@ def test_a_config_of_before_wsd_keeps_every_lr_and_budgets_share_the_warmup():
     assert [(c.budget, c.branch_step, c.config.name) for c in plan] == [(250, 200, "m-tiny-cooldown-250"),
                                                                        (500, 400, "m-tiny-cooldown-500")]
     assert lr_schedule(plan[1].config, 1000, 800) == budget
+    # every budget keeps the mixture's 80/20 split: its last 20% reads the mid-training phase from its first batch
+    assert budget_switch(500, 1000, 800) == 400 and budget_switch(1000, 1000, 800) == 800
+    assert [stream_step(s, 400, 800) for s in (0, 399, 400, 499)] == [0, 399, 800, 899]
+    assert budget_switch(500, 1000, 0) == 0 and stream_step(499, 0, 0) == 499  # one phase: read as it is
+    early = cooldown_plan(TrainConfig(workspace=".", mixture="m", cooldowns=(0.5,), decay_fraction=0.1), 1000, 800)
+    assert early[0].branch_step == 400  # its switch (step 400) comes before its decay (step 450)
+    with pytest.raises(UserError, match="^mixture 'm' has one phase, so its LR decays over the whole run"):
+        cooldown_plan(TrainConfig(workspace=".", mixture="m", cooldowns=(0.5,)), 1000, 0)
     with pytest.raises(UserError, match="^--budget-steps 1001 is above the 1000 steps of mixture 'm'"):
         lr_schedule(TrainConfig(workspace=".", mixture="m", budget_steps=1001), 1000, 800)
     with pytest.raises(UserError, match="^--cooldowns 0.5,0.5004 of 1000 steps gives 1 distinct budget"):
@@ -356,6 +365,8 @@ def test_a_killed_cooldown_resumes_to_the_run_a_separate_budget_trains(cooldown_
     assert cooldown[-1]["lr"] == pytest.approx(3e-4) and main[3]["lr"] == 3e-3  # decayed, where the run is flat
     run = json.loads((ws / "runs" / "wsd-cooldown-6" / "run.json").read_text())
     assert run["status"] == "finished" and run["branch"] == {"run": "wsd", "step": 3} and run["budget_steps"] == 6
+    switch = run["midtrain_start"]  # its own 80/20: the mid-training phase's first batches from its switch on
+    assert 3 < switch < 6 and cooldown[switch - 1]["phase"] != cooldown[switch]["phase"] == main[-1]["phase"]
     main_run = json.loads((ws / "runs" / "wsd" / "run.json").read_text())
     assert main_run["cooldowns"] == [{"run": "wsd-cooldown-6", "steps": 6, "branch_step": 3}]
     assert (ws / "runs" / "wsd" / "branches" / "step-0000003" / "trainer_state.json").exists()
