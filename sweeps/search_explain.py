@@ -32,9 +32,9 @@ def explain(plan: SearchPlan, results: dict, X: np.ndarray, vectors: dict[str, n
 
 def kl_pull(chosen: dict, optimum: dict | None) -> list[dict]:
     penalty = chosen["kl_weight"] * chosen["kl_to_prior"]
-    if optimum is None or penalty <= 0:
+    given_up = chosen["predicted"] - optimum["predicted"] if optimum else 0.0
+    if penalty <= 0 or given_up <= 0:  # no pull, or the pull cost nothing (the rounding to whole sequences can)
         return []
-    given_up = chosen["predicted"] - optimum["predicted"]
     share = penalty / (chosen["predicted"] + penalty)
     text = (f"the KL pull toward the prior (--kl {chosen['kl_weight']:g}) is {share:.1%} of the chosen mixture's "
             f"penalized objective ({chosen['predicted']:.4f} + {penalty:.4f}); it gives up {given_up:.4f} of "
