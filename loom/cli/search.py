@@ -41,14 +41,17 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
 @click.option("--surrogate", cls=RegistryOption, registry="sweeps.surrogate:SURROGATES",
               help="The law fitted to each objective term [default: loglinear; ridge with --over]")
 @click.option("--kl", "kl_weight", type=float, default=0.05, show_default=True,
-              help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective")
+              help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective "
+                   "(the optimum without it is written as NAME-unregularized.toml)")
 @click.option("--ladder", "ladder_spec", metavar="PRESET|FILE",
               help="The ladder spec whose rungs are the proxy and confirm models [default: gpu where torch sees a "
                    "GPU, cpu otherwise]")
 @click.option("--rung", help="The ladder rung the proxies train [default: the smallest]")
 @click.option("--target-tokens", type=click.IntRange(min=1),
               help="The run the mixture is for, whose epoch caps the designs respect [default: the mixture's budget]")
-@click.option("--confirm", is_flag=True, help="Train the chosen mixture and the baselines at the confirm rung")
+@click.option("--confirm", is_flag=True,
+              help="Train the chosen mixture and the baselines at the confirm rung, and again at the proxies' rung "
+                   "(decision accuracy)")
 @click.option("--confirm-rung", help="The rung of the confirm runs [default: the one above the proxies']")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The designs' seed")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
