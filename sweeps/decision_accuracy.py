@@ -24,5 +24,6 @@ def swapped_text(result: dict) -> str:
     """Each pair that swapped: `searched vs uniform: 6.100 < 6.120 small, 6.310 > 6.300 large`."""
     def order(a, b):
         return "<" if a < b else ">" if a > b else "="
+    swapped = ((d["pair"], d["small"], d["large"]) for d in result["disagree"])
     return "; ".join(f"{a} vs {b}: {sa:.3f} {order(sa, sb)} {sb:.3f} small, {la:.3f} {order(la, lb)} {lb:.3f} large"
-                     for (a, b), (sa, sb), (la, lb) in ((d["pair"], d["small"], d["large"]) for d in result["disagree"]))
+                     for (a, b), (sa, sb), (la, lb) in swapped)

@@ -133,7 +133,8 @@ def confirm(ws: Workspace, plan: SearchPlan, vectors: dict[str, np.ndarray], con
             continue
         kept += [rung for _, rung in pair]
     at_confirm = [r for r in kept if r in plan.confirm.rungs]
-    return dataclasses.replace(plan.confirm, rungs=tuple(at_confirm + [r for r in kept if r not in at_confirm])), refused
+    at_proxy = [r for r in kept if r not in at_confirm]
+    return dataclasses.replace(plan.confirm, rungs=tuple(at_confirm + at_proxy)), refused
 
 
 def resolved_toml(plan: SearchPlan, options: SearchOptions, ladder_source: str) -> str:

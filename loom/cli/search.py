@@ -185,7 +185,8 @@ def print_results(results: dict) -> None:
     if optimum:
         low, high = optimum["interval"]
         console.print(f"Unregularized (--kl 0): {_weights_text(optimum['weights'])}; predicted "
-                      f"{optimum['predicted']:.4f} [{low:.4f}, {high:.4f}]; its spec: mixtures/{optimum['mixture']}.toml "
+                      f"{optimum['predicted']:.4f} [{low:.4f}, {high:.4f}]; its spec: "
+                      f"mixtures/{optimum['mixture']}.toml "
                       f"(`loom mix build {optimum['mixture']}`)")
     for kind, baseline in results["baselines"].items():
         state = "" if baseline["feasible"] else f" (infeasible: {baseline['why']})"
