@@ -1,6 +1,7 @@
 """The mixture search's page, `searches/NAME/report.html`: the proxies' mixtures and scores, how well the surrogate
 predicted proxies it was not fitted to, the chosen mixture against the prior and the baselines, and, where confirm
-ran, the measured objective of each at a larger rung. Built from `searches/NAME/search.json` and the confirm runs'
+ran, the measured objective of each at a larger rung; why a baseline is predicted better than the choice, and the
+decision accuracy (reports.search_decisions). Built from `searches/NAME/search.json` and the confirm runs'
 metrics.jsonl; every field of search.json may still be missing while a search runs."""
 
 import json
@@ -17,6 +18,7 @@ from reports.html import (
     PALETTE, REPORT_FILE, Dot, Html, Line, esc, legend, number, page, scientific, stacked_bars, table, xy_chart,
 )
 from reports.ladder import evaluations, metric_value
+from reports.search_decisions import decision_section, explanation_section
 from reports.search_wide import (component_ranges, fits_by_component, grouped_colors, is_wide, largest_weights,
                                  weights_rows)
 from trainer.metrics import EVAL_LOSS_BY_SET, FINISHED, STEP, VAL_LOSS, VAL_LOSS_BY_SOURCE
@@ -294,8 +296,10 @@ def fits_table(search: dict) -> str:
 # ---- the chosen mixture ----
 
 def mixtures(search: dict) -> dict[str, dict]:
-    """The mixtures to compare, by name: the prior, the searched one and each baseline that has weights."""
+    """The mixtures to compare, by name: the prior, the searched one, the unregularized optimum and each baseline
+    that has weights."""
     found = {"prior": {"weights": search["prior"]}, SEARCHED: search["chosen"]}
+    found |= {"unregularized": search["unregularized"]} if search.get("unregularized") else {}
     return found | {name: b for name, b in search["baselines"].items() if (b or {}).get("weights")}
 
 
@@ -327,8 +331,12 @@ def mixtures_table(search: dict, results: list[dict]) -> str:
         return '<p class="note" id="mixtures-table">No mixture solved for yet.</p>'
     rows = [[SEARCHED, chosen.get("predicted"), interval_text(chosen) if chosen else "", "yes" if chosen else "", "",
              measured.get(SEARCHED)]]
-    rows += [[name, b.get("predicted"), "", {True: "yes", False: "NO"}.get(b.get("feasible"), "?"), b.get("why", ""),
-              measured.get(name)] for name, b in search["baselines"].items() if b]
+    optimum = search.get("unregularized") or {}
+    rows += [["unregularized (--kl 0)", optimum.get("predicted"), interval_text(optimum), "yes", "", None]
+             ] if optimum else []
+    rows += [[f"{name} ({b['source']})" if b.get("source") else name, b.get("predicted"), "",
+              {True: "yes", False: "NO"}.get(b.get("feasible"), "?"), b.get("why", ""), measured.get(name)]
+             for name, b in search["baselines"].items() if b]
     return table(["mixture", "predicted objective", "interval", "feasible", "why not", "measured at confirm"], rows,
                  "mixtures-table", numeric={1, 5})
 
@@ -372,7 +380,8 @@ def search_report(search_dir: Path) -> Path:
             "<h2>Surrogate: held-out predictions</h2>",
             f'<p id="surrogate-fit">{esc(surrogate_text(search))}</p>', loo_chart(search), fits_table(search),
             "<h2>Chosen mixture against the prior and the baselines</h2>", mixtures_table(search, results),
-            *weights_section(search), *confirm_section(search, results),
+            explanation_section(search), *weights_section(search), *confirm_section(search, results),
+            *decision_section(search),
             sweep_comparison(search_dir.parent.parent, [r["run"] for r in results if r.get("run")],
                              f"search-{search_dir.name}-confirm", "The confirm runs"), "<h2>Method</h2>", method(search)]
     out = search_dir / REPORT_FILE

@@ -1,6 +1,7 @@
 """`loom mix search NAME`: a search's proxies compiled and trained, its results and chosen mixture written, and
-its confirm runs trained, in WORKSPACE/searches/NAME/ (search.toml as resolved, search.json, report.html, logs/)
-with the chosen mixture as WORKSPACE/mixtures/NAME.toml. One writer per search; a rerun with the same options
+its confirm runs trained (each confirm mixture at the proxies' rung too), in WORKSPACE/searches/NAME/ (search.toml
+as resolved, search.json, report.html, logs/) with the chosen mixture as WORKSPACE/mixtures/NAME.toml and the
+unregularized optimum (--kl 0) as NAME-unregularized.toml. One writer per search; a rerun with the same options
 resumes it (finished proxies are kept)."""
 
 import dataclasses
@@ -21,8 +22,8 @@ from sweeps.compiling import compile_all
 from sweeps.ownership import SEARCH
 from sweeps.plan import LadderPlan
 from sweeps.runner import train_rungs
-from sweeps.search_plan import SearchOptions, SearchPlan
-from sweeps.search_results import confirm_records, search_results, write_search
+from sweeps.search_plan import SearchOptions, SearchPlan, at_proxy_scale, proxy_of
+from sweeps.search_results import confirm_records, confirm_vectors, search_results, unregularized_name, write_search
 
 # options that change no proxy: a rerun with other values refits, rescores or confirms without retraining
 NOT_TRAINED = {"objective", "surrogate", "kl_weight", "confirm", "confirm_rung"}
@@ -56,9 +57,13 @@ def run_search(ws: Workspace, plan: SearchPlan, options: SearchOptions, train: d
         if results["chosen"] is None:
             raise UserError(f"search '{plan.name}': no surrogate: {results['surrogate']['error']}")
         chosen = np.array(results["chosen"]["vector"])
-        write_text(chosen_toml(plan, chosen), spec_file(ws, plan.name))
+        write_text(chosen_toml(plan, chosen, plan.name), spec_file(ws, plan.name))
+        if results["unregularized"]:
+            optimum = np.array(results["unregularized"]["vector"])
+            write_text(chosen_toml(plan, optimum, unregularized_name(plan), "the unregularized optimum (--kl 0): "),
+                       spec_file(ws, unregularized_name(plan)))
         if plan.confirm is not None:
-            confirmed = confirm(ws, plan, chosen, console, note)
+            confirmed = confirm(ws, plan, confirm_vectors(plan, results), console, note)
             with_confirm = lambda: _publish_confirm(ws, plan, results, confirmed, folder, report)  # noqa: E731
             train_rungs(ws.root, confirmed[0], train, folder / LOGS_DIR, parallel, nproc, console,
                         on_finished=with_confirm, noun="confirm")
@@ -76,49 +81,63 @@ def _publish(ws: Workspace, plan: SearchPlan, options: SearchOptions, folder: Pa
 def _publish_confirm(ws: Workspace, plan: SearchPlan, results: dict, confirmed: tuple[LadderPlan, dict],
                      folder: Path, report) -> None:
     """The search's results with the confirm runs' as they are now (the fit is not redone)."""
-    results["confirm"] = confirm_records(ws.root, plan, *confirmed)
+    results["confirm"] = confirm_records(ws.root, plan, *confirmed, results)
     write_search(folder, results)
     report(folder)
 
 
 def check_spec_file(ws: Workspace, plan: SearchPlan) -> None:
-    """The chosen mixture is written to mixtures/NAME.toml: never over a spec this search did not write."""
-    if plan.name == plan.base.name:
+    """The chosen mixture is written to mixtures/NAME.toml, the unregularized optimum to NAME-unregularized.toml:
+    never over a spec this search did not write."""
+    if plan.base.name in (plan.name, unregularized_name(plan)):
         raise UserError(f"search '{plan.name}' would write a mixture of the same name as the one it searches from; "
                         "give the search another NAME")
-    path = spec_file(ws, plan.name)
-    if path.exists() and not read_text(path).startswith(f"# as resolved by {written_by(plan.name)}"):
-        raise UserError(f"{path} exists and is not this search's: the search writes its chosen mixture there; give "
-                        "the search another NAME or move that file")
+    for name in (plan.name, unregularized_name(plan)):
+        path = spec_file(ws, name)
+        if path.exists() and not read_text(path).startswith(f"# as resolved by {written_by(plan.name)}"):
+            raise UserError(f"{path} exists and is not this search's: the search writes its "
+                            f"{'chosen mixture' if name == plan.name else 'unregularized optimum'} there; give the "
+                            "search another NAME or move that file")
 
 
-def chosen_toml(plan: SearchPlan, x: np.ndarray) -> str:
-    spec = plan.with_weights(x, plan.name)
+def chosen_toml(plan: SearchPlan, x: np.ndarray, name: str, what: str = "") -> str:
+    """The spec of the searched weights x as mixture `name`, at the target run's budget."""
+    spec = plan.with_weights(x, name)
     budget = {"total_tokens": plan.target_tokens, "steps": None}
     return to_toml(dataclasses.replace(spec, **budget), {"total_tokens": plan.target_tokens},
-                   f"weights of {', '.join(plan.space.phases)} chosen from {len(plan.designs)} proxies (see "
-                   f"{SEARCHES_DIR}/{plan.name}/{SEARCH_FILE}); build it with `loom mix build {plan.name}`",
+                   f"{what}weights of {', '.join(plan.space.phases)} chosen from {len(plan.designs)} proxies (see "
+                   f"{SEARCHES_DIR}/{plan.name}/{SEARCH_FILE}); build it with `loom mix build {name}`",
                    by=written_by(plan.name))
 
 
-def confirm(ws: Workspace, plan: SearchPlan, chosen: np.ndarray, console: Console, note) -> tuple[LadderPlan, dict]:
-    """The confirm runs' mixtures compiled: the chosen one and each baseline within the caps, at the confirm rung
-    with the same budget and seed. A baseline the compiler refuses (a proxy-sized pool read a little over the
-    cap) is left out with the reason; the searched mixture must compile."""
-    vectors, refused, kept = {"searched": chosen, **plan.baselines}, {}, []
+def confirm(ws: Workspace, plan: SearchPlan, vectors: dict[str, np.ndarray], console: Console,
+            note) -> tuple[LadderPlan, dict]:
+    """The confirm runs' mixtures compiled: the chosen one and each baseline within the caps (`vectors` by label),
+    at the confirm rung and at the proxies' rung, with the same budget and seed. A baseline the compiler refuses (a
+    proxy-sized pool read a little over the cap) is left out with the reason, at both rungs; the searched mixture
+    must compile. A mixture that is a proxy's design has that proxy as its run at the proxies' rung. The runs to
+    train: at the confirm rung first, as one LadderPlan."""
+    refused, kept = {}, []
+    small = {r.rung: r for r in (plan.at_proxy_scale.rungs if plan.at_proxy_scale else ())}
     for run in plan.confirm.rungs:
-        spec = plan.confirm.rung_mixture(plan.with_weights(vectors[run.rung], run.name), run)
+        again = small and proxy_of(plan, vectors[run.rung]) is None
+        pair = [(plan.confirm, run)] + ([(plan.at_proxy_scale, small[at_proxy_scale(plan, run.rung)])]
+                                        if again else [])
         try:
-            compile_all(ws, [(f"confirm {run.rung}", spec)], console, note, lambda label, err: str(err),
-                        owner=(SEARCH, plan.name))
+            for ladder, rung in pair:
+                spec = ladder.rung_mixture(plan.with_weights(vectors[run.rung], rung.name), rung)
+                compile_all(ws, [(f"confirm {rung.rung}", spec)], console, note, lambda label, err: str(err),
+                            owner=(SEARCH, plan.name))
         except UserError as err:
             if run.rung == "searched":
                 raise UserError(f"search '{plan.name}', the searched mixture at the confirm rung: {err}") from None
             console.print(f"confirm {run.rung}: not trained: {err}")
             refused[run.rung] = str(err)
             continue
-        kept.append(run)
-    return dataclasses.replace(plan.confirm, rungs=tuple(kept)), refused
+        kept += [rung for _, rung in pair]
+    at_confirm = [r for r in kept if r in plan.confirm.rungs]
+    at_proxy = [r for r in kept if r not in at_confirm]
+    return dataclasses.replace(plan.confirm, rungs=tuple(at_confirm + at_proxy)), refused
 
 
 def resolved_toml(plan: SearchPlan, options: SearchOptions, ladder_source: str) -> str:

@@ -20,6 +20,7 @@ from mixtures.spec import Phase
 from sweeps.objective import describe, parse_objective, resolve_objective
 from sweeps.plan import LadderPlan, RungPlan, TargetPlan, plan_ladder
 from mixtures.cells import domain_names
+from sweeps.search_baselines import NO_MIXING, STRATIFIED, single_sources, stratified
 from sweeps.search_cells import check_cells, check_over, source_axes, with_wildcards
 from sweeps.search_space import (DESIGNS, SearchSpace, natural_weights, proportional, sample_designs, uniform,
                                  unimax)
@@ -30,7 +31,7 @@ from sweeps.surrogate import SURROGATES, minimum_points
 # epochs can come out a little above the target run's
 CAP_MARGIN = 0.95
 PRIORS = ("natural", "spec")
-BASELINES = ("proportional", "uniform", "unimax")
+BASELINES = ("proportional", "uniform", "unimax", STRATIFIED)  # and NO_MIXING, once the surrogate picks its source
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,16 @@ class SearchPlan:
     designs: np.ndarray  # [proxies, space.dims]
     proxies: LadderPlan  # its rungs are the proxies (p01, ...), each NAME-p01 in mixtures/ and runs/
     confirm: LadderPlan | None  # its rungs are the confirm runs (searched, proportional, ...) once there is a choice
-    baselines: dict[str, np.ndarray]
+    baselines: dict[str, np.ndarray]  # the baselines known before any proxy trains (BASELINES)
     proxy_rung: str  # the ladder spec's rung the proxies train
     confirm_rung: str  # and the one the confirm runs train
     objective: dict[str, float]  # metric (source:NAME, eval:NAME, val_loss) -> its weight in the objective
     objective_text: str
     domain_names: dict[str, str] | None = None  # the curated domains' names by number, with --over domain
+    single_sources: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # NO_MIXING's candidates
+    # the confirm runs' mixtures again at the proxies' rung (PROXY_SCALE-KIND), for decision accuracy; None where
+    # the confirm rung is the proxies' own
+    at_proxy_scale: LadderPlan | None = None
 
     def with_weights(self, x: np.ndarray, name: str) -> MixtureSpec:
         """The base mixture with the searched phases' weights set to x."""
@@ -74,6 +79,10 @@ class SearchPlan:
         phases = tuple(Phase(p.name, p.fraction, tuple(weights[p.name].items())) if p.name in weights else p
                        for p in self.base.phases)
         return dataclasses.replace(self.base, name=name, phases=phases)
+
+    def feasible_sources(self) -> dict[str, np.ndarray]:
+        """NO_MIXING's candidates within the caps."""
+        return {source: x for source, x in self.single_sources.items() if self.within_caps(x)}
 
     def proxy_mixture(self, index: int) -> MixtureSpec:
         rung = self.proxies.rungs[index]
@@ -120,14 +129,54 @@ def plan_search(ws: Workspace, name: str, base: MixtureSpec, ladder: LadderSpec,
     designs = sample_designs(space, options.proxies, options.design, options.concentration, options.seed)
     target = TargetPlan(proxy_rung.flops_per_token * target_tokens, target_tokens, proxy_rung.active_parameters, None)
     proxies = _runs(planned, proxy_rung, [f"p{i + 1:02d}" for i in range(len(designs))], target)
-    baselines = {"proportional": proportional(space), "uniform": uniform(space), "unimax": unimax(space)}
+    baselines = {"proportional": proportional(space), "uniform": uniform(space), "unimax": unimax(space),
+                 STRATIFIED: stratified(space)}
     search = SearchPlan(name, dataclasses.replace(base, target_tokens=None), target_tokens, space,
                         {k: v["tokens"] for k, v in stats.items()}, designs, proxies, None, baselines,
-                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms), names)
+                        proxy_rung.rung, confirm_rung.rung, objective, describe(terms), names, single_sources(space))
     if not options.confirm:
         return search
-    within = [kind for kind in BASELINES if search.within_caps(baselines[kind])]  # the others are reported, not run
-    return dataclasses.replace(search, confirm=_runs(planned, confirm_rung, ["searched", *within], target))
+    labels = ["searched", *(kind for kind in BASELINES if kind not in not_confirmed(search))]
+    labels += [NO_MIXING] if search.feasible_sources() else []
+    small = None if proxy_rung == confirm_rung else _runs(planned, proxy_rung, [at_proxy_scale(search, label)
+                                                                                 for label in labels], target)
+    return dataclasses.replace(search, confirm=_runs(planned, confirm_rung, labels, target), at_proxy_scale=small)
+
+
+def proxy_of(plan: SearchPlan, x: np.ndarray) -> str | None:
+    """The proxy run whose design is x, if one is: the same rung, budget and seed, so it is x's run at the proxies'
+    rung and none is trained again."""
+    same = [r.name for r, design in zip(plan.proxies.rungs, plan.designs) if np.array_equal(design, x)]
+    return same[0] if same else None
+
+
+def at_proxy_scale(plan: SearchPlan, label: str) -> str:
+    """The label of a confirm mixture's run at the proxies' rung: r0-searched."""
+    return f"{plan.proxy_rung}-{label}"
+
+
+def not_confirmed(plan: SearchPlan) -> dict[str, str]:
+    """The baselines known before the fit that no confirm run trains, and why: over a cap, or the very mixture of a
+    baseline before it (stratified over sources is uniform)."""
+    skipped, seen = {}, {}
+    for kind in BASELINES:
+        x = plan.baselines[kind]
+        same = next((other for other, y in seen.items() if np.array_equal(x, y)), None)
+        if not plan.within_caps(x):
+            skipped[kind] = over_cap(plan, x)
+        elif same is not None:
+            skipped[kind] = f"the same mixture as {same}"
+        else:
+            seen[kind] = x
+    return skipped
+
+
+def over_cap(plan: SearchPlan, x: np.ndarray) -> str:
+    """Why a mixture over a cap is: its component read most often against max_epochs."""
+    epochs = plan.epochs(x)
+    over = max(epochs, key=lambda k: epochs[k])
+    return (f"'{over}' would be read {epochs[over]:.2f} times by the target run, over max_epochs = "
+            f"{plan.base.max_epochs:g}")
 
 
 def check_options(options: SearchOptions) -> None:

@@ -1,6 +1,7 @@
 """`loom mix search NAME --from MIX`: proxy runs on mixtures sampled around a prior, a surrogate fitted to their
-scores, the weights it predicts best under the epoch caps, and (--confirm) that mixture trained beside the
-proportional, uniform and UniMax baselines."""
+scores, the weights it predicts best under the epoch caps (and why, where a baseline is predicted better), and
+(--confirm) that mixture trained beside the proportional, uniform, UniMax, stratified and no-mixing baselines, at
+the confirm rung and the proxies', with the decision accuracy between the two."""
 
 import click
 from rich.table import Table
@@ -15,7 +16,6 @@ from loom.cli.report import write_index
 
 WIDE = 8  # components beyond which the plan lists a row per component, not per design
 HEAVIEST = 4  # components a line shows of a mixture of more than WIDE
-TRUSTED_SPEARMAN = 0.8  # the issue's goal for the surrogate's held-out rank correlation
 RESUME_SEARCH = "interrupted; run the same command again to resume the proxies not yet trained (finished ones are kept)"
 
 
@@ -41,14 +41,17 @@ RESUME_SEARCH = "interrupted; run the same command again to resume the proxies n
 @click.option("--surrogate", cls=RegistryOption, registry="sweeps.surrogate:SURROGATES",
               help="The law fitted to each objective term [default: loglinear; ridge with --over]")
 @click.option("--kl", "kl_weight", type=float, default=0.05, show_default=True,
-              help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective")
+              help="The pull towards the prior: this times KL(weights || prior) is added to the predicted objective "
+                   "(the optimum without it is written as NAME-unregularized.toml)")
 @click.option("--ladder", "ladder_spec", metavar="PRESET|FILE",
               help="The ladder spec whose rungs are the proxy and confirm models [default: gpu where torch sees a "
                    "GPU, cpu otherwise]")
 @click.option("--rung", help="The ladder rung the proxies train [default: the smallest]")
 @click.option("--target-tokens", type=click.IntRange(min=1),
               help="The run the mixture is for, whose epoch caps the designs respect [default: the mixture's budget]")
-@click.option("--confirm", is_flag=True, help="Train the chosen mixture and the baselines at the confirm rung")
+@click.option("--confirm", is_flag=True,
+              help="Train the chosen mixture and the baselines at the confirm rung, and again at the proxies' rung "
+                   "(decision accuracy)")
 @click.option("--confirm-rung", help="The rung of the confirm runs [default: the one above the proxies']")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="The designs' seed")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
@@ -114,6 +117,9 @@ def print_plan(planned) -> None:
                   f"{rung.shape.n_layers} layers, {rung.active_parameters:,} active parameters), {rung.tokens:,} "
                   f"tokens ({rung.steps:,} steps) each, standing in for a run of {planned.target_tokens:,} tokens")
     console.print(_component_table(planned) if space.dims > WIDE else _design_table(planned))
+    feasible = planned.feasible_sources()
+    console.print(f"no-mixing: the whole budget on the one source the surrogate predicts best, of "
+                  f"{', '.join(feasible) if feasible else 'none'} (the sources alone within the caps)")
 
 
 def _design_table(planned) -> Table:
@@ -161,6 +167,8 @@ def _component_table(planned) -> Table:
 
 
 def print_results(results: dict) -> None:
+    from sweeps.search_explain import TRUSTED_SPEARMAN
+
     surrogate, chosen = results["surrogate"], results["chosen"]
     held = surrogate["held_out"]
     console.print(f"Surrogate ({surrogate['law']}) on {surrogate['n_proxies']} proxies: leave-one-out Spearman "
@@ -173,18 +181,58 @@ def print_results(results: dict) -> None:
     console.print(f"Chosen: {_weights_text(chosen['weights'])}; predicted objective at rung {results['proxy']['rung']} "
                   f"{chosen['predicted']:.4f} "
                   f"[{low:.4f}, {high:.4f}] ({chosen['confidence']:.0%}, {chosen['interval_method']})")
+    optimum = results.get("unregularized")
+    if optimum:
+        low, high = optimum["interval"]
+        console.print(f"Unregularized (--kl 0): {_weights_text(optimum['weights'])}; predicted "
+                      f"{optimum['predicted']:.4f} [{low:.4f}, {high:.4f}]; its spec: "
+                      f"mixtures/{optimum['mixture']}.toml "
+                      f"(`loom mix build {optimum['mixture']}`)")
     for kind, baseline in results["baselines"].items():
         state = "" if baseline["feasible"] else f" (infeasible: {baseline['why']})"
-        console.print(f"  {kind}: {_weights_text(baseline['weights'])}; predicted {baseline['predicted']:.4f}{state}")
+        if baseline.get("predicted") is None:
+            console.print(f"  {kind}: not planned{state}")
+            continue
+        label = f"{kind} ({baseline['source']})" if baseline.get("source") else kind
+        console.print(f"  {label}: {_weights_text(baseline['weights'])}; predicted {baseline['predicted']:.4f}{state}")
+    print_explanation(results.get("explanation"))
     confirm = results.get("confirm")
-    if not confirm:
+    if confirm:
+        print_confirm(results, confirm)
+
+
+def print_explanation(explanation: dict | None) -> None:
+    if not explanation:
         return
+    better = ", ".join(f"{b['baseline']} ({b['predicted']:.4f}{'' if b['feasible'] else ', over a cap'})"
+                       for b in explanation["beaten_by"])
+    note(f"predicted better than the chosen mixture: {better}. Why:")
+    for reason in explanation["reasons"]:
+        console.print(f"  - {reason['text']}")
+
+
+def print_confirm(results: dict, confirm: dict) -> None:
+    from sweeps.decision_accuracy import swapped_text
+
+    small = {r["mixture"]: r["objective"] for r in confirm.get("at_proxy_scale") or []}
     table = Table(title=f"Confirm runs at rung {confirm['rung']} ({confirm['tokens']:,} tokens, same seed)")
-    for column in ("mixture", "status", "objective"):
-        table.add_column(column, justify="left" if column != "objective" else "right")
+    for column in ("mixture", "status", "objective", f"at rung {results['proxy']['rung']}"):
+        table.add_column(column, justify="left" if column in ("mixture", "status") else "right")
     for run in sorted(confirm["runs"], key=lambda r: (r["objective"] is None, r["objective"] or 0)):
-        table.add_row(run["mixture"], run["status"], "-" if run["objective"] is None else f"{run['objective']:.4f}")
+        at_proxy = small.get(run["mixture"])
+        table.add_row(run["mixture"], run["status"], "-" if run["objective"] is None else f"{run['objective']:.4f}",
+                      "-" if at_proxy is None else f"{at_proxy:.4f}")
     console.print(table)
+    for kind, why in confirm["skipped"].items():
+        console.print(f"  {kind}: not trained: {why}")
+    decisions = confirm.get("decision_accuracy") or {}
+    for source, label in (("measured", f"measured at rung {decisions.get('proxy_rung')}"),
+                          ("predicted", "predicted by the surrogate")):
+        found = decisions.get(source)
+        if found:
+            swapped = f"; swapped: {swapped_text(found)}" if found["disagree"] else ""
+            console.print(f"Decision accuracy, {label}: {found['agree']} of {found['pairs']} pairs "
+                          f"({found['accuracy']:.0%}) in the order of rung {decisions['confirm_rung']}{swapped}")
     if confirm["best"]:
         console.print(f"Best measured: {confirm['best']}" + ("" if confirm["best"] == "searched" else
                                                             " (not the searched mixture)"))

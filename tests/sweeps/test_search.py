@@ -105,12 +105,44 @@ def test_the_chosen_mixture_is_a_spec_that_compiles_to_its_weights_within_the_ca
     assert midtrain == {"docs": 0.6, "code": 0.4}  # the phase not searched is the mixture's own
 
 
+def test_the_unregularized_optimum_is_offered_as_a_spec_that_builds(toy_search):
+    """Beside the choice, the optimum of the predicted objective alone (--kl 0, the same caps), as a spec of its own
+    that builds to its weights (in this process, through loom.api as `loom mix build` does)."""
+    from loom.api.workspace import Workspace as ApiWorkspace
+
+    ws, _, result, search = toy_search
+    optimum = search["unregularized"]
+    assert optimum["kl_weight"] == 0 and optimum["mixture"] == "toys-unregularized"
+    assert optimum["predicted"] <= search["chosen"]["predicted"] + 1e-9
+    assert optimum["interval"][0] <= optimum["predicted"] <= optimum["interval"][1]
+    assert all(epochs <= 64 for epochs in optimum["epochs"].values())
+    assert "Unregularized (--kl 0): " in result.stdout and "mixtures/toys-unregularized.toml" in result.stdout
+    spec = (ws / "mixtures" / "toys-unregularized.toml").read_text()
+    assert spec.startswith("# as resolved by `loom mix search toys`")
+    ApiWorkspace(Workspace(ws)).mixtures.build("toys-unregularized")
+    plan = pq.read_table(compiled(ws, "toys-unregularized") / "plan.parquet").to_pylist()
+    realized = {r["component"]: r["realized_share"] for r in plan if r["phase"] == "pretrain"}
+    assert realized == {k: w for k, w in optimum["weights"]["pretrain"].items() if w > 0}
+
+
 def test_confirm_trains_the_chosen_mixture_and_the_baselines_alike(toy_search):
     ws, _, result, search = toy_search
     confirm = search["confirm"]
     trained = [r["mixture"] for r in confirm["runs"]]
     assert trained[0] == "searched" and set(trained) | set(confirm["skipped"]) == {
-        "searched", "proportional", "uniform", "unimax"}
+        "searched", "proportional", "uniform", "unimax", "stratified", "no-mixing"}
+    assert confirm["skipped"]["stratified"] == "the same mixture as uniform"  # every component is its own source
+    single = search["baselines"]["no-mixing"]
+    assert single["weights"]["pretrain"][single["source"]] == 1.0
+    assert single["predicted"] == min(single["candidates"].values())
+    # each confirm mixture at the proxies' rung too: its order there against the confirm rung's
+    assert [r["mixture"] for r in confirm["at_proxy_scale"]] == trained
+    for run in confirm["at_proxy_scale"]:
+        assert run["status"] == "finished" and read_run(ws / "runs" / run["run"])["steps"] == 24
+    decisions = confirm["decision_accuracy"]
+    pairs = len(trained) * (len(trained) - 1) // 2
+    assert decisions["measured"]["pairs"] == decisions["predicted"]["pairs"] == pairs
+    assert f"Decision accuracy, measured at rung r0: {decisions['measured']['agree']} of {pairs} pairs" in result.stdout
     for run in confirm["runs"]:
         record = read_run(ws / "runs" / run["run"])
         assert run["status"] == "finished" and record["steps"] == 40 and record["model"]["d_model"] == 24
@@ -119,8 +151,9 @@ def test_confirm_trains_the_chosen_mixture_and_the_baselines_alike(toy_search):
     best = min(confirm["runs"], key=lambda r: r["objective"])["mixture"]
     assert confirm["best"] == best and f"Best measured: {best}" in result.stdout
     searched = json.loads((compiled(ws, "toys-searched") / "schedule.json").read_text())
-    assert searched["seed"] == json.loads((compiled(ws, "toys-unimax") / "schedule.json").read_text())["seed"]
+    assert searched["seed"] == json.loads((compiled(ws, "toys-proportional") / "schedule.json").read_text())["seed"]
     page = (ws / "searches" / "toys" / "report.html").read_text()
+    assert 'id="decision-accuracy"' in page and f"{decisions['measured']['agree']} of {pairs} pairs" in page
     for kind in ("proxies", "confirm"):  # the search's runs overlaid, linked from its page
         assert f'href="../../reports/compare/search-toys-{kind}.html"' in page
         assert (ws / "reports" / "compare" / f"search-toys-{kind}.html").is_file()
@@ -133,7 +166,9 @@ def test_a_rerun_trains_nothing_and_another_kl_pull_only_refits(toy_search):
     metrics = ws / "runs" / "toys-p07" / "metrics.jsonl"
     before = metrics.stat().st_mtime_ns
     again = run_loom("-w", ws, *search_args(folder, "--confirm"))
-    assert again.stdout.count("finished already") == PROXIES + len(search["confirm"]["runs"])
+    at_proxy = [r for r in search["confirm"]["at_proxy_scale"] if not re.search(r"-p\d\d$", r["run"])]  # a proxy
+    confirm_runs = len(search["confirm"]["runs"]) + len(at_proxy)
+    assert again.stdout.count("finished already") == PROXIES + confirm_runs
     assert "compiled" not in again.stdout and metrics.stat().st_mtime_ns == before
     assert json.loads((ws / "searches" / "toys" / "search.json").read_text())["chosen"] == search["chosen"]
     pulled = run_loom("-w", ws, *search_args(folder, "--kl", "100"))
@@ -142,6 +177,14 @@ def test_a_rerun_trains_nothing_and_another_kl_pull_only_refits(toy_search):
     prior = search["prior"]["pretrain"]
     assert chosen["kl_to_prior"] <= search["chosen"]["kl_to_prior"]
     assert max(abs(chosen["weights"]["pretrain"][k] - prior[k]) for k in KEYS) <= 1 / 8
+    # pulled this hard, a baseline is predicted better; the search says which and why, with the numbers
+    explanation = json.loads((ws / "searches" / "toys" / "search.json").read_text())["explanation"]
+    assert explanation["beaten_by"] and "note: predicted better than the chosen mixture: " in pulled.stdout
+    kl = next(r for r in explanation["reasons"] if r["kind"] == "kl")
+    assert kl["share"] > 0 and kl["given_up"] > 0 and kl["text"].startswith("the KL pull toward the prior (--kl 100)")
+    assert kl["text"][:60] in pulled.stdout
+    page = (ws / "searches" / "toys" / "report.html").read_text()
+    assert "Predicted better than the chosen mixture: " in page and "the KL pull toward the prior (--kl 100)" in page
 
 
 def test_a_search_with_other_designs_is_refused(toy_search):
@@ -330,3 +373,91 @@ def test_without_a_ladder_and_a_gpu_a_search_plans_12_proxies_of_the_cpu_preset_
     assert "Proxies: 12 runs of rung r0 (d_model 16," in result.stdout, result.stdout
     assert all(f"p{i:02d}" in result.stdout for i in range(1, 13)) and "proportional" in result.stdout
     assert not (ws / "runs").exists() and not (ws / "searches").exists()
+
+
+def cells_plan(capacity: dict[str, float]):
+    """A search of one phase over two cells of web, code and docs (natural shares 0.3 0.3 0.1 0.3, a batch of 12),
+    its caps as given; pure: no proxy, no ladder."""
+    import numpy as np
+
+    from mixtures.spec import parse_spec
+    from sweeps.search_baselines import single_sources
+    from sweeps.search_plan import SearchPlan
+    from sweeps.search_space import SearchSpace
+
+    keys = ("web:domain=0", "web:domain=1", "code:domain=0", "docs")
+    natural = (0.3, 0.3, 0.1, 0.3)
+    space = SearchSpace(("pretrain",), (1.0,), (keys,), (natural,), (natural,), capacity, {k: 0.0 for k in keys}, 12)
+    base = parse_spec({"name": "m", "total_tokens": 1000, "max_epochs": 1, "weights": dict(zip(keys, natural))}, "m")
+    available = {k: int(capacity.get(k, 1.0) * 1000) for k in keys}  # max_epochs 1: a key's cap is its tokens
+    return SearchPlan("s", base, 1000, space, available, np.zeros((0, 4)), None, None, {}, "r0", "r1", {}, "",
+                      single_sources=single_sources(space))
+
+
+def test_stratified_is_equal_per_source_split_by_tokens_and_no_mixing_the_best_single_source_within_the_caps():
+    """Aioli's stratified baseline gives each source the same share, each cell its tokens' share of its source's
+    (uniform gives each cell the same); no-mixing is the source alone the surrogate predicts best of those within
+    the caps, and says so where none is."""
+    import numpy as np
+
+    from sweeps.search_baselines import stratified
+    from sweeps.search_results import pick_single_source
+    from sweeps.search_space import uniform
+
+    plan = cells_plan({"web:domain=0": 1.0, "web:domain=1": 1.0, "code:domain=0": 0.5, "docs": 1.0})
+    assert list(stratified(plan.space)) == pytest.approx([1 / 6, 1 / 6, 1 / 3, 1 / 3])
+    assert list(uniform(plan.space)) == pytest.approx([0.25] * 4)
+    assert {s: list(x) for s, x in plan.single_sources.items()} == {
+        "web": [0.5, 0.5, 0, 0], "code": [0, 0, 1, 0], "docs": [0, 0, 0, 1]}
+    predict = lambda x: float(np.dot(x, [3.0, 3.0, 1.0, 2.0]))  # noqa: E731  code alone is best, but over its cap
+    record = {}
+    assert list(pick_single_source(plan, predict, record)) == [0, 0, 0, 1]
+    assert record["source"] == "docs" and record["feasible"] and record["predicted"] == 2.0
+    nothing_fits = cells_plan({k: 0.4 for k in plan.space.keys[0]})
+    record = {}
+    pick_single_source(nothing_fits, predict, record)
+    assert record["source"] == "code" and not record["feasible"]
+    assert record["why"].startswith("no source alone is within the caps: the best predicted, code:")
+
+
+def test_decision_accuracy_is_the_share_of_pairs_in_the_large_scale_s_order():
+    from sweeps.decision_accuracy import decision_accuracy, swapped_text
+
+    small = {"searched": 6.0, "uniform": 6.2, "unimax": 6.1, "stratified": None}
+    large = {"searched": 5.0, "uniform": 5.1, "unimax": 5.3, "stratified": 4.0}
+    found = decision_accuracy(small, large)
+    assert (found["pairs"], found["agree"], found["accuracy"]) == (3, 2, pytest.approx(2 / 3))
+    assert found["disagree"] == [{"pair": ["uniform", "unimax"], "small": [6.2, 6.1], "large": [5.1, 5.3]}]
+    assert swapped_text(found) == "uniform vs unimax: 6.200 > 6.100 small, 5.100 < 5.300 large"
+    assert decision_accuracy({"searched": 6.0}, large) is None
+
+
+def test_a_baseline_predicted_better_than_the_choice_is_explained_with_each_reason_s_number():
+    """The issue's case: the choice predicted 6.350, uniform 6.346 in its own table. The KL pull, a cap that binds,
+    the low Spearman and uniform outside the weights the proxies tried are each said, with their numbers."""
+    import numpy as np
+
+    from sweeps.search_explain import explain
+
+    plan = cells_plan({"web:domain=0": 1.0, "web:domain=1": 1.0, "code:domain=0": 0.5, "docs": 1.0})
+    results = {"chosen": {"predicted": 6.350, "vector": [0.1, 0.1, 0.5, 0.3], "kl_weight": 0.05, "kl_to_prior": 0.4},
+               "unregularized": {"predicted": 6.340, "vector": [0.0, 0.2, 0.5, 0.3]},
+               "baselines": {"uniform": {"predicted": 6.346, "feasible": True},
+                             "proportional": {"predicted": 6.360, "feasible": True}},
+               "surrogate": {"held_out": {"spearman": 0.37}}}
+    tried = np.array([[0.1, 0.1, 0.5, 0.3], [0.2, 0.2, 0.4, 0.2], [0.0, 0.1, 0.2, 0.7]])
+    vectors = {"uniform": np.full(4, 0.25), "proportional": np.array([0.3, 0.3, 0.1, 0.3])}
+    found = explain(plan, results, tried, vectors)
+    assert found["beaten_by"] == [{"baseline": "uniform", "predicted": 6.346, "feasible": True}]
+    kl, *caps, spearman, extrapolated = found["reasons"]
+    assert kl["share"] == pytest.approx(0.02 / 6.37) and kl["given_up"] == pytest.approx(0.010)
+    assert kl["text"].startswith("the KL pull toward the prior (--kl 0.05) is 0.3% of the chosen mixture's penalized "
+                                 "objective (6.3500 + 0.0200); it gives up 0.0100 of predicted objective")
+    assert [c["at"] for c in caps] == ["the chosen mixture", "the unregularized optimum"]
+    assert caps[0]["text"].startswith("a cap binds at the chosen mixture: 'code:domain=0' (1.00 epochs) at its cap")
+    assert spearman["text"].startswith("the surrogate ranks proxies it did not see poorly (leave-one-out Spearman 0.37")
+    assert extrapolated["text"].startswith("uniform lies outside the weights the proxies tried (web:domain=0 0.250 "
+                                           "(tried 0.000-0.200), web:domain=1 0.250 (tried 0.100-0.200)): its "
+                                           "prediction is an extrapolation")
+    results["chosen"]["predicted"] = 6.3
+    assert explain(plan, results, tried, vectors) is None  # predicted better than every baseline: nothing to say
