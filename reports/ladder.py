@@ -1,6 +1,7 @@
 """`ladders/NAME/report.html`: a scaling ladder's page. Its rungs' validation curves against training compute
 on log-log axes, the law fitted to their final losses with its interval, the held-out rung's check, the target's
-prediction, and the tables behind them, all from `ladders/NAME/fit.json` and each rung run's metrics.jsonl."""
+prediction, and the tables behind them, all from `ladders/NAME/fit.json` and each rung run's metrics.jsonl. A
+ladder with cooldowns has the page of reports.ladder_budgets (its points against tokens, L(N, D), the frontier)."""
 
 import json
 from pathlib import Path
@@ -270,8 +271,23 @@ def ladder_report(ladder_dir: Path) -> Path:
     ladder_dir = as_path(ladder_dir)
     ladder = load_ladder(ladder_dir)
     runs = Workspace(ladder_dir.parent.parent)
+    if ladder.get("design") == "cooldowns":
+        from reports.ladder_budgets import page_body  # it builds on this module's pieces
+
+        every_run = [b["run"] for r in ladder["rungs"] for b in r["budgets"]]
+        body = page_body(ladder, legend([r["rung"] for r in ladder["rungs"]]),
+                         sweep_comparison(runs.root, every_run, f"ladder-{ladder_dir.name}", "The runs"))
+    else:
+        body = final_points_body(ladder, ladder_dir, runs)
+    out = ladder_dir / REPORT_FILE
+    write_text(page(f"Loom ladder {ladder['ladder']}", body), out)
+    return out
+
+
+def final_points_body(ladder: dict, ladder_dir: Path, runs: Workspace) -> list[str]:
+    """The page of a ladder fitted on its rungs' final points: L(C) against compute."""
     records = {r["run"]: evaluations(runs.run_dir(r["run"])) for r in ladder["rungs"]}
-    body = [f"<h1>Scaling ladder {esc(ladder['ladder'])}</h1>", headline(ladder), missing(ladder, records),
+    return [f"<h1>Scaling ladder {esc(ladder['ladder'])}</h1>", headline(ladder), missing(ladder, records),
             "<h2>Validation loss against compute</h2>", legend([r["rung"] for r in ladder["rungs"]]),
             metric_chart(ladder, records, VAL_LOSS, "ladder-chart", 1000, 400), f'<p class="note">{SYMBOLS}.</p>',
             *panels(ladder, records, "source:", "Per source"), *panels(ladder, records, "eval:", "Per eval set"),
@@ -279,6 +295,3 @@ def ladder_report(ladder_dir: Path) -> Path:
             sweep_comparison(runs.root, [r["run"] for r in ladder["rungs"]], f"ladder-{ladder_dir.name}",
                              "The rungs' runs"), "<h2>Fits</h2>", fits_table(ladder), chinchilla(ladder),
             "<h2>Method</h2>", method(ladder)]
-    out = ladder_dir / REPORT_FILE
-    write_text(page(f"Loom ladder {ladder['ladder']}", body), out)
-    return out

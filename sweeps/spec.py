@@ -1,5 +1,6 @@
-"""Ladder specs: a TOML file naming the rungs (model shapes), how many tokens each trains on, the LR rule, the
-target run to predict and how the fit is made. Built-in presets live in examples/ladders/ (cpu, gpu)."""
+"""Ladder specs: a TOML file naming the rungs (model shapes), how many tokens each trains on, the cooldowns that
+give each rung shorter token budgets, the LR rule, the target run to predict and how the fit is made. Built-in
+presets live in examples/ladders/ (quick, cpu, gpu)."""
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -14,10 +15,11 @@ from mixtures.spec import is_finite_number
 SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_experts", "top_k")
 RUNG_KEYS = {"name", *SHAPE_KEYS, "tokens", "lr", "warmup_steps"}
 TARGET_KEYS = {*SHAPE_KEYS, "tokens", "flops"}
-SPEC_KEYS = {"name", "tokens_per_parameter", "seq_len", "global_batch", "rung", "target", "lr", "fit", "train"}
+SPEC_KEYS = {"name", "tokens_per_parameter", "seq_len", "global_batch", "cooldowns", "decay_fraction", "rung",
+             "target", "lr", "fit", "train"}
 # `loom train` options a ladder sets itself, per rung: the spec cannot set them under [train]
 SET_PER_RUNG = {"workspace", "mixture", "run_name", "model", *SHAPE_KEYS, "lr", "warmup_steps", "min_lr_ratio",
-                "resume", "max_steps", "decay_start"}
+                "resume", "max_steps", "decay_start", "cooldowns", "decay_fraction", "budget_steps", "branch_from"}
 INTERVALS = ("student-t", "bootstrap")
 
 
@@ -81,6 +83,10 @@ class LadderSpec:
     tokens_per_parameter: float = 20.0
     seq_len: int | None = None  # default: the mixture's
     global_batch: int | None = None  # default: the mixture's
+    # fractions of each rung's steps, each a cooldown branched from the rung's stable phase: a shorter budget, a
+    # point more for the fit (the rung's own run is the longest budget); (): the rungs' final losses only
+    cooldowns: tuple[float, ...] = ()
+    decay_fraction: float | None = None  # the share of a budget its LR decays over; None: the mixture's mid-training
     lr: LRRule = LRRule()
     fit: FitConfig = FitConfig()
     train: dict = field(default_factory=dict)  # more `loom train` options for every rung (eval_every, device, ...)
@@ -125,6 +131,10 @@ def parse_ladder_spec(raw: dict, where: str) -> LadderSpec:
             values[key] = _whole(raw[key], f"{where}: `{key}`")
     if "name" in raw:
         values["name"] = check_name("ladder", raw["name"], f"{where}: `name`")
+    if "cooldowns" in raw:
+        values["cooldowns"] = _cooldowns(raw["cooldowns"], f"{where}: `cooldowns`")
+    if "decay_fraction" in raw:
+        values["decay_fraction"] = _fraction(raw["decay_fraction"], f"{where}: `decay_fraction`")
     lr = _table(LRRule, raw.get("lr", {}), f"{where}: [lr]")
     if lr.base <= 0 or lr.base_width <= 0:
         raise UserError(f"{where}: [lr] `base` must be positive (the peak LR at base_width), and base_width too")
@@ -216,6 +226,24 @@ def _table(cls, entry, where: str, skip=frozenset()):
         elif not is_finite_number(value) or value < 0:
             raise UserError(f"{where}: `{key}` = {value!r} must be a finite number >= 0")
     return cls(**entry)
+
+
+def _cooldowns(value, where: str) -> tuple[float, ...]:
+    from trainer.cooldowns import check_fractions
+
+    if not isinstance(value, list):
+        raise UserError(f"{where} = {value!r}; give a list of fractions of each rung's steps, e.g. [0.25, 0.5]")
+    try:
+        return tuple(float(f) for f in check_fractions(value))
+    except UserError as err:  # its words name the CLI option; here it is the spec's key
+        raise UserError(f"{where}: {str(err).replace('--cooldowns ', '', 1)}") from None
+
+
+def _fraction(value, where: str) -> float:
+    if not is_finite_number(value) or not 0 < value < 1:
+        raise UserError(f"{where} = {value!r}; give the share of each budget the LR decays over, between 0 and 1 "
+                        "(e.g. 0.2), or leave it out for the mixture's mid-training share")
+    return float(value)
 
 
 def _whole(value, where: str, at_least: int = 1) -> int:
