@@ -1,4 +1,5 @@
-"""What a training run is: the mixture, the model's shape (ModelConfig, from a named size) and the optimizer's schedule."""
+"""What a training run is: the mixture, the model's shape (ModelConfig, from a named size) and the optimizer's schedule
+(warmup-stable-decay or cosine, over the mixture's steps or a shorter token budget of them)."""
 
 import json
 import math
@@ -9,6 +10,10 @@ from base.errors import UserError
 from base.names import check_name
 from base.store import as_path
 from base.workspace import Workspace
+from trainer.cooldowns import budget_steps, check_fractions, cooldown_run_name, decay_start as budget_decay_start
+
+WSD, COSINE = "wsd", "cosine"
+SCHEDULES = (WSD, COSINE)
 
 SIZES = {  # named model sizes (ModelConfig fields); any of them can be overridden per run
     "tiny": dict(d_model=64, n_layers=2, n_heads=2),
@@ -72,6 +77,9 @@ class TrainConfig:
     min_lr_ratio: float = 0.1  # the LR decays linearly to lr * min_lr_ratio at the last step
     warmup_steps: int | None = None  # default: 5% of the steps, at most 100
     decay_start: int | None = None  # default: the step the mixture's last phase (mid-training) begins
+    schedule: str = WSD  # wsd: warmup, flat, linear decay; cosine: warmup, then cosine decay over the rest
+    decay_fraction: float | None = None  # wsd: the share of the budget's steps the LR decays over (or decay_start)
+    budget_steps: int | None = None  # train to this step, the LR fully decayed there [default: the mixture's steps]
     weight_decay: float = 0.1
     beta2: float = 0.95
     grad_clip: float = 1.0
@@ -88,6 +96,8 @@ class TrainConfig:
     spike_factor: float = 3.0  # a grad norm above this times the running median is flagged
     micro_batches: int = 1  # the rank's share of each step's batch in this many forward+backward passes, one update
     moe_sequence_aux_coeff: float | None = None  # MoE: DeepSeek-V3's sequence-wise balance loss factor (0: off)
+    cooldowns: tuple[float, ...] = ()  # wsd: after the run, a cooldown run per budget (fractions of its steps)
+    branch_from: str | None = None  # start from run BRANCH_FROM's branch checkpoint at this run's decay start
 
     def __post_init__(self):
         """The names become folders (mixtures/MIXTURE/, runs/NAME/): checked before any folder or compute."""
@@ -97,6 +107,27 @@ class TrainConfig:
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise UserError(f"--{field.name.replace('_', '-')} is {value}; give a finite number")
+        object.__setattr__(self, "cooldowns", check_fractions(self.cooldowns))  # a list (JSON, Python) as a tuple
+        self._check_schedule()
+
+    def _check_schedule(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"--schedule {self.schedule!r}: one of {', '.join(SCHEDULES)}")
+        if self.decay_fraction is not None and self.decay_start is not None:
+            raise UserError("--decay-fraction and --decay-start both place the LR decay; give one of them")
+        if self.decay_fraction is not None and not 0 < self.decay_fraction < 1:
+            raise UserError(f"--decay-fraction {self.decay_fraction}: the share of the steps the LR decays over, "
+                            "between 0 and 1 (e.g. 0.2)")
+        if self.schedule == COSINE:
+            wsd_only = [f"--{name.replace('_', '-')}" for name in ("cooldowns", "branch_from", "decay_fraction",
+                                                                  "decay_start") if getattr(self, name) not in (None, ())]
+            if wsd_only:
+                verb = "needs" if len(wsd_only) == 1 else "need"
+                raise UserError(f"{' and '.join(wsd_only)} {verb} --schedule wsd: a cosine schedule decays from the "
+                                "end of warmup on, so it has no stable phase to branch or place a decay in")
+        if self.cooldowns and self.branch_from:
+            raise UserError("--cooldowns with --branch-from: a cooldown has no cooldowns of its own; give "
+                            "--cooldowns to the run it branches from")
 
     @property
     def name(self) -> str:
@@ -122,12 +153,14 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class LRSchedule:
-    """Warmup-stable-decay: linear warmup, flat, then linear decay from `decay_start` to the last step."""
+    """Linear warmup, flat, then a decay from `decay_start` to the floor at the last step (`steps` - 1): linear
+    (warmup-stable-decay, "wsd") or a half cosine ("cosine", whose decay starts where warmup ends)."""
     peak: float
-    steps: int
+    steps: int  # the budget: the LR reaches the floor at its last step
     warmup: int
     decay_start: int
     floor_ratio: float
+    shape: str = WSD
 
     def __call__(self, step: int) -> float:
         if step < self.warmup:
@@ -136,10 +169,68 @@ class LRSchedule:
             return self.peak
         remaining = max(1, self.steps - self.decay_start)
         progress = min(1.0, (step - self.decay_start + 1) / remaining)
+        if self.shape == COSINE:
+            return self.peak * (self.floor_ratio + (1 - self.floor_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
         return self.peak * (1 - (1 - self.floor_ratio) * progress)
 
 
 def lr_schedule(config: TrainConfig, steps: int, midtrain_start: int) -> LRSchedule:
-    warmup = config.warmup_steps if config.warmup_steps is not None else max(1, min(100, steps // 20))
-    decay_start = config.decay_start if config.decay_start is not None else midtrain_start
-    return LRSchedule(config.lr, steps, max(1, warmup), max(decay_start, warmup), config.min_lr_ratio)
+    """The run's LR over its budget. Warmup's default comes from the mixture's `steps` (not the budget), so that
+    every budget of one mixture shares its warmup and stable phase."""
+    budget = run_budget(config, steps)
+    warmup = max(1, config.warmup_steps if config.warmup_steps is not None else max(1, min(100, steps // 20)))
+    if config.schedule == COSINE:
+        return LRSchedule(config.lr, budget, warmup, warmup, config.min_lr_ratio, COSINE)
+    if config.decay_start is not None:
+        decay_start = config.decay_start
+    elif config.decay_fraction is None and budget == steps:
+        decay_start = midtrain_start  # the 80/20 switch and the decay coincide
+    else:
+        decay_start = budget_decay_start(budget, decay_fraction_of(config, steps, midtrain_start))
+    return LRSchedule(config.lr, budget, warmup, max(decay_start, warmup), config.min_lr_ratio)
+
+
+def run_budget(config: TrainConfig, steps: int) -> int:
+    """The steps the run's schedule spans: --budget-steps, at most the mixture's `steps`."""
+    if config.budget_steps is None:
+        return steps
+    if config.budget_steps > steps:
+        raise UserError(f"--budget-steps {config.budget_steps} is above the {steps} steps of mixture "
+                        f"'{config.mixture}'; give at most {steps} (or build the mixture with more --steps)")
+    return config.budget_steps
+
+
+def decay_fraction_of(config: TrainConfig, steps: int, midtrain_start: int) -> float:
+    """The share of a budget's steps its LR decays over: --decay-fraction, else the share --decay-start leaves of
+    the mixture's steps, else the mixture's mid-training share."""
+    if config.decay_fraction is not None:
+        return config.decay_fraction
+    start = config.decay_start if config.decay_start is not None else midtrain_start
+    return (steps - start) / steps
+
+
+@dataclass(frozen=True)
+class Cooldown:
+    """A shorter budget of a WSD run, trained as a run of its own from the run's branch checkpoint."""
+    budget: int
+    branch_step: int  # the cooldown's decay start: the step of the run's branch checkpoint it starts from
+    config: TrainConfig
+
+
+def cooldown_plan(config: TrainConfig, steps: int, midtrain_start: int) -> list[Cooldown]:
+    """The cooldowns of `config` (a run on a mixture of `steps` steps), shortest first."""
+    if not config.cooldowns:
+        return []
+    fraction = decay_fraction_of(config, steps, midtrain_start)
+    own_decay = lr_schedule(config, steps, midtrain_start).decay_start
+    plan = []
+    for budget in budget_steps(run_budget(config, steps), config.cooldowns):
+        cooldown = replace(config, run_name=cooldown_run_name(config.name, budget), budget_steps=budget,
+                           decay_fraction=fraction, decay_start=None, max_steps=None, cooldowns=(),
+                           branch_from=config.name)
+        branch = lr_schedule(cooldown, steps, midtrain_start).decay_start
+        if branch > own_decay:  # before its branch step the cooldown must have had the run's own LRs
+            raise UserError(f"the cooldown at {budget} steps would branch at step {branch}, after run "
+                            f"'{config.name}' starts its own decay at step {own_decay}; give smaller --cooldowns")
+        plan.append(Cooldown(budget, branch, cooldown))
+    return plan

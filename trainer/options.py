@@ -8,7 +8,7 @@ from dataclasses import MISSING, fields
 import click
 
 from base.errors import UserError
-from trainer.config import SIZES, TrainConfig
+from trainer.config import SCHEDULES, SIZES, TrainConfig
 
 HELP = {
     "mixture": "A compiled mixture of the workspace (`loom mix build NAME`)",
@@ -18,6 +18,10 @@ HELP = {
     "top_k": "Experts per token", "lr": "Peak learning rate", "min_lr_ratio": "Final LR as a fraction of the peak",
     "warmup_steps": "Linear warmup steps [default: 5% of the steps, at most 100]",
     "decay_start": "Step the LR decay begins [default: the mixture's mid-training switch]",
+    "schedule": "wsd: linear warmup, flat, linear decay to the floor; cosine: warmup, then cosine decay to the floor",
+    "decay_fraction": "wsd: share of the steps the LR decays over [default: the mixture's mid-training share]",
+    "budget_steps": "Train to this step with the LR fully decayed there (a shorter token budget) "
+                    "[default: the mixture's steps]",
     "weight_decay": "AdamW weight decay", "beta2": "AdamW beta2", "grad_clip": "Clip the gradient norm (0: off)",
     "max_steps": "Stop after this many steps (a short run); the LR schedule still spans the mixture",
     "checkpoint_every": "Checkpoint every N steps (and at the end)",
@@ -30,9 +34,14 @@ HELP = {
     "spike_factor": "Flag a grad norm above this times its running median",
     "micro_batches": "Split each rank's share of a step's batch into N micro-batches (gradient accumulation)",
     "moe_sequence_aux_coeff": "MoE: weight of DeepSeek-V3's sequence-wise balance loss (e.g. 1e-4) [default: 0, off]",
+    "cooldowns": "wsd: then a cooldown run per shorter budget, fractions of the steps (e.g. 0.25,0.5), each "
+                 "branched from this run's stable phase",
+    "branch_from": "Start from run BRANCH_FROM's branch checkpoint at this run's decay start (what --cooldowns does)",
 }
 MAY_BE_ZERO = {"seed", "warmup_steps", "decay_start", "n_experts"}
-POSITIVE = {"lr", "peak_tflops", "spike_factor"}
+POSITIVE = {"lr", "peak_tflops", "spike_factor", "decay_fraction"}
+CHOICES = {"model": list(SIZES), "schedule": list(SCHEDULES)}
+CHOICE_WORDS = {"model": "a named size", "schedule": "a schedule"}
 COMMAND_FIELDS = [f for f in fields(TrainConfig) if f.name != "workspace"]
 
 
@@ -40,6 +49,23 @@ def _base_type(annotation):
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         return next(a for a in typing.get_args(annotation) if a is not type(None))
     return annotation
+
+
+def _is_tuple(kind) -> bool:
+    return typing.get_origin(kind) is tuple
+
+
+class Fractions(click.ParamType):
+    """A comma list of numbers (`--cooldowns 0.25,0.5`), as a tuple; TrainConfig checks their range."""
+    name = "FRACTIONS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            return tuple(float(part) for part in str(value).split(",") if part.strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a comma list of fractions such as 0.25,0.5", param, ctx)
 
 
 def _flag(name: str) -> str:
@@ -53,9 +79,12 @@ def train_options(command):
         default = None if field.default is MISSING else field.default
         if kind is bool:
             option = click.option(_flag(field.name), is_flag=True, help=HELP[field.name])
-        elif field.name == "model":
-            option = click.option("--model", type=click.Choice(list(SIZES)), default=default, show_default=True,
-                                  help=HELP["model"])
+        elif field.name in CHOICES:
+            option = click.option(_flag(field.name), type=click.Choice(CHOICES[field.name]), default=default,
+                                  show_default=True, help=HELP[field.name])
+        elif _is_tuple(kind):
+            option = click.option(_flag(field.name), type=Fractions(), default=",".join(map(str, default)),
+                                  help=HELP[field.name])
         else:
             param_type = {int: click.IntRange(min=0 if field.name in MAY_BE_ZERO else 1),
                           float: click.FloatRange(min=0, min_open=field.name in POSITIVE), str: str}[kind]
@@ -86,8 +115,12 @@ def check_option(name: str, kind, value) -> None:
     flag, problem = _flag(name), None
     if kind is bool:
         problem = None if isinstance(value, bool) else "is a switch: True or False"
-    elif name == "model":
-        problem = None if value in SIZES else f"is a named size: one of {', '.join(SIZES)}"
+    elif name in CHOICES:
+        problem = None if value in CHOICES[name] else f"is {CHOICE_WORDS[name]}: one of {', '.join(CHOICES[name])}"
+    elif _is_tuple(kind):
+        numbers = isinstance(value, (tuple, list)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        problem = None if numbers else "is a list of fractions, e.g. (0.25, 0.5)"
     elif kind is int:
         least = 0 if name in MAY_BE_ZERO else 1
         problem = (None if isinstance(value, int) and not isinstance(value, bool) and value >= least
@@ -111,7 +144,9 @@ def config_to_args(config: TrainConfig) -> list[str]:
     args = ["--workspace", str(config.workspace)]
     for field in COMMAND_FIELDS:
         value = getattr(config, field.name)
-        if value is None or value is False:
+        if value is None or value is False or value == ():
             continue
+        if isinstance(value, tuple):
+            value = ",".join(map(str, value))
         args += [_flag(field.name)] if value is True else [_flag(field.name), str(value)]
     return args
