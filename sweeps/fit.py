@@ -13,14 +13,12 @@ from itertools import product
 import numpy as np
 
 from sweeps import intervals
-from sweeps.chinchilla import Chinchilla, fit_chinchilla, identifiability, varies_independently
+from sweeps.chinchilla import Chinchilla, fit_chinchilla, held_out_point, identifiability, varies_independently
 from sweeps.robust import as_positive, best_of, check_enough, check_points, no_interval_reason, scalar_or_array
 
-__all__ = ["Chinchilla", "PowerLaw", "fit_chinchilla", "fit_power_law", "identifiability", "relative_error",
-           "varies_independently"]
+__all__ = ["Chinchilla", "PowerLaw", "fit_chinchilla", "fit_power_law", "held_out_point", "identifiability",
+           "relative_error", "varies_independently"]
 
-BOOTSTRAP_RESAMPLES = 200
-BOOTSTRAP_SEED = 0
 ALPHA_BOUNDS = (1e-6, 10.0)
 LOG_A_BOUNDS = (-100.0, 100.0)  # of the coefficient in normalized compute, where it is of the order of the loss
 
@@ -80,10 +78,7 @@ class PowerLaw:
     def _bootstrap_band(self, compute, confidence, run_noise):
         log_x = np.log(compute / self.compute_ref)
         log_preds = np.stack([power_log_loss(theta, log_x)[0] for theta in self.refits])
-        if run_noise:  # each refit's prediction plus one run's noise, drawn the same way every call
-            noise = np.random.default_rng(BOOTSTRAP_SEED).normal(0.0, self.residual_scale, len(self.refits))
-            log_preds = log_preds + noise.reshape((-1,) + (1,) * log_x.ndim)
-        return intervals.percentile(log_preds, confidence)
+        return intervals.bootstrap_band(log_preds, confidence, self.residual_scale if run_noise else 0.0)
 
 
 def fit_power_law(compute, loss, l_inf: float | None = None, huber_delta: float = 1e-3,
@@ -99,11 +94,7 @@ def fit_power_law(compute, loss, l_inf: float | None = None, huber_delta: float 
                          f"{n_params} parameters needs at least {n_params}: give the rungs different sizes")
     if pinned:
         check_pinned(l_inf, loss)
-    if interval not in intervals.METHODS:
-        raise ValueError(f"unknown interval method '{interval}'; use one of {', '.join(intervals.METHODS)}")
-    if interval == intervals.BOOTSTRAP and len(loss) < intervals.BOOTSTRAP_MIN_POINTS:
-        raise ValueError(f"a bootstrap interval needs at least {intervals.BOOTSTRAP_MIN_POINTS} rungs; got "
-                         f"{len(loss)}: add rungs or use interval='student-t'")
+    intervals.check_method(interval, len(loss))
     compute_ref = float(np.exp(np.mean(np.log(compute))))
     log_x, log_loss = np.log(compute / compute_ref), np.log(loss)
     theta, residuals, jacobian = fit_power_normalized(log_x, log_loss, l_inf, huber_delta)
@@ -159,7 +150,7 @@ def fit_power_normalized(log_x, log_loss, l_inf, huber_delta, starts=None):
 def bootstrap_power(log_x, log_loss, l_inf, huber_delta, theta, n_params) -> np.ndarray:
     """Refits on resampled rungs (seeded, so the band is the same every time), each started at the full fit."""
     refits = []
-    for index in intervals.resamples(len(log_x), n_params, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED):
+    for index in intervals.resamples(len(log_x), n_params, intervals.BOOTSTRAP_RESAMPLES, intervals.BOOTSTRAP_SEED):
         refit, _, _ = fit_power_normalized(log_x[index], log_loss[index], l_inf, huber_delta, starts=[theta])
         refits.append(refit)
     return np.array(refits)

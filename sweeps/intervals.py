@@ -13,6 +13,8 @@ STUDENT_T = "student-t"
 BOOTSTRAP = "bootstrap"
 METHODS = (STUDENT_T, BOOTSTRAP)
 BOOTSTRAP_MIN_POINTS = 5
+BOOTSTRAP_RESAMPLES = 200
+BOOTSTRAP_SEED = 0
 
 
 def residual_scale(residuals: np.ndarray, dof: int, noise_floor: float) -> float:
@@ -58,6 +60,23 @@ def percentile(log_preds: np.ndarray, confidence: float) -> tuple[np.ndarray, np
     """Lower and upper percentiles over the refits (axis 0) of their predicted log-loss."""
     tail = 100 * (1 - confidence) / 2
     return np.percentile(log_preds, tail, axis=0), np.percentile(log_preds, 100 - tail, axis=0)
+
+
+def bootstrap_band(log_preds: np.ndarray, confidence: float, run_sigma: float = 0.0):
+    """Percentile bounds over refits' predictions (axis 0); run_sigma > 0 adds one run's noise to each refit's
+    prediction, drawn the same way every call (where one measured run would land, not the curve)."""
+    if run_sigma > 0:
+        noise = np.random.default_rng(BOOTSTRAP_SEED).normal(0.0, run_sigma, len(log_preds))
+        log_preds = log_preds + noise.reshape((-1,) + (1,) * (np.ndim(log_preds) - 1))
+    return percentile(log_preds, confidence)
+
+
+def check_method(method: str, n_points: int) -> None:
+    if method not in METHODS:
+        raise ValueError(f"unknown interval method '{method}'; use one of {', '.join(METHODS)}")
+    if method == BOOTSTRAP and n_points < BOOTSTRAP_MIN_POINTS:
+        raise ValueError(f"a bootstrap interval needs at least {BOOTSTRAP_MIN_POINTS} rungs; got {n_points}: add "
+                         f"rungs or use interval='student-t'")
 
 
 def check_confidence(confidence: float) -> None:

@@ -75,3 +75,44 @@ def as_positive(values, what: str) -> np.ndarray:
 def scalar_or_array(values: np.ndarray):
     """A float for one point asked, else the array."""
     return float(values) if np.ndim(values) == 0 else values
+
+
+def huber_batch(model, starts, targets, weights, bounds, huber_delta, iterations) -> tuple[np.ndarray, np.ndarray]:
+    """Many Huber fits at once, one per row of `starts` (B, P), each with its own point weights (B, M) and bounds
+    ((B, P) or (P,) each): Levenberg-Marquardt on the Huber loss's quadratic majorizer (point weights
+    min(1, delta/|r|)), `iterations` steps. `model(thetas)` -> predictions (B, M) and Jacobians (B, M, P). What
+    the bootstrap's refits and the scouting of a grid of starts need: scipy's solver one fit at a time costs ~5 ms a
+    fit, this ~0.1 ms. Returns the parameters (B, P) and each fit's Huber cost."""
+    lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), starts.shape) for b in bounds)
+    theta = np.clip(np.asarray(starts, dtype=float), lower, upper)
+    damping = np.full(len(theta), 1e-3)
+
+    def cost(pred):
+        return np.sum(weights * huber(pred - targets, huber_delta), axis=1)
+
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        pred, jac = model(theta)
+        current = cost(pred)
+        for _ in range(iterations):
+            r = pred - targets
+            u = weights * np.minimum(1.0, huber_delta / np.maximum(np.abs(r), 1e-300))
+            hessian = np.einsum("bm,bmi,bmj->bij", u, jac, jac)
+            gradient = np.einsum("bm,bmi->bi", u * r, jac)
+            diagonal = np.einsum("bii->bi", hessian)
+            system = hessian + (damping[:, None] * diagonal + 1e-12)[:, :, None] * np.eye(theta.shape[1])
+            step = np.linalg.solve(system, -gradient[..., None])[..., 0]
+            trial = np.clip(theta + step, lower, upper)
+            trial_pred, trial_jac = model(trial)
+            trial_cost = cost(trial_pred)
+            better = np.isfinite(trial_cost) & (trial_cost <= current)
+            theta = np.where(better[:, None], trial, theta)
+            pred = np.where(better[:, None], trial_pred, pred)
+            jac = np.where(better[:, None, None], trial_jac, jac)
+            current = np.where(better, trial_cost, current)
+            damping = np.where(better, damping * 0.3, damping * 10.0).clip(1e-9, 1e9)
+    return theta, current
+
+
+def huber(r: np.ndarray, delta: float) -> np.ndarray:
+    a = np.abs(r)
+    return np.where(a <= delta, 0.5 * r ** 2, delta * (a - 0.5 * delta))
