@@ -14,25 +14,15 @@ from base.store import as_path
 from base.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
-    PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
+    REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
 )
-from trainer.metrics import (
-    EVAL_LOSS_BY_SET, FINISHED, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE,
-)
+from reports.ladder_budgets import page_body as budgets_page_body
+from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, rung_color
+from trainer.metrics import FINISHED, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS
 
-FIT_COLOR = "#222"  # the law, its band and its predictions (held-out rung, target)
-PER_METRIC_KEY = {"source": VAL_LOSS_BY_SOURCE, "eval": EVAL_LOSS_BY_SET}  # fits' "source:web", "eval:bofh"
 SYMBOLS = ("● a rung's final value · ◯ the held-out rung's, left out of the fit · ◇ with a bar: a prediction and "
            "its interval · dashed: the fitted law, shaded: its interval · thin lines: each rung's loss at each "
            "evaluation, at FLOPs per token × tokens seen")
-
-
-def metric_value(values: dict, metric: str):
-    """A metric's value in a metrics record or a rung's final: "val_loss", "source:NAME" or "eval:NAME"."""
-    if metric == VAL_LOSS:
-        return values.get(VAL_LOSS)
-    kind, _, name = metric.partition(":")
-    return (values.get(PER_METRIC_KEY.get(kind, "")) or {}).get(name)
 
 
 def law(fit: dict | None, flops: float | None) -> float | None:
@@ -40,19 +30,6 @@ def law(fit: dict | None, flops: float | None) -> float | None:
     if not fit or not flops:
         return None
     return fit["l_inf"] + fit["a"] * flops ** -fit["alpha"]
-
-
-def rung_color(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
-
-
-def confidence(ladder: dict) -> str:
-    interval = ladder.get("interval") or {}
-    return f"{interval['confidence']:.0%}" if interval.get("confidence") else "?"
-
-
-def interval_text(interval, ladder: dict) -> str:
-    return f"{confidence(ladder)} interval {interval[0]:.3f}–{interval[1]:.3f}" if interval else "no interval"
 
 
 # ---- the headline ----
@@ -272,11 +249,9 @@ def ladder_report(ladder_dir: Path) -> Path:
     ladder = load_ladder(ladder_dir)
     runs = Workspace(ladder_dir.parent.parent)
     if ladder.get("design") == "cooldowns":
-        from reports.ladder_budgets import page_body  # it builds on this module's pieces
-
         every_run = [b["run"] for r in ladder["rungs"] for b in r["budgets"]]
-        body = page_body(ladder, legend([r["rung"] for r in ladder["rungs"]]),
-                         sweep_comparison(runs.root, every_run, f"ladder-{ladder_dir.name}", "The runs"))
+        body = budgets_page_body(ladder, legend([r["rung"] for r in ladder["rungs"]]),
+                                 sweep_comparison(runs.root, every_run, f"ladder-{ladder_dir.name}", "The runs"))
     else:
         body = final_points_body(ladder, ladder_dir, runs)
     out = ladder_dir / REPORT_FILE

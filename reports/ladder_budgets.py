@@ -4,7 +4,7 @@ largest D) and its prediction with the interval; the target's; and the L(C) law 
 with every point. reports.ladder builds the rest of the page (and the page of a ladder without cooldowns)."""
 
 from reports.html import Band, Dot, Line, esc, log_log_chart, number, scientific, table
-from reports.ladder import FIT_COLOR, confidence, interval_text, metric_value, rung_color
+from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, rung_color
 
 SYMBOLS = ("● a budget's final value (a cooldown's, or the rung's own run at the right of its line) · ◯ the held-out "
            "point, left out of the fit · ◇ with a bar: a prediction and its interval · dashed: the fitted L(N, D) at "
@@ -107,8 +107,8 @@ def budget_table(ladder: dict) -> str:
     rows = []
     for r in ladder["rungs"]:
         for b in r["budgets"]:
-            fitted = (fit["e"] + fit["a"] / r["active_parameters"] ** fit["alpha"] + fit["b"] / b["tokens"] ** fit["beta"]
-                      if fit else None)
+            fitted = (fit["e"] + fit["a"] / r["active_parameters"] ** fit["alpha"]
+                      + fit["b"] / b["tokens"] ** fit["beta"] if fit else None)
             rows.append([r["rung"], b["run"], r.get("active_parameters"), b.get("fraction"), b["steps"], b["tokens"],
                          scientific(b["flops"]), b.get("branch_step") if b.get("branch_step") is not None else "",
                          b.get("status", "?"), loss_at(b.get("final"), "val_loss"), fitted])
@@ -126,7 +126,8 @@ def fits_table(ladder: dict) -> str:
         width = held.get("half_width")
         rows.append([entry.get("label", metric), *params, entry.get("n_points"), fit.get("dof"),
                      percent(held.get("relative_error")) if held.get("predicted") is not None else "",
-                     f"±{width:.1%}" if width is not None else "", {True: "yes", False: "NO"}.get(held.get("inside"), ""),
+                     f"±{width:.1%}" if width is not None else "",
+                     {True: "yes", False: "NO"}.get(held.get("inside"), ""),
                      target.get("predicted"), "–".join(f"{v:.3f}" for v in target.get("interval") or ())])
     columns = ["metric", "E", "A", "alpha", "B", "beta", "points", "dof", "held-out error",
                f"held-out interval ({level})", "inside", "target prediction", f"target interval ({level})"]
@@ -160,7 +161,8 @@ def headline(ladder: dict) -> str:
     boxes = "".join(f'<div id="headline-{esc(k.replace(" ", "-"))}">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
     prediction = (f"Predicted loss of the target ({number(ladder['target'].get('parameters'))} active parameters, "
                   f"{number(ladder['target'].get('tokens'))} tokens): {number(target['predicted'])}, "
-                  f"{interval_text(target.get('interval'), ladder)}." if target else "No prediction for the target yet.")
+                  f"{interval_text(target.get('interval'), ladder)}." if target
+                  else "No prediction for the target yet.")
     return (f'<div class="headline">{boxes}</div><p id="honesty"><b>{esc(honesty_text(ladder))}</b></p>'
             f'<p id="target-prediction">{esc(prediction)}</p>')
 

@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from sweeps.chinchilla import identifiability
-from sweeps.fit import fit_chinchilla, fit_power_law, relative_error
+from sweeps.chinchilla import held_out_point, identifiability
+from sweeps.fit import fit_chinchilla, relative_error
 from sweeps.spec import FitConfig
 
 LAW = "L(N, D) = E + A/N^alpha + B/D^beta"
@@ -31,14 +31,6 @@ def points_of(rungs: list[dict], metric: str, values_of) -> list[dict]:
                 found.append({"rung": rung["rung"], "run": budget["run"], "parameters": rung["active_parameters"],
                               "tokens": budget["tokens"], "flops": budget["flops"], "loss": loss})
     return found
-
-
-def held_out_point(points: list[dict]) -> dict | None:
-    """The honesty check's point: the largest N at its largest D."""
-    if not points:
-        return None
-    largest = max(p["parameters"] for p in points)
-    return max((p for p in points if p["parameters"] == largest), key=lambda p: p["tokens"])
 
 
 def fit_points(points: list[dict], fit: FitConfig):
@@ -79,19 +71,19 @@ def fit_budget_metric(rungs: list[dict], metric: str, label: str, values_of, tar
 
 
 def held_out_check(points: list[dict], fit: FitConfig) -> dict:
-    held = held_out_point(points)
+    held = points[held_out_point([p["parameters"] for p in points], [p["tokens"] for p in points])]
     rest = [p for p in points if p is not held]
     try:
         law = fit_points(rest, fit)
     except ValueError as err:
         return {"rung": held["rung"], "run": held["run"], "error": str(err)}
     predicted = prediction(law, held["parameters"], held["tokens"], fit)
-    interval, measured = predicted["interval"], held["loss"]
+    interval, measured = predicted["interval"], float(held["loss"])
     return {"rung": held["rung"], "run": held["run"], "parameters": held["parameters"], "tokens": held["tokens"],
             "flops": held["flops"], "fit": law.to_json(), **predicted, "measured": measured,
             "relative_error": relative_error(predicted["predicted"], measured),
             "half_width": None if interval is None else (interval[1] - interval[0]) / 2 / predicted["predicted"],
-            "inside": None if interval is None else interval[0] <= measured <= interval[1]}
+            "inside": None if interval is None else bool(interval[0] <= measured <= interval[1])}
 
 
 def rung_curves(law, rungs: list[dict], target, fit: FitConfig) -> list[dict]:
@@ -111,15 +103,12 @@ def rung_curves(law, rungs: list[dict], target, fit: FitConfig) -> list[dict]:
 
 
 def frontier(law, points: list[dict], target) -> dict:
-    """The law's compute-optimal frontier from the smallest point's compute to past the target's, and the L(C)
-    law fitted to it; or why there is none."""
+    """The law's compute-optimal frontier (each compute's best N and D, C = 6 N D) from the smallest point's
+    compute to past the target's, and its L(C) law (exact: sweeps.chinchilla.Chinchilla.frontier)."""
     grid = np.geomspace(min(p["flops"] for p in points) / 1.5, target.flops * 1.5, CURVE_POINTS)
-    try:
-        optimal = [law.compute_optimal(float(c)) for c in grid]
-        frontier_law = fit_power_law(grid, np.array([loss for _, _, loss in optimal]))
-    except ValueError as err:
-        return {"error": str(err)}
+    n_opt, d_opt, loss = law.compute_optimal(grid)
+    frontier_law = law.frontier()
     return {"law": FRONTIER_LAW, "fit": frontier_law.to_json(),
-            "curve": [{"flops": float(c), "parameters": float(n), "tokens": float(d), "loss": float(loss)}
-                      for c, (n, d, loss) in zip(grid, optimal)],
+            "curve": [{"flops": float(c), "parameters": float(n), "tokens": float(d), "loss": float(value)}
+                      for c, n, d, value in zip(grid, n_opt, d_opt, loss)],
             "target": float(frontier_law(target.flops))}

@@ -2,7 +2,7 @@
 give each rung shorter token budgets, the LR rule, the target run to predict and how the fit is made. Built-in
 presets live in examples/ladders/ (quick, cpu, gpu)."""
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from base.errors import UserError, reject_unknown_keys
@@ -11,6 +11,7 @@ from base.small_files import read_toml
 from base.store import as_path
 from base.workspace import SPEC_GLOB
 from mixtures.spec import is_finite_number
+from sweeps.chinchilla import INTERVAL_FOR_LADDERS
 
 SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_experts", "top_k")
 RUNG_KEYS = {"name", *SHAPE_KEYS, "tokens", "lr", "warmup_steps"}
@@ -70,7 +71,7 @@ class LRRule:
 class FitConfig:
     l_inf: float | None = None  # None: free; a number pins it
     huber_delta: float = 1e-3
-    interval: str = "student-t"
+    interval: str = "student-t"  # with cooldowns: INTERVAL_FOR_LADDERS unless the spec sets it
     confidence: float = 0.9
     noise_floor: float = 0.002  # least residual scale in log-loss: the run-to-run noise of a final loss
 
@@ -138,9 +139,11 @@ def parse_ladder_spec(raw: dict, where: str) -> LadderSpec:
     lr = _table(LRRule, raw.get("lr", {}), f"{where}: [lr]")
     if lr.base <= 0 or lr.base_width <= 0:
         raise UserError(f"{where}: [lr] `base` must be positive (the peak LR at base_width), and base_width too")
-    return LadderSpec(rungs=parsed, target=_target(raw.get("target"), f"{where}: [target]"), lr=lr,
-                      fit=_fit(raw.get("fit", {}), f"{where}: [fit]"), train=_train(raw.get("train", {}), where),
-                      **values)
+    fit = _fit(raw.get("fit", {}), f"{where}: [fit]")
+    if values.get("cooldowns") and "interval" not in raw.get("fit", {}):  # points enough for the bootstrap
+        fit = replace(fit, interval=INTERVAL_FOR_LADDERS)
+    return LadderSpec(rungs=parsed, target=_target(raw.get("target"), f"{where}: [target]"), lr=lr, fit=fit,
+                      train=_train(raw.get("train", {}), where), **values)
 
 
 def _rung(entry, index: int, where: str) -> Rung:
