@@ -3,6 +3,9 @@
 own state (step, tokens seen, the schedule's fingerprint) is a JSON file written last: a checkpoint without it
 is incomplete and is never resumed from.
 
+A WSD run with cooldowns also keeps, in its branches/ folder, the checkpoints of the steps its cooldowns branch
+from: complete the same way, never rotated, never resumed from by the run itself (trainer.cooldowns).
+
 A run folder on an object store gets the same objects through DCP's fsspec writer and reader: each rank's file
 is one upload, the state file is one PUT after every rank has finished (the commit, as locally), and old
 checkpoints are removed object by object."""
@@ -18,7 +21,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from base.atomic_files import remove_tree, write_text
 from base.small_files import read_text
 from base.store import as_path, is_remote
-from base.workspace import CHECKPOINT_GLOB, CHECKPOINTS_DIR, TRAINER_STATE_FILE, checkpoint_name
+from base.workspace import BRANCHES_DIR, CHECKPOINT_GLOB, CHECKPOINTS_DIR, TRAINER_STATE_FILE, checkpoint_name
 from trainer.distributed import in_group
 
 SPIKES = "spike_detector"  # the spike detector's running history, in the state file
@@ -27,6 +30,14 @@ KEEP = 2
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:
     return as_path(run_dir) / CHECKPOINTS_DIR / checkpoint_name(step)
+
+
+def branch_dir(run_dir: Path, step: int) -> Path:
+    return as_path(run_dir) / BRANCHES_DIR / checkpoint_name(step)
+
+
+def is_complete(path: Path) -> bool:
+    return (path / TRAINER_STATE_FILE).exists()
 
 
 def latest(run_dir: Path) -> Path | None:
@@ -62,17 +73,28 @@ def _storage(path, writing: bool) -> dict:
     return {"storage_reader": FsspecReader(str(path), **path.storage_options)}
 
 
-def save(model, optimizer, path: Path, state: dict, is_main: bool) -> None:
+def save(model, optimizer, path: Path, state: dict, is_main: bool, rotate: bool = True) -> None:
+    """`rotate`: then remove all but the KEEP latest checkpoints of the folder (not for branch checkpoints)."""
     _single_process_is_intended()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, **_storage(path, writing=True))
     _barrier()
     if is_main:
         write_text(json.dumps(state, indent=2), path / TRAINER_STATE_FILE)
+    if is_main and rotate:
         others = sorted((p for p in path.parent.glob(CHECKPOINT_GLOB) if p.name != path.name), key=lambda p: p.name)
         for old in others[:-(KEEP - 1) or None]:
             remove_tree(old)
     _barrier()
+
+
+def save_branch(model, optimizer, path: Path, state: dict, is_main: bool) -> None:
+    """A branch checkpoint, written afresh: one left by a killed run is removed first, so that its old state file
+    never makes a half-rewritten checkpoint look complete."""
+    if is_main and path.exists():
+        remove_tree(path)
+    _barrier()
+    save(model, optimizer, path, state, is_main, rotate=False)
 
 
 def load(model, optimizer, path: Path) -> dict:

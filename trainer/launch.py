@@ -1,5 +1,5 @@
-"""`loom train --nproc N`: N ranks on this machine, started by torchrun, each running `python -m trainer`; and the
-lock that keeps a run to one writer."""
+"""`loom train --nproc N`: N ranks on this machine, started by torchrun, each running `python -m trainer`; the
+lock that keeps a run to one writer; and a run's cooldowns, checked before it trains."""
 
 import os
 import subprocess
@@ -13,7 +13,7 @@ from base.store import as_path
 from base.workspace import Workspace
 from mixtures import reading
 from trainer import metrics
-from trainer.config import TrainConfig
+from trainer.config import Cooldown, TrainConfig
 from trainer.loop import ReportHook, Run, write_report
 from trainer.options import config_to_args
 
@@ -30,6 +30,15 @@ def run_lock(config: TrainConfig, note=lambda line: print(f"note: {line}")):
     """The run's one-writer lock: a second `loom train` of the same run is refused while this one lives."""
     ws = Workspace(as_path(config.workspace))
     return exclusive(metrics.run_lock_file(ws.run_dir(config.name)), f"run '{config.name}' in {ws.root}", note)
+
+
+def planned_cooldowns(config: TrainConfig) -> list[Cooldown]:
+    """The cooldowns `config` trains after itself, shortest first; the run and they are checked (trainer.loop.Run)
+    before any compute."""
+    if not config.cooldowns:
+        return []
+    with reading(config.mixture_dir) as build:
+        return Run(config, build).cooldowns
 
 
 def launch_ranks(config: TrainConfig, nproc: int, report: ReportHook | None = None) -> None:

@@ -17,7 +17,7 @@ from base.workspace import Workspace
 from mixtures import Build, SequenceReader, load_schedule, reading, schedule_fingerprint, target_shares
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients
-from trainer.config import TrainConfig, lr_schedule, model_config
+from trainer.config import TrainConfig, cooldown_plan, lr_schedule, model_config
 from trainer.data import RankLoader, eval_set_batches, validation_batches
 from trainer.distributed import BF16_AUTOCAST, Ranks, precision, setup, teardown, wrap
 from trainer.evaluation import StepMetrics, evaluate, per_source
@@ -54,11 +54,15 @@ class Run:
             raise UserError(f"{err}; change --model or the size options") from None
         self.midtrain_start = self.schedule.phases[-1].start_step
         self.lr = lr_schedule(config, self.schedule.steps, self.midtrain_start)
-        self.end_step = min(self.schedule.steps, config.max_steps or self.schedule.steps)
+        self.budget = self.lr.steps
+        self.end_step = min(self.budget, config.max_steps or self.budget)
+        self.cooldowns = cooldown_plan(config, self.schedule.steps, self.midtrain_start)
         self.fingerprint = schedule_fingerprint(meta)
         self.target_shares = target_shares(folder, self.schedule)
         self.resume_step = 0  # the step of the checkpoint resumed from
+        self.branched = False  # whether it starts from another run's branch checkpoint (a cooldown's first start)
         self.resume_from = self._check_run_folder()
+        self._check_cooldowns()
 
     def _check_run_folder(self) -> Path | None:
         run_dir = self.config.run_dir
@@ -67,9 +71,9 @@ class Run:
             if found or (run_dir / metrics.METRICS_FILE).exists():
                 raise UserError(f"run '{self.config.name}' already exists in {run_dir.parent}; pass --resume "
                                 "to continue it, or --run-name NAME for a new one")
-            return None
+            return self._branch()
         if found is None:
-            return None  # stopped before its first checkpoint: resuming it is starting it again
+            return self._branch()  # stopped before its first checkpoint: resuming it is starting it again
         state = checkpoint.read_state(found)
         if state["schedule_fingerprint"] != self.fingerprint:
             raise UserError(f"run '{self.config.name}' was trained on another build of mixture "
@@ -80,6 +84,45 @@ class Run:
                             "resume it with the same --model and sizes")
         self.resume_step = state["step"]
         return found
+
+    def _branch(self) -> Path | None:
+        """A cooldown's first start: the branch checkpoint of the run it branches from, at its decay start."""
+        source = self.config.branch_from
+        if source is None:
+            return None
+        path = checkpoint.branch_dir(self.branch_source_dir, self.lr.decay_start)
+        if not checkpoint.is_complete(path):
+            raise UserError(f"run '{source}' has no branch checkpoint at step {self.lr.decay_start} ({path}); "
+                            f"train run '{source}' with --cooldowns for this budget first")
+        state = checkpoint.read_state(path)
+        if state["schedule_fingerprint"] != self.fingerprint:
+            raise UserError(f"the branch checkpoint {path} is of another build of mixture '{self.config.mixture}' "
+                            f"(schedule fingerprint {state['schedule_fingerprint']}, now {self.fingerprint}); "
+                            f"train run '{source}' and its cooldowns on one build")
+        if state["model_config"] != self.model_config.__dict__:
+            raise UserError(f"the branch checkpoint {path} has another model ({state['model_config']}); give "
+                            f"the cooldown run '{source}'s --model and sizes")
+        self.resume_step, self.branched = state["step"], True
+        return path
+
+    @property
+    def branch_source_dir(self) -> Path:
+        return Workspace(as_path(self.config.workspace)).run_dir(self.config.branch_from)
+
+    def _check_cooldowns(self) -> None:
+        """Before any compute: a new run's cooldowns are new too, and a resumed run past a branch step still has
+        that branch checkpoint for a cooldown that has not started."""
+        for cooldown in self.cooldowns:
+            own_dir = cooldown.config.run_dir
+            if not self.config.resume and (checkpoint.latest(own_dir) or (own_dir / metrics.METRICS_FILE).exists()):
+                raise UserError(f"run '{cooldown.config.name}' already exists in {own_dir.parent}; pass --resume "
+                                "to continue it and its run, or --run-name NAME for a new one")
+            missing = (self.resume_step >= cooldown.branch_step and checkpoint.latest(own_dir) is None
+                       and not checkpoint.is_complete(checkpoint.branch_dir(self.config.run_dir, cooldown.branch_step)))
+            if missing:
+                raise UserError(f"run '{self.config.name}' is past step {cooldown.branch_step} without its branch "
+                                f"checkpoint there, so the cooldown at {cooldown.budget} steps cannot start; train "
+                                "the run again from scratch (a new --run-name) or drop that budget from --cooldowns")
 
     def check_world_size(self, world_size: int) -> None:
         """The global batch splits over the ranks, and each rank's share into its micro-batches."""
@@ -94,8 +137,8 @@ class Run:
 
     def nothing_to_train(self) -> str | None:
         """The line to say when a resumed run's checkpoint is already at its end step, else None."""
-        if self.resume_step >= self.schedule.steps:
-            return (f"run '{self.config.name}' already finished all {self.schedule.steps} steps; nothing to train "
+        if self.resume_step >= self.budget:
+            return (f"run '{self.config.name}' already finished all {self.budget} steps; nothing to train "
                     "(start a new --run-name to train again)")
         if self.resume_step >= self.end_step:
             return (f"run '{self.config.name}' is at step {self.resume_step} already and --max-steps "
@@ -104,9 +147,15 @@ class Run:
 
     def describe(self) -> dict:
         counts = count_parameters(self.model_config)
+        branching = {}
+        if self.config.branch_from:
+            branching[metrics.BRANCH] = {metrics.RUN: self.config.branch_from, metrics.STEP: self.lr.decay_start}
+        if self.cooldowns:
+            branching[metrics.COOLDOWNS] = [{metrics.RUN: c.config.name, metrics.STEPS: c.budget,
+                                             metrics.BRANCH_STEP: c.branch_step} for c in self.cooldowns]
         return {
             metrics.RUN: self.config.name, metrics.MIXTURE: self.config.mixture, metrics.STEPS: self.schedule.steps,
-            metrics.END_STEP: self.end_step, metrics.SEQ_LEN: self.schedule.meta["seq_len"],
+            metrics.BUDGET_STEPS: self.budget, metrics.END_STEP: self.end_step, metrics.SEQ_LEN: self.schedule.meta["seq_len"],
             metrics.GLOBAL_BATCH: self.schedule.global_batch, metrics.MODEL: self.model_config.__dict__,
             metrics.PARAMETERS: counts["total"], metrics.ACTIVE_PARAMETERS: counts["active_matmul"],
             metrics.PHASES: self.schedule.meta["phases"], metrics.MIDTRAIN_START: self.midtrain_start,
@@ -114,7 +163,7 @@ class Run:
             metrics.SOURCES: self.sources, metrics.COMPONENTS: self.schedule.components,
             metrics.TARGET_SHARES: self.target_shares, metrics.SCHEDULE_FINGERPRINT: self.fingerprint,
             metrics.BUILD: self.build.id,
-            metrics.CONFIG: json.loads(self.config.to_json()),
+            metrics.CONFIG: json.loads(self.config.to_json()), **branching,
         }
 
 
@@ -173,11 +222,15 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
                                     metrics.PRECISION: precision(ranks, config.fsdp),
                                     metrics.STARTED_AT: time.time()})
-        metrics.keep_metrics_before(run_dir, start_step)
+        if run.branched:
+            metrics.copy_metrics_before(run.branch_source_dir, run_dir, start_step)
+        else:
+            metrics.keep_metrics_before(run_dir, start_step)
     autocast = precision(ranks, config.fsdp) == BF16_AUTOCAST
     throughput = Throughput(flops_per_token(run.model_config, meta["seq_len"]), ranks.world_size,
                             device_peak(ranks.device, config.peak_tflops), log if ranks.is_main else lambda _: None)
     tokens_per_step = schedule.global_batch * meta["seq_len"]
+    branch_steps = {cooldown.branch_step for cooldown in run.cooldowns}
     if ranks.is_main:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
             f"{start_step}..{run.end_step} of {schedule.steps}, {ranks.world_size} rank(s) on {ranks.device}, "
@@ -232,13 +285,18 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
             if ranks.is_main:
                 metrics_log.write(record)
             done = step + 1
-            if done % config.checkpoint_every == 0 or done == run.end_step:
+            due = done % config.checkpoint_every == 0 or done == run.end_step
+            if due or done in branch_steps:
+                state = {"step": done, "tokens_seen": tokens_seen, "schedule_fingerprint": run.fingerprint,
+                         "model_config": run.model_config.__dict__, checkpoint.SPIKES: spikes.state()}
+            if done in branch_steps:
+                if ranks.is_main:
+                    metrics_log.publish()  # the cooldowns copy the lines before their branch step
+                checkpoint.save_branch(wrapped, optimizer, checkpoint.branch_dir(run_dir, done), state, ranks.is_main)
+            if due:
                 if ranks.is_main:
                     metrics_log.publish()  # on a store, before the checkpoint commits: see MetricsLog
-                checkpoint.save(wrapped, optimizer, checkpoint.checkpoint_dir(run_dir, done),
-                                {"step": done, "tokens_seen": tokens_seen, "schedule_fingerprint": run.fingerprint,
-                                 "model_config": run.model_config.__dict__, checkpoint.SPIKES: spikes.state()},
-                                ranks.is_main)
+                checkpoint.save(wrapped, optimizer, checkpoint.checkpoint_dir(run_dir, done), state, ranks.is_main)
             if ranks.is_main and (done % config.report_every == 0 or done == run.end_step):
                 metrics_log.publish()
                 log(f"step {done:>6}/{run.end_step}  loss {record[metrics.LOSS]:.4f}  lr {lr:.2e}  "
@@ -258,7 +316,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
         if metrics_log:
             metrics_log.close()
     if ranks.is_main:
-        metrics.finish(run_dir, metrics.FINISHED if run.end_step == schedule.steps else metrics.STOPPED)
+        metrics.finish(run_dir, metrics.FINISHED if run.end_step == run.budget else metrics.STOPPED)
         write_report(report, run_dir, log)
     return run_dir
 

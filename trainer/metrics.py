@@ -52,7 +52,8 @@ PEAK_SOURCE = "peak_source"  # where PEAK_FLOPS comes from, or why there is none
 # ---- run.json, in the order it holds its keys ----
 RUN = "run"
 MIXTURE = "mixture"
-STEPS = "steps"
+STEPS = "steps"  # the mixture's
+BUDGET_STEPS = "budget_steps"  # the steps the run's LR schedule spans: its budget (--budget-steps), else STEPS
 END_STEP = "end_step"
 SEQ_LEN = "seq_len"
 GLOBAL_BATCH = "global_batch"
@@ -69,6 +70,9 @@ TARGET_SHARES = "target_shares"  # per phase, a share per component
 SCHEDULE_FINGERPRINT = "schedule_fingerprint"
 BUILD = "build"  # the id of the mixture build the run trains on (mixtures.builds); "" before builds
 CONFIG = "config"
+BRANCH = "branch"  # a cooldown's: {RUN: the run it branched from, STEP: the branch step}
+COOLDOWNS = "cooldowns"  # a WSD run's: [{RUN: the cooldown's run, STEPS: its budget, BRANCH_STEP: ...}, ...]
+BRANCH_STEP = "branch_step"
 STATUS = "status"  # RUNNING, then FINISHED, STOPPED (at --max-steps) or FAILED; readers see run_status
 WORLD_SIZE = "world_size"
 DEVICE = "device"
@@ -121,6 +125,13 @@ def keep_metrics_before(run_dir: Path, step: int) -> int:
         print(f"warning: dropped {unreadable} unreadable line(s) of {path} (torn by a killed run); kept the whole "
               f"lines of steps before {step}", file=sys.stderr)
     return unreadable
+
+
+def copy_metrics_before(source_dir: Path, run_dir: Path, step: int) -> None:
+    """A cooldown's metrics.jsonl begins as the whole lines of the steps before its branch step of the run it
+    branches from: they are its own trajectory, so its curves are whole."""
+    lines, _ = _whole_lines(as_path(source_dir) / METRICS_FILE)
+    write_text("".join(line + "\n" for line, record in lines if record[STEP] < step), as_path(run_dir) / METRICS_FILE)
 
 
 def _whole_lines(path: Path) -> tuple[list[tuple[str, dict]], int]:

@@ -7,12 +7,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import loom
+
 from helpers import (
     compiled, LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec,
 )
 from base.workspace import Workspace
 from mixtures import load_schedule
-from trainer.config import LRSchedule, TrainConfig, lr_schedule, model_config
+from base.errors import UserError
+from trainer.config import LRSchedule, TrainConfig, cooldown_plan, lr_schedule, model_config
 from trainer.data import RankLoader, SequenceReader
 from trainer.distributed import Ranks, local, wrap
 from trainer.metrics import keep_metrics_before, read_metrics_counted
@@ -209,6 +212,32 @@ def test_wsd_schedule_decays_from_the_given_step():
     assert lr(79) == 1.0 and lr(80) < 1.0 and lr(99) == pytest.approx(0.1)
 
 
+def test_a_config_of_before_wsd_keeps_every_lr_and_budgets_share_the_warmup():
+    def before(step, peak=3e-3, steps=1000, warmup=50, decay_start=800, floor=0.1):  # the schedule as it was
+        if step < warmup:
+            return peak * (step + 1) / warmup
+        if step < decay_start:
+            return peak
+        return peak * (1 - (1 - floor) * min(1.0, (step - decay_start + 1) / max(1, steps - decay_start)))
+
+    lr = lr_schedule(TrainConfig(workspace=".", mixture="m"), 1000, 800)
+    assert [lr(s) for s in range(1000)] == [before(s) for s in range(1000)]
+    budget = lr_schedule(TrainConfig(workspace=".", mixture="m", budget_steps=500), 1000, 800)
+    assert budget == LRSchedule(3e-3, 500, 50, 400, 0.1)  # the mixture's warmup, its mid-training share (20%)
+    assert budget(499) == pytest.approx(3e-4)
+    quarter = lr_schedule(TrainConfig(workspace=".", mixture="m", decay_fraction=0.25), 1000, 800)
+    assert quarter.decay_start == 750 and quarter(749) == 3e-3 and quarter(999) == pytest.approx(3e-4)
+    cosine = lr_schedule(TrainConfig(workspace=".", mixture="m", schedule="cosine", lr=1.0, warmup_steps=10), 110, 80)
+    assert cosine(9) == 1.0 and cosine(59) == pytest.approx(0.55) and cosine(109) == pytest.approx(0.1)
+    assert all(a > b for a, b in zip(map(cosine, range(10, 109)), map(cosine, range(11, 110))))
+    plan = cooldown_plan(TrainConfig(workspace=".", mixture="m", cooldowns=(0.5, 0.25)), 1000, 800)
+    assert [(c.budget, c.branch_step, c.config.name) for c in plan] == [(250, 200, "m-tiny-cooldown-250"),
+                                                                       (500, 400, "m-tiny-cooldown-500")]
+    assert lr_schedule(plan[1].config, 1000, 800) == budget
+    with pytest.raises(UserError, match="^--budget-steps 1001 is above the 1000 steps of mixture 'm'"):
+        lr_schedule(TrainConfig(workspace=".", mixture="m", budget_steps=1001), 1000, 800)
+
+
 def test_router_bias_moves_without_gradients_and_shows_in_the_group_norms():
     torch.manual_seed(0)
     model = Transformer(model_config("tiny-moe", 300, d_model=32), 16)
@@ -277,3 +306,75 @@ def test_an_unreadable_metrics_line_anywhere_is_skipped_counted_and_dropped_on_r
     assert [r["step"] for r in records] == [0, 2] and unreadable == 3
     assert keep_metrics_before(tmp_path, 2) == 3
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 0, "loss": 1.0}\n'
+
+
+# ---- WSD budgets and cooldowns ------------------------------------------------------------------------
+
+WSD_RUN = dict(model="tiny", checkpoint_every=4, eval_every=4, report_every=4, warmup_steps=2, decay_fraction=0.5)
+
+
+class Interrupt:
+    """A log hook that stops training (as Ctrl-C does) at the first line that starts with `at`."""
+
+    def __init__(self, at: str):
+        self.at, self.lines = at, []
+
+    def __call__(self, line: str):
+        self.lines.append(line)
+        if self.at and line.startswith(self.at):
+            self.at = None
+            raise KeyboardInterrupt
+
+
+@pytest.fixture(scope="module")
+def cooldown_runs(train_ws):
+    """Run 'wsd' (12 steps, decaying over half of them) with a cooldown at 6 steps, branched at step 3 and
+    interrupted once its step-4 checkpoint is written, then resumed; and run 'budget6', 6 steps with that decay."""
+    ws = loom.open(train_ws)
+    interrupt = Interrupt("step      4/6")  # the cooldown's report line, after its checkpoint of step 4
+    with pytest.raises(KeyboardInterrupt):
+        ws.train("tinymix", run_name="wsd", cooldowns=(0.5,), log=interrupt, **WSD_RUN)
+    resumed = Interrupt("")
+    trained = ws.train("tinymix", run_name="wsd", cooldowns=(0.5,), resume=True, log=resumed, **WSD_RUN)
+    ws.train("tinymix", run_name="budget6", budget_steps=6, log=lambda _: None, **WSD_RUN)
+    return train_ws, trained, interrupt.lines + resumed.lines
+
+
+def test_a_killed_cooldown_resumes_to_the_run_a_separate_budget_trains(cooldown_runs):
+    ws, trained, lines = cooldown_runs
+    assert [c.name for c in trained.cooldowns] == ["wsd-cooldown-6"]
+    cooldown, separate, main = metrics(ws, "wsd-cooldown-6"), metrics(ws, "budget6"), metrics(ws, "wsd")
+    assert [r["step"] for r in cooldown] == list(range(6))
+    assert cooldown[:3] == main[:3]  # the run's own steps before the branch, copied
+    for key in ("loss", "lr", "grad_norm", "tokens_seen"):  # rtol 1e-6: the same computation, checkpoint between
+        assert [r[key] for r in cooldown] == pytest.approx([r[key] for r in separate], rel=1e-6), key
+    assert cooldown[-1]["val_loss"] == pytest.approx(separate[-1]["val_loss"], rel=1e-6)
+    assert cooldown[-1]["lr"] == pytest.approx(3e-4) and main[3]["lr"] == 3e-3  # decayed, where the run is flat
+    run = json.loads((ws / "runs" / "wsd-cooldown-6" / "run.json").read_text())
+    assert run["status"] == "finished" and run["branch"] == {"run": "wsd", "step": 3} and run["budget_steps"] == 6
+    main_run = json.loads((ws / "runs" / "wsd" / "run.json").read_text())
+    assert main_run["cooldowns"] == [{"run": "wsd-cooldown-6", "steps": 6, "branch_step": 3}]
+    assert (ws / "runs" / "wsd" / "branches" / "step-0000003" / "trainer_state.json").exists()
+    assert "run 'wsd' already finished all 12 steps" in "\n".join(lines)  # and the cooldown went on after it
+    summary = next(line for line in lines if line.startswith("cooldown wsd-cooldown-6 "))
+    assert summary.startswith("cooldown wsd-cooldown-6 (budget 6 steps, branched at step 3): val loss ")
+
+
+def test_a_budget_past_the_mixture_or_a_branch_step_without_its_checkpoint_is_refused(cooldown_runs):
+    ws = loom.open(cooldown_runs[0])
+    with pytest.raises(UserError, match="^--budget-steps 13 is above the 12 steps of mixture 'tinymix'"):
+        ws.train("tinymix", run_name="toolong", budget_steps=13)
+    with pytest.raises(UserError, match="^run 'budget6' is past step 2 without its branch checkpoint there"):
+        ws.train("tinymix", run_name="budget6", budget_steps=6, cooldowns=(0.5,), resume=True, **WSD_RUN)
+    assert not (cooldown_runs[0] / "runs" / "toolong").exists()
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--schedule", "cosine", "--cooldowns", "0.5"], "--cooldowns needs --schedule wsd"),
+    (["--decay-fraction", "0.2", "--decay-start", "3"], "--decay-fraction and --decay-start both place the LR decay"),
+    (["--cooldowns", "0.5,1.5"], "--cooldowns 1.5: each cooldown is a fraction of the run's steps, between 0 and 1"),
+])
+def test_wsd_options_that_cannot_go_together_are_one_line_before_anything_is_read(tmp_path, options, says):
+    refused = run_loom("-w", tmp_path / "none", "train", "--mixture", "tinymix", *options, check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith(f"error: {says}")
+    assert not (tmp_path / "none").exists()
