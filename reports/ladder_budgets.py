@@ -110,7 +110,7 @@ def budget_table(ladder: dict) -> str:
             fitted = (fit["e"] + fit["a"] / r["active_parameters"] ** fit["alpha"]
                       + fit["b"] / b["tokens"] ** fit["beta"] if fit else None)
             rows.append([r["rung"], b["run"], r.get("active_parameters"), b.get("fraction"), b["steps"], b["tokens"],
-                         scientific(b["flops"]), b.get("branch_step") if b.get("branch_step") is not None else "",
+                         scientific(b["flops"]), b.get("branch_step"),
                          b.get("status", "?"), loss_at(b.get("final"), "val_loss"), fitted])
     columns = ["rung", "run", "active parameters", "budget (share of steps)", "steps", "tokens", "FLOPs",
                "branched at step", "status", "final val loss", "fitted val loss"]

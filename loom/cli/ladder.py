@@ -78,14 +78,13 @@ def print_plan(planned, source: str) -> None:
                         f"{planned.global_batch} x {planned.seq_len} tokens a step")
     budgets = bool(planned.cooldowns)
     for column in ("rung", "d_model", "layers", "heads", "experts", "active params", "tokens", "tokens/param",
-                   "steps", *(["budgets (steps)", "branch at"] if budgets else []), "FLOPs", "lr", "warmup"):
+                   "steps", *(["budgets (steps)"] if budgets else []), "FLOPs", "lr", "warmup"):
         table.add_column(column, justify="left" if column == "rung" else "right")
     for r in planned.rungs:
         table.add_row(r.rung, str(r.shape.d_model), str(r.shape.n_layers), str(r.shape.n_heads),
                       str(r.shape.n_experts or "-"), f"{r.active_parameters:,}", f"{r.tokens:,}",
                       f"{r.tokens_per_parameter:.1f}", f"{r.steps:,}",
-                      *([", ".join(str(b.steps) for b in r.budgets),
-                         ", ".join(str(b.branch_step) for b in r.budgets[:-1])] if budgets else []),
+                      *([",".join(str(b.steps) for b in r.budgets)] if budgets else []),
                       f"{r.flops:.3g}", f"{r.lr:.2e}", str(r.warmup_steps))
     console.print(table)
     t = planned.target
@@ -96,9 +95,9 @@ def print_plan(planned, source: str) -> None:
         cooldown = sum(b.steps - b.branch_step for r in planned.rungs for b in r.budgets[:-1])
         own = sum(r.steps for r in planned.rungs)
         console.print(f"Points: {points} ({len(planned.rungs)} rungs x {len(planned.cooldowns) + 1} budgets), each "
-                      f"shorter budget a cooldown whose LR decays over its last "
-                      f"{planned.rungs[0].decay_fraction:.0%}; {own + cooldown:,} steps in all, {cooldown:,} of them "
-                      f"in cooldowns")
+                      f"shorter budget a cooldown branched from its rung's stable phase, its LR decaying over its "
+                      f"last {planned.rungs[0].decay_fraction:.0%}; {own + cooldown:,} steps in all, {cooldown:,} of "
+                      f"them in cooldowns")
 
 
 def print_results(results: dict) -> None:
