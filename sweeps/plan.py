@@ -58,10 +58,6 @@ class RungPlan:
                                  decay_start(s, self.decay_fraction)) for s in self.cooldown_steps)
         return (*cooldowns, Budget(self.steps, self.tokens, self.flops, self.name, None))
 
-    @property
-    def cooldown_runs(self) -> tuple[str, ...]:
-        return tuple(b.run for b in self.budgets[:-1])
-
 
 @dataclass(frozen=True)
 class TargetPlan:

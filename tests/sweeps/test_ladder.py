@@ -185,7 +185,8 @@ def test_a_ladder_started_with_another_spec_is_refused(toy_ladder, tmp_path):
 @pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min)
 def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_slice, slice_tokenizer, tmp_path):
     """SIGKILL to the whole process group (a closed terminal, a scheduler's kill) in the middle of the last rung;
-    the rerun keeps r0 and r1, resumes r2 from its checkpoint, and ends where an unbroken ladder ends."""
+    the rerun keeps r0 and r1 (and their cooldowns), resumes r2 from its checkpoint, trains its cooldowns, and ends
+    where an unbroken ladder ends."""
     ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
     command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", tmp_path / "toy.toml"]
     ladder = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -205,8 +206,9 @@ def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_s
     resumed = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
     unbroken = json.loads((toy_ladder[0] / "ladders" / "toy" / "fit.json").read_text())
     # the same losses up to the order of float sums: the unbroken ladder ran its rungs two at once, one thread each
-    for ours, theirs in zip(resumed["rungs"], unbroken["rungs"]):
-        assert ours["final"]["val_loss"] == pytest.approx(theirs["final"]["val_loss"], rel=1e-4), ours["rung"]
+    for ours, theirs in zip(resumed["rungs"], unbroken["rungs"]):  # every budget: r2's cooldowns branched after
+        for mine, other in zip(ours["budgets"], theirs["budgets"]):
+            assert mine["final"]["val_loss"] == pytest.approx(other["final"]["val_loss"], rel=1e-4), mine["run"]
 
 
 def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder, tmp_path):
