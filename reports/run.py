@@ -11,9 +11,10 @@ from base.store import as_path
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, esc, line_chart, number, page, table
 from reports.settings import mixture_build, settings, settings_panels
-from trainer.config import LRSchedule
+from trainer.config import COSINE, WSD, LRSchedule
 from trainer.metrics import (
-    ACTIVE_PARAMETERS, COMPONENTS, CONFIG, DATA_WAIT_FRACTION, DECAY_START, DEVICE, EVAL_BPB_BY_SET, EVAL_LOSS_BY_SET,
+    ACTIVE_PARAMETERS, BRANCH, BUDGET_STEPS, COMPONENTS, CONFIG, DATA_WAIT_FRACTION, DECAY_START, DEVICE,
+    EVAL_BPB_BY_SET, EVAL_LOSS_BY_SET,
     EXPERT_LOAD_BY_LAYER, EXPERT_MAX_VIOLATION, EXPERT_MAX_VIOLATION_BY_LAYER, FLOPS_PER_SECOND,
     FLOPS_PER_SECOND_PER_DEVICE, GLOBAL_BATCH, GRAD_NORM, GRAD_NORM_BY_GROUP, LOSS, LOSS_BY_SOURCE, LR, MFU, MIXTURE,
     MODEL, PARAM_NORM_BY_GROUP, PARAMETERS, PEAK_FLOPS, PEAK_SOURCE, PHASE, PHASES, PRECISION, RUN, RUN_FILE,
@@ -99,7 +100,7 @@ def headline(info: dict, records: list[dict], status: str) -> str:
     recent = records[-20:]
     validated = [r for r in records if r.get(VAL_LOSS) is not None]
     items = [
-        ("status", status), ("step", f"{last.get(STEP, -1) + 1:,} / {info[STEPS]:,}"),
+        ("status", status), ("step", f"{last.get(STEP, -1) + 1:,} / {info.get(BUDGET_STEPS, info[STEPS]):,}"),
         ("tokens seen", number(last.get(TOKENS_SEEN, 0))), ("loss", number(last.get(LOSS))),
         ("val loss", number(validated[-1][VAL_LOSS]) if validated else "-"),
         ("tokens/s", number(round(median(r[TOKENS_PER_SECOND] for r in recent))) if recent else "-"),
@@ -115,7 +116,16 @@ def headline(info: dict, records: list[dict], status: str) -> str:
     return (f'<div class="headline">{cards}</div><p class="note">Mixture {esc(info[MIXTURE])}, '
             f"{info[GLOBAL_BATCH]} x {info[SEQ_LEN]} tokens per step on {info.get(WORLD_SIZE, 1)} rank(s) "
             f"({esc(info.get(DEVICE, '?'))}{esc(', ' + info[PRECISION] if PRECISION in info else '')}); "
-            f"{esc(shape)}. {esc(mfu_note(recent))}</p>")
+            f"{esc(shape)}. {esc(branch_note(info))}{esc(mfu_note(recent))}</p>")
+
+
+def branch_note(info: dict) -> str:
+    """A cooldown's origin: its steps before the branch are the run's it branched from."""
+    if BRANCH not in info:
+        return ""
+    branch = info[BRANCH]
+    return (f"A cooldown of run {branch[RUN]} to {info[BUDGET_STEPS]:,} steps, branched at step {branch[STEP]:,}: "
+            f"its steps before that are run {branch[RUN]}'s. ")
 
 
 def _median(records: list[dict], key: str, show) -> str:
@@ -154,7 +164,8 @@ def planned_lr(info: dict) -> LRSchedule | None:
     config = info.get(CONFIG) or {}
     if "lr" not in config or "min_lr_ratio" not in config or WARMUP_STEPS not in info:
         return None
-    return LRSchedule(config["lr"], info[STEPS], info[WARMUP_STEPS], info[DECAY_START], config["min_lr_ratio"])
+    return LRSchedule(config["lr"], info.get(BUDGET_STEPS, info[STEPS]), info[WARMUP_STEPS], info[DECAY_START],
+                      config["min_lr_ratio"], config.get("schedule", WSD))
 
 
 def lr_section(info: dict, records: list[dict], axes: Axes) -> list[str]:
@@ -165,13 +176,14 @@ def lr_section(info: dict, records: list[dict], axes: Axes) -> list[str]:
     if schedule is None:
         return ["<h2>Learning rate</h2>", axes.chart(actual, "lr-chart", "lr")]
     per_step = info[GLOBAL_BATCH] * info[SEQ_LEN]
-    plan_axis = ("tokens", corners([(step, (step + 1) * per_step) for step in range(info[STEPS])]))
-    planned = ("lr (planned)", [(step, schedule(step)) for step in range(info[STEPS])])
+    plan_axis = ("tokens", corners([(step, (step + 1) * per_step) for step in range(schedule.steps)]))
+    planned = ("lr (planned)", [(step, schedule(step)) for step in range(schedule.steps)])
     chart = line_chart([planned, *actual], "lr-chart", "lr", axes.markers, colors=[PLANNED, "#4e79a7"],
                        alt_x=plan_axis)
     last = records[-1][STEP] if records else -1
+    decay = "then cosine decay" if schedule.shape == COSINE else "flat, then linear decay"
     note = (f'<p class="note" id="lr-plan">Planned: linear warmup over {schedule.warmup} step(s) to {schedule.peak:g}, '
-            f"flat, then linear decay from step {schedule.decay_start} to {schedule.peak * schedule.floor_ratio:g} "
+            f"{decay} from step {schedule.decay_start} to {schedule.peak * schedule.floor_ratio:g} "
             f"(min LR ratio {schedule.floor_ratio:g}) at step {schedule.steps}. "
             + (f"This run has trained to step {last + 1} of {schedule.steps}." if last + 1 < schedule.steps else "")
             + "</p>")

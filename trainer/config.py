@@ -119,8 +119,9 @@ class TrainConfig:
             raise UserError(f"--decay-fraction {self.decay_fraction}: the share of the steps the LR decays over, "
                             "between 0 and 1 (e.g. 0.2)")
         if self.schedule == COSINE:
-            wsd_only = [f"--{name.replace('_', '-')}" for name in ("cooldowns", "branch_from", "decay_fraction",
-                                                                  "decay_start") if getattr(self, name) not in (None, ())]
+            given = [name for name in ("cooldowns", "branch_from", "decay_fraction", "decay_start")
+                     if getattr(self, name) not in (None, ())]
+            wsd_only = [f"--{name.replace('_', '-')}" for name in given]
             if wsd_only:
                 verb = "needs" if len(wsd_only) == 1 else "need"
                 raise UserError(f"{' and '.join(wsd_only)} {verb} --schedule wsd: a cosine schedule decays from the "
@@ -224,7 +225,12 @@ def cooldown_plan(config: TrainConfig, steps: int, midtrain_start: int) -> list[
     fraction = decay_fraction_of(config, steps, midtrain_start)
     own_decay = lr_schedule(config, steps, midtrain_start).decay_start
     plan = []
-    for budget in budget_steps(run_budget(config, steps), config.cooldowns):
+    budgets = budget_steps(run_budget(config, steps), config.cooldowns)
+    if len(budgets) < len(config.cooldowns):
+        raise UserError(f"--cooldowns {','.join(map(str, config.cooldowns))} of {run_budget(config, steps)} steps "
+                        f"gives {len(budgets)} distinct budget(s) ({', '.join(map(str, budgets)) or 'none'}) between "
+                        "1 step and the run's own; give fractions that round to distinct step counts")
+    for budget in budgets:
         cooldown = replace(config, run_name=cooldown_run_name(config.name, budget), budget_steps=budget,
                            decay_fraction=fraction, decay_start=None, max_steps=None, cooldowns=(),
                            branch_from=config.name)

@@ -155,7 +155,8 @@ class Run:
                                              metrics.BRANCH_STEP: c.branch_step} for c in self.cooldowns]
         return {
             metrics.RUN: self.config.name, metrics.MIXTURE: self.config.mixture, metrics.STEPS: self.schedule.steps,
-            metrics.BUDGET_STEPS: self.budget, metrics.END_STEP: self.end_step, metrics.SEQ_LEN: self.schedule.meta["seq_len"],
+            metrics.BUDGET_STEPS: self.budget, metrics.END_STEP: self.end_step,
+            metrics.SEQ_LEN: self.schedule.meta["seq_len"],
             metrics.GLOBAL_BATCH: self.schedule.global_batch, metrics.MODEL: self.model_config.__dict__,
             metrics.PARAMETERS: counts["total"], metrics.ACTIVE_PARAMETERS: counts["active_matmul"],
             metrics.PHASES: self.schedule.meta["phases"], metrics.MIDTRAIN_START: self.midtrain_start,
@@ -233,7 +234,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
     branch_steps = {cooldown.branch_step for cooldown in run.cooldowns}
     if ranks.is_main:
         log(f"Training {config.name}: {count_parameters(run.model_config)['total']:,} parameters, steps "
-            f"{start_step}..{run.end_step} of {schedule.steps}, {ranks.world_size} rank(s) on {ranks.device}, "
+            f"{start_step}..{run.end_step} of {run.budget}, {ranks.world_size} rank(s) on {ranks.device}, "
             f"mid-training from step {run.midtrain_start}")
     metrics_log = metrics.MetricsLog(run_dir) if ranks.is_main else None
     step_began = time.perf_counter()

@@ -236,6 +236,8 @@ def test_a_config_of_before_wsd_keeps_every_lr_and_budgets_share_the_warmup():
     assert lr_schedule(plan[1].config, 1000, 800) == budget
     with pytest.raises(UserError, match="^--budget-steps 1001 is above the 1000 steps of mixture 'm'"):
         lr_schedule(TrainConfig(workspace=".", mixture="m", budget_steps=1001), 1000, 800)
+    with pytest.raises(UserError, match="^--cooldowns 0.5,0.5004 of 1000 steps gives 1 distinct budget"):
+        cooldown_plan(TrainConfig(workspace=".", mixture="m", cooldowns=(0.5, 0.5004)), 1000, 800)
 
 
 def test_router_bias_moves_without_gradients_and_shows_in_the_group_norms():
@@ -329,13 +331,15 @@ class Interrupt:
 @pytest.fixture(scope="module")
 def cooldown_runs(train_ws):
     """Run 'wsd' (12 steps, decaying over half of them) with a cooldown at 6 steps, branched at step 3 and
-    interrupted once its step-4 checkpoint is written, then resumed; and run 'budget6', 6 steps with that decay."""
+    interrupted once its step-4 checkpoint is written, then resumed; and run 'budget6', 6 steps with that decay.
+    The run's budget is given: the slow test above rebuilds the mixture with 14 steps."""
     ws = loom.open(train_ws)
     interrupt = Interrupt("step      4/6")  # the cooldown's report line, after its checkpoint of step 4
     with pytest.raises(KeyboardInterrupt):
-        ws.train("tinymix", run_name="wsd", cooldowns=(0.5,), log=interrupt, **WSD_RUN)
+        ws.train("tinymix", run_name="wsd", budget_steps=12, cooldowns=(0.5,), log=interrupt, **WSD_RUN)
     resumed = Interrupt("")
-    trained = ws.train("tinymix", run_name="wsd", cooldowns=(0.5,), resume=True, log=resumed, **WSD_RUN)
+    trained = ws.train("tinymix", run_name="wsd", budget_steps=12, cooldowns=(0.5,), resume=True, log=resumed,
+                       **WSD_RUN)
     ws.train("tinymix", run_name="budget6", budget_steps=6, log=lambda _: None, **WSD_RUN)
     return train_ws, trained, interrupt.lines + resumed.lines
 
@@ -355,17 +359,21 @@ def test_a_killed_cooldown_resumes_to_the_run_a_separate_budget_trains(cooldown_
     main_run = json.loads((ws / "runs" / "wsd" / "run.json").read_text())
     assert main_run["cooldowns"] == [{"run": "wsd-cooldown-6", "steps": 6, "branch_step": 3}]
     assert (ws / "runs" / "wsd" / "branches" / "step-0000003" / "trainer_state.json").exists()
+    page = (ws / "runs" / "wsd-cooldown-6" / "report.html").read_text()
+    assert "A cooldown of run wsd to 6 steps, branched at step 3" in page and "at step 6." in page  # the LR plan's end
     assert "run 'wsd' already finished all 12 steps" in "\n".join(lines)  # and the cooldown went on after it
     summary = next(line for line in lines if line.startswith("cooldown wsd-cooldown-6 "))
     assert summary.startswith("cooldown wsd-cooldown-6 (budget 6 steps, branched at step 3): val loss ")
 
 
-def test_a_budget_past_the_mixture_or_a_branch_step_without_its_checkpoint_is_refused(cooldown_runs):
+def test_a_budget_past_the_mixture_a_missing_branch_or_another_model_are_refused(cooldown_runs):
     ws = loom.open(cooldown_runs[0])
-    with pytest.raises(UserError, match="^--budget-steps 13 is above the 12 steps of mixture 'tinymix'"):
-        ws.train("tinymix", run_name="toolong", budget_steps=13)
+    with pytest.raises(UserError, match="^--budget-steps 1000 is above the 1[24] steps of mixture 'tinymix'"):
+        ws.train("tinymix", run_name="toolong", budget_steps=1000)
     with pytest.raises(UserError, match="^run 'budget6' is past step 2 without its branch checkpoint there"):
         ws.train("tinymix", run_name="budget6", budget_steps=6, cooldowns=(0.5,), resume=True, **WSD_RUN)
+    with pytest.raises(UserError, match="^the branch checkpoint .*step-0000003 has another model"):
+        ws.train("tinymix", run_name="wider", branch_from="wsd", budget_steps=6, d_model=32, **WSD_RUN)
     assert not (cooldown_runs[0] / "runs" / "toolong").exists()
 
 
