@@ -13,11 +13,13 @@ from itertools import product
 import numpy as np
 
 from sweeps import intervals
-from sweeps.chinchilla import Chinchilla, fit_chinchilla, held_out_point, identifiability, varies_independently
-from sweeps.robust import as_positive, best_of, check_enough, check_points, no_interval_reason, scalar_or_array
+from sweeps.chinchilla import (Chinchilla, fit_chinchilla, held_out_point, identifiability, interval_for_ladder,
+                               varies_independently)
+from sweeps.robust import (REFIT_STEPS, as_positive, best_of, check_enough, check_points, huber_batch,
+                           no_interval_reason, scalar_or_array)
 
 __all__ = ["Chinchilla", "PowerLaw", "fit_chinchilla", "fit_power_law", "held_out_point", "identifiability",
-           "relative_error", "varies_independently"]
+           "interval_for_ladder", "relative_error", "varies_independently"]
 
 ALPHA_BOUNDS = (1e-6, 10.0)
 LOG_A_BOUNDS = (-100.0, 100.0)  # of the coefficient in normalized compute, where it is of the order of the loss
@@ -120,16 +122,15 @@ def power_log_loss(theta: np.ndarray, log_x: np.ndarray) -> tuple[np.ndarray, np
     return np.log(pred), gradient
 
 
-def fit_power_normalized(log_x, log_loss, l_inf, huber_delta, starts=None):
+def fit_power_normalized(log_x, log_loss, l_inf, huber_delta):
     """The best of a grid of starts: (log_a, alpha, l_inf) in normalized compute, the residuals and the Jacobian
     of the free parameters at the optimum."""
     pinned = l_inf is not None
     l_max = float(np.exp(log_loss.min()))
     mean_loss = float(np.exp(log_loss.mean()))
-    if starts is None:
-        fractions = (0.0,) if pinned else (0.0, 0.6, 0.9)
-        starts = [(np.log(mean_loss - (l_inf if pinned else f * l_max)), alpha, f * l_max)
-                  for alpha, f in product((0.1, 0.3, 0.8), fractions)]
+    fractions = (0.0,) if pinned else (0.0, 0.6, 0.9)
+    starts = [(np.log(mean_loss - (l_inf if pinned else f * l_max)), alpha, f * l_max)
+              for alpha, f in product((0.1, 0.3, 0.8), fractions)]
     lower = [LOG_A_BOUNDS[0], ALPHA_BOUNDS[0]] + ([] if pinned else [0.0])
     upper = [LOG_A_BOUNDS[1], ALPHA_BOUNDS[1]] + ([] if pinned else [l_max * (1 - 1e-9)])
     n_free = len(lower)
@@ -143,17 +144,33 @@ def fit_power_normalized(log_x, log_loss, l_inf, huber_delta, starts=None):
     def jacobian(free):
         return power_log_loss(full(free), log_x)[1][:, :n_free]
 
-    best = best_of(residuals, jacobian, [np.asarray(s)[:n_free] for s in starts], (lower, upper), huber_delta)
+    best = best_of(residuals, jacobian, [np.asarray(s)[:n_free] for s in starts], (lower, upper), huber_delta,
+                   batch=(batch_power_model(log_x, l_inf), log_loss))
     return full(best), residuals(best), jacobian(best)
 
 
+def batch_power_model(log_x, l_inf):
+    """Predicted log-loss (B, M) and its Jacobian in the free parameters (B, M, 2 or 3) for rows of them."""
+    def model(free):
+        full = free if l_inf is None else np.column_stack([free, np.full(len(free), l_inf)])
+        log_pred, gradient = power_log_loss(full.T[:, :, None], log_x)
+        return log_pred, gradient[..., :free.shape[1]]
+    return model
+
+
 def bootstrap_power(log_x, log_loss, l_inf, huber_delta, theta, n_params) -> np.ndarray:
-    """Refits on resampled rungs (seeded, so the band is the same every time), each started at the full fit."""
-    refits = []
-    for index in intervals.resamples(len(log_x), n_params, intervals.BOOTSTRAP_RESAMPLES, intervals.BOOTSTRAP_SEED):
-        refit, _, _ = fit_power_normalized(log_x[index], log_loss[index], l_inf, huber_delta, starts=[theta])
-        refits.append(refit)
-    return np.array(refits)
+    """Refits on resampled rungs (seeded, so the band is the same every time), all at once, each started at the
+    full fit; a resample is the rungs weighted by how often each was drawn."""
+    draws = intervals.resamples(len(log_x), n_params, intervals.BOOTSTRAP_RESAMPLES, intervals.BOOTSTRAP_SEED)
+    weights = np.array([np.bincount(index, minlength=len(log_x)) for index in draws], dtype=float)
+    free = theta[:n_params]
+    lower = np.array([LOG_A_BOUNDS[0], ALPHA_BOUNDS[0], 0.0][:n_params])
+    upper = np.tile([LOG_A_BOUNDS[1], ALPHA_BOUNDS[1], 0.0][:n_params], (len(draws), 1))
+    if l_inf is None:  # l_inf below each resample's lowest loss
+        upper[:, 2] = np.exp(np.where(weights > 0, log_loss, np.inf).min(axis=1)) * (1 - 1e-9)
+    refits, _ = huber_batch(batch_power_model(log_x, l_inf), np.tile(free, (len(draws), 1)), log_loss, weights,
+                            (lower, upper), huber_delta, REFIT_STEPS)
+    return refits if l_inf is None else np.column_stack([refits, np.full(len(refits), l_inf)])
 
 
 def relative_error(predicted: float, measured: float) -> float:

@@ -71,12 +71,12 @@ def bootstrap_band(log_preds: np.ndarray, confidence: float, run_sigma: float = 
     return percentile(log_preds, confidence)
 
 
-def check_method(method: str, n_points: int) -> None:
+def check_method(method: str, n_points: int, min_points: int = BOOTSTRAP_MIN_POINTS, what: str = "rungs") -> None:
     if method not in METHODS:
         raise ValueError(f"unknown interval method '{method}'; use one of {', '.join(METHODS)}")
-    if method == BOOTSTRAP and n_points < BOOTSTRAP_MIN_POINTS:
-        raise ValueError(f"a bootstrap interval needs at least {BOOTSTRAP_MIN_POINTS} rungs; got {n_points}: add "
-                         f"rungs or use interval='student-t'")
+    if method == BOOTSTRAP and n_points < min_points:
+        raise ValueError(f"a bootstrap interval needs at least {min_points} {what}; got {n_points}: add {what} or "
+                         f"use interval='student-t'")
 
 
 def check_confidence(confidence: float) -> None:

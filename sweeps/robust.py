@@ -8,19 +8,28 @@ from sweeps import intervals
 
 
 SCOUT_EVALUATIONS = 20  # per start, before only the most promising few are run to convergence
+SCOUT_STEPS = 20  # the same, for starts scouted together (huber_batch)
+REFIT_STEPS = 100  # at most, for a bootstrap's refits run together from the full fit's optimum (bands as at 400)
 FINALISTS = 3
 
 
-def best_of(residuals, jacobian, starts, bounds, huber_delta) -> np.ndarray:
+def best_of(residuals, jacobian, starts, bounds, huber_delta, batch=None) -> np.ndarray:
     """Huber on the residuals from each start (clipped into the bounds); the lowest cost wins. Every start is run a
     short way first and only the best few to convergence: near-L1 Huber converges slowly, and most starts of a grid
-    end in the same basin."""
+    end in the same basin. batch, (model, targets) as huber_batch takes them: the starts are scouted together."""
     lower, upper = (np.asarray(b, dtype=float) for b in bounds)
-    clipped = [np.clip(np.asarray(s, dtype=float), lower + 1e-12, upper - 1e-12) for s in starts]
-    scouts = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta, SCOUT_EVALUATIONS)
-              for x0 in clipped]
-    scouts = sorted((r for r in scouts if np.isfinite(r.cost)), key=lambda r: r.cost)[:FINALISTS]
-    finals = [huber_least_squares(residuals, jacobian, r.x, (lower, upper), huber_delta) for r in scouts]
+    clipped = np.array([np.clip(np.asarray(s, dtype=float), lower + 1e-12, upper - 1e-12) for s in starts])
+    if batch is not None and len(clipped) > FINALISTS:
+        model, targets = batch
+        scouted, cost = huber_batch(model, clipped, targets, np.ones((len(clipped), len(targets))), (lower, upper),
+                                    huber_delta, SCOUT_STEPS)
+        finalists = scouted[np.argsort(np.where(np.isfinite(cost), cost, np.inf))[:FINALISTS]]
+    else:
+        scouts = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta, SCOUT_EVALUATIONS)
+                  for x0 in clipped]
+        finalists = [r.x for r in sorted((r for r in scouts if np.isfinite(r.cost)), key=lambda r: r.cost)]
+    finals = [huber_least_squares(residuals, jacobian, x0, (lower, upper), huber_delta)
+              for x0 in finalists[:FINALISTS]]
     finals = [r for r in finals if np.isfinite(r.cost)]
     if not finals:
         raise ValueError("the fit diverged from every start: check that the losses fall with size")
@@ -82,7 +91,8 @@ def huber_batch(model, starts, targets, weights, bounds, huber_delta, iterations
     ((B, P) or (P,) each): Levenberg-Marquardt on the Huber loss's quadratic majorizer (point weights
     min(1, delta/|r|)), `iterations` steps. `model(thetas)` -> predictions (B, M) and Jacobians (B, M, P). What
     the bootstrap's refits and the scouting of a grid of starts need: scipy's solver one fit at a time costs ~5 ms a
-    fit, this ~0.1 ms. Returns the parameters (B, P) and each fit's Huber cost."""
+    fit, this ~0.1 ms. Stops early once every fit has settled. Returns the parameters (B, P) and each fit's Huber
+    cost."""
     lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), starts.shape) for b in bounds)
     theta = np.clip(np.asarray(starts, dtype=float), lower, upper)
     damping = np.full(len(theta), 1e-3)
@@ -105,11 +115,15 @@ def huber_batch(model, starts, targets, weights, bounds, huber_delta, iterations
             trial_pred, trial_jac = model(trial)
             trial_cost = cost(trial_pred)
             better = np.isfinite(trial_cost) & (trial_cost <= current)
+            moved = np.abs(trial - theta).max(axis=1)
             theta = np.where(better[:, None], trial, theta)
             pred = np.where(better[:, None], trial_pred, pred)
             jac = np.where(better[:, None, None], trial_jac, jac)
             current = np.where(better, trial_cost, current)
             damping = np.where(better, damping * 0.3, damping * 10.0).clip(1e-9, 1e9)
+            settled = (better & (moved < 1e-9)) | (damping >= 1e6)
+            if settled.all():
+                break
     return theta, current
 
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sweeps.fit import (fit_chinchilla, fit_power_law, held_out_point, identifiability, relative_error,
-                        varies_independently)
+from sweeps.fit import (fit_chinchilla, fit_power_law, held_out_point, identifiability, interval_for_ladder,
+                        relative_error, varies_independently)
 
 L_INF, A, ALPHA = 1.7, 8000.0, 0.3  # the reducible part is ~2 at C=1e12 and ~0.13 at 1e16
 LADDER = np.logspace(12, 15, 6)
@@ -179,6 +179,8 @@ def test_bootstrap_interval_of_approach_3_is_deterministic_and_widens_with_a_run
     assert fit_chinchilla(n, d, loss, interval="bootstrap").interval(1e8, 2e9) == (lower, upper)
     run_lower, run_upper = fit.interval(np.array([1e8, 1e9]), np.array([2e9, 2e10]), run_noise=True)
     assert run_lower[0] < lower and upper < run_upper[0] and run_upper[1] - run_lower[1] > upper - lower
+    # 12 points get the bootstrap; 9 (3 sizes x 3 budgets) are too few for it (resamples repeat the same subsets)
+    assert interval_for_ladder(len(n)) == "bootstrap" and interval_for_ladder(9) == "student-t"
 
 
 def test_compute_optimal_frontier_matches_a_grid_search_and_its_power_law():
@@ -225,6 +227,7 @@ def test_identifiability_refuses_one_tokens_per_parameter_line():
     (lambda: fit_power_law(LADDER, true_loss(LADDER), interval="jackknife"), "use one of"),
     (lambda: fit_chinchilla([1e6] * 5, [1e8] * 5, [3.0] * 5), "needs at least 6 rungs"),
     (lambda: fit_chinchilla(*cooldown_ladder((0.5, 1.0), 0.0, 0), interval="jackknife"), "unknown interval method"),
+    (lambda: fit_chinchilla(*cooldown_ladder((0.5, 1.0), 0.0, 0), interval="bootstrap"), "needs at least 10 points"),
     (lambda: fit_power_law(LADDER, true_loss(LADDER)).interval(TARGET, confidence=90), "between 0 and 1"),
 ])
 def test_bad_input_names_the_fix(call, message):
