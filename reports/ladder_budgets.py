@@ -135,7 +135,8 @@ def fits_table(ladder: dict) -> str:
 
 
 def method(ladder: dict) -> str:
-    interval = ladder.get("interval") or {}
+    fit = (ladder["fits"].get("val_loss") or {}).get("fit") or {}
+    interval = fit.get("interval_method") or (ladder.get("interval") or {}).get("method") or ""
     cooldowns = ", ".join(f"{f:g}" for f in ladder.get("cooldowns") or [])
     return (f'<p class="note" id="method">Each rung (a model size N) is trained once through a warmup-stable-decay '
             f"schedule, and from its stable phase a cooldown branches for each shorter budget ({esc(cooldowns)} of its "
@@ -144,7 +145,7 @@ def method(ladder: dict) -> str:
             f"point's final value is fitted with {esc(ladder.get('law', 'L(N, D)'))} (Chinchilla's approach 3) by "
             f"robust least squares (a Huber loss on log-loss residuals from several starts). The honesty check holds "
             f"out the largest N at its largest D: the law fitted without it predicts it. Intervals are "
-            f"{esc(confidence(ladder))} {esc(interval.get('method') or '')} intervals for one run's loss (the fit's "
+            f"{esc(confidence(ladder))} {esc(interval)} intervals for one run's loss (the fit's "
             f"uncertainty and one run's noise). The frontier is the law's lowest loss at each compute (its best N "
             f"and D), with L(C) fitted to it.</p>")
 

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from sweeps.chinchilla import held_out_point, identifiability
+from sweeps.chinchilla import held_out_point, identifiability, interval_for_ladder
 from sweeps.fit import fit_chinchilla, relative_error
-from sweeps.spec import FitConfig
+from sweeps.spec import AUTO, FitConfig
 
 LAW = "L(N, D) = E + A/N^alpha + B/D^beta"
 FRONTIER_LAW = "L(C) = L_inf + A * C^-alpha on the compute-optimal frontier"
@@ -40,8 +40,8 @@ def fit_points(points: list[dict], fit: FitConfig):
     if why_not:
         raise ValueError(why_not)
     loss = np.array([p["loss"] for p in points])
-    return fit_chinchilla(n, d, loss, huber_delta=fit.huber_delta, noise_floor=fit.noise_floor,
-                          interval=fit.interval)
+    method = interval_for_ladder(len(points)) if fit.interval == AUTO else fit.interval
+    return fit_chinchilla(n, d, loss, huber_delta=fit.huber_delta, noise_floor=fit.noise_floor, interval=method)
 
 
 def prediction(law, parameters: float, tokens: float, fit: FitConfig) -> dict:

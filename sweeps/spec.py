@@ -11,7 +11,6 @@ from base.small_files import read_toml
 from base.store import as_path
 from base.workspace import SPEC_GLOB
 from mixtures.spec import is_finite_number
-from sweeps.chinchilla import INTERVAL_FOR_LADDERS
 
 SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_experts", "top_k")
 RUNG_KEYS = {"name", *SHAPE_KEYS, "tokens", "lr", "warmup_steps"}
@@ -22,6 +21,7 @@ SPEC_KEYS = {"name", "tokens_per_parameter", "seq_len", "global_batch", "cooldow
 SET_PER_RUNG = {"workspace", "mixture", "run_name", "model", *SHAPE_KEYS, "lr", "warmup_steps", "min_lr_ratio",
                 "resume", "max_steps", "decay_start", "cooldowns", "decay_fraction", "budget_steps", "branch_from"}
 INTERVALS = ("student-t", "bootstrap")
+AUTO = "auto"  # with cooldowns: the bootstrap where a fit has the points for it, else Student-t
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class LRRule:
 class FitConfig:
     l_inf: float | None = None  # None: free; a number pins it
     huber_delta: float = 1e-3
-    interval: str = "student-t"  # with cooldowns: INTERVAL_FOR_LADDERS unless the spec sets it
+    interval: str = "student-t"  # with cooldowns: AUTO unless the spec sets it
     confidence: float = 0.9
     noise_floor: float = 0.002  # least residual scale in log-loss: the run-to-run noise of a final loss
 
@@ -139,9 +139,9 @@ def parse_ladder_spec(raw: dict, where: str) -> LadderSpec:
     lr = _table(LRRule, raw.get("lr", {}), f"{where}: [lr]")
     if lr.base <= 0 or lr.base_width <= 0:
         raise UserError(f"{where}: [lr] `base` must be positive (the peak LR at base_width), and base_width too")
-    fit = _fit(raw.get("fit", {}), f"{where}: [fit]")
-    if values.get("cooldowns") and "interval" not in raw.get("fit", {}):  # points enough for the bootstrap
-        fit = replace(fit, interval=INTERVAL_FOR_LADDERS)
+    fit = _fit(raw.get("fit", {}), f"{where}: [fit]", bool(values.get("cooldowns")))
+    if values.get("cooldowns") and "interval" not in raw.get("fit", {}):
+        fit = replace(fit, interval=AUTO)
     return LadderSpec(rungs=parsed, target=_target(raw.get("target"), f"{where}: [target]"), lr=lr, fit=fit,
                       train=_train(raw.get("train", {}), where), **values)
 
@@ -188,7 +188,7 @@ def _target(entry, where: str) -> Target:
     return Target(shape=_shape(entry, where), tokens=tokens)
 
 
-def _fit(entry, where: str) -> FitConfig:
+def _fit(entry, where: str, cooldowns: bool) -> FitConfig:
     if not isinstance(entry, dict):
         raise UserError(f"{where} must be a table")
     entry = dict(entry)
@@ -196,8 +196,13 @@ def _fit(entry, where: str) -> FitConfig:
     if l_inf != "free" and not (is_finite_number(l_inf) and l_inf >= 0):
         raise UserError(f"{where}: `l_inf` = {l_inf!r}; give \"free\" or the loss to pin it at (a number >= 0)")
     config = _table(FitConfig, entry, where, skip={"l_inf"})
-    if config.interval not in INTERVALS:
-        raise UserError(f"{where}: `interval` = {config.interval!r}; use one of {', '.join(INTERVALS)}")
+    known = (*INTERVALS, AUTO) if cooldowns else INTERVALS
+    if config.interval not in known:
+        raise UserError(f"{where}: `interval` = {config.interval!r}; use one of {', '.join(known)}"
+                        + ("" if cooldowns else f" ({AUTO} needs `cooldowns`)"))
+    if cooldowns and l_inf != "free":
+        raise UserError(f"{where}: `l_inf` = {l_inf!r} pins the power law of final points; with `cooldowns` the "
+                        "fit is L(N, D), whose E is always fitted: drop `l_inf`")
     if not 0 < config.confidence < 1:
         raise UserError(f"{where}: `confidence` = {config.confidence}; give a level in (0, 1), e.g. 0.9")
     return FitConfig(**{**config.__dict__, "l_inf": None if l_inf == "free" else float(l_inf)})

@@ -152,7 +152,7 @@ def print_budget_results(results: dict) -> None:
     console.print(table)
     validation = results["fits"].get("val_loss") or {}
     held, law = validation.get("held_out") or {}, validation.get("fit")
-    method = f"{results['interval']['method']}, {level}"
+    method = f"{(law or {}).get('interval_method', results['interval']['method'])}, {level}"
     if law:
         console.print(f"Law: L(N, D) = {law['e']:.4g} + {law['a']:.4g}/N^{law['alpha']:.3f} + "
                       f"{law['b']:.4g}/D^{law['beta']:.3f} on {validation['n_points']} points (intervals: {method})")

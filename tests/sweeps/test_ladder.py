@@ -21,7 +21,7 @@ from sweeps.spec import parse_ladder_spec
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the training tests' slice mixture, allowed to repeat
 # each rung's own run and cooldowns at half and three quarters of its steps: 9 points (N, D), 8 of them fitted
-TOY_COOLDOWNS = "cooldowns = [0.5, 0.75]\n" + TOY
+TOY_COOLDOWNS = "cooldowns = [0.5, 0.75]\n" + TOY.replace("l_inf = 0.0\n", "")  # L(N, D) fits its E
 BUDGETS = {"r0": (12, 18, 24), "r1": (20, 30, 40), "r2": (30, 45, 60)}  # steps
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # torch sees no GPU: the default preset is cpu
 
@@ -57,7 +57,7 @@ def test_a_toy_ladder_trains_every_rung_and_its_cooldowns_and_fits_every_point(t
         assert budgets[-1]["final"] == rung["final"] and budgets[-1]["tokens"] == rung["tokens"]
     validation = fit["fits"]["val_loss"]
     assert validation["n_points"] == 9 and validation["fit"]["n_points"] == 9
-    assert validation["fit"]["interval_method"] == fit["interval"]["method"] == "bootstrap"
+    assert fit["interval"]["method"] == "auto" and validation["fit"]["interval_method"] == "student-t"  # < 10 points
     held = validation["held_out"]  # the largest N at its largest D: the largest rung's own run, fitted on the rest
     assert held["run"] == "toy-r2" and held["measured"] == fit["rungs"][2]["final"]["val_loss"]
     assert held["fit"]["n_points"] == 8 and held["tokens"] == fit["rungs"][2]["tokens"]
@@ -265,6 +265,8 @@ def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder
     (lambda t: "cooldowns = [0.5, 0.5]\n" + t, r"^toy.toml: `cooldowns`: 0.5,0.5 repeats a budget"),
     (lambda t: "cooldowns = 0.5\n" + t, r"^toy.toml: `cooldowns` = 0.5; give a list of fractions"),
     (lambda t: "decay_fraction = 1\n" + t, r"^toy.toml: `decay_fraction` = 1; give the share"),
+    (lambda t: "cooldowns = [0.5]\n" + t, r"^toy.toml: \[fit\]: `l_inf` = 0.0 pins the power law of final points"),
+    (lambda t: t.replace("[fit]", "[fit]\ninterval = \"auto\""), r"use one of student-t, bootstrap \(auto needs"),
 ])
 def test_a_wrong_ladder_spec_is_one_clear_line(change, message):
     import tomllib
