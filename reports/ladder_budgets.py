@@ -83,8 +83,8 @@ def frontier_chart(ladder: dict, metric: str = "val_loss") -> str:
     dots = [Dot(f"{b['run']}: {number(loss)} at {scientific(b['flops'])} FLOPs", b["flops"], loss, rung_color(i),
                 "frontier-point") for i, r in enumerate(ladder["rungs"]) for b in r["budgets"]
             if (loss := loss_at(b["final"], metric)) is not None]
-    lines = [Line(frontier.get("law", "frontier"), [(p["flops"], p["loss"]) for p in frontier.get("curve") or []],
-                  FIT_COLOR, "frontier", 2, "6 4")]
+    lines = [Line(frontier["law"], [(p["flops"], p["loss"]) for p in frontier["curve"]], FIT_COLOR, "frontier", 2,
+                  "6 4")] if frontier.get("curve") else []
     target, predicted = ladder.get("target") or {}, entry.get("target")
     if predicted and target.get("flops"):
         dots.append(Dot(f"target: predicted {number(predicted['predicted'])}, "

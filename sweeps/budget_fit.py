@@ -18,6 +18,7 @@ from sweeps.spec import AUTO, FitConfig
 LAW = "L(N, D) = E + A/N^alpha + B/D^beta"
 FRONTIER_LAW = "L(C) = L_inf + A * C^-alpha on the compute-optimal frontier"
 CURVE_POINTS = 32
+FLAT_EXPONENT = 1e-3  # an exponent this small is a term the points do not show (the fit's bound is 1e-6)
 
 
 def points_of(rungs: list[dict], metric: str, values_of) -> list[dict]:
@@ -104,7 +105,14 @@ def rung_curves(law, rungs: list[dict], target, fit: FitConfig) -> list[dict]:
 
 def frontier(law, points: list[dict], target) -> dict:
     """The law's compute-optimal frontier (each compute's best N and D, C = 6 N D) from the smallest point's
-    compute to past the target's, and its L(C) law (exact: sweeps.chinchilla.Chinchilla.frontier)."""
+    compute to past the target's, and its L(C) law (exact: sweeps.chinchilla.Chinchilla.frontier); none where
+    the law has no size (or no data) term to trade against the other."""
+    flat = [name for name, exponent in (("N", law.alpha), ("D", law.beta)) if exponent < FLAT_EXPONENT]
+    if flat:
+        return {"error": f"the fitted law has no {flat[0]} term (its exponent is at its bound): over these points the "
+                         f"loss does not change with {flat[0]} at a fixed {'D' if flat[0] == 'N' else 'N'}, so no "
+                         "compute-optimal split of N and D follows from it; spread the rungs' sizes or train them "
+                         "longer"}
     grid = np.geomspace(min(p["flops"] for p in points) / 1.5, target.flops * 1.5, CURVE_POINTS)
     n_opt, d_opt, loss = law.compute_optimal(grid)
     frontier_law = law.frontier()

@@ -170,7 +170,9 @@ def print_budget_results(results: dict) -> None:
                       f"validation loss {_with_interval(target['predicted'], target['interval'])}"
                       f"{_plus_minus_words(target)} ({method})")
     frontier = validation.get("frontier") or {}
-    if frontier.get("fit"):
+    if frontier.get("error"):
+        console.print(f"Compute-optimal frontier: none: {frontier['error']}")
+    elif frontier.get("fit"):
         f = frontier["fit"]
         console.print(f"Compute-optimal frontier: L(C) = {f['l_inf']:.4g} + {f['a']:.4g} * C^-{f['alpha']:.4f}; "
                       f"at the target's {t['flops']:.3g} FLOPs {frontier['target']:.4f}")
