@@ -193,7 +193,7 @@ def _plus_minus_words(prediction: dict) -> str:
 
 def _interval_words(held: dict, results: dict) -> str:
     if held.get("interval") is None:
-        return "no interval (too few rungs for one)"
+        return f"no interval ({(held.get('fit') or {}).get('no_interval_reason') or 'too few rungs for one'})"
     low, high = held["interval"]
     level = f"{results['interval']['confidence']:.0%}"
     return f"{'inside' if held['inside'] else 'OUTSIDE'} the {level} interval [{low:.4f}, {high:.4f}]"
