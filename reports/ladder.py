@@ -1,6 +1,7 @@
 """`ladders/NAME/report.html`: a scaling ladder's page. Its rungs' validation curves against training compute
 on log-log axes, the law fitted to their final losses with its interval, the held-out rung's check, the target's
-prediction, and the tables behind them, all from `ladders/NAME/fit.json` and each rung run's metrics.jsonl."""
+prediction, and the tables behind them, all from `ladders/NAME/fit.json` and each rung run's metrics.jsonl. A
+ladder with cooldowns has the page of reports.ladder_budgets (its points against tokens, L(N, D), the frontier)."""
 
 import json
 from pathlib import Path
@@ -13,25 +14,15 @@ from base.store import as_path
 from base.workspace import LADDER_FIT_FILE, RUNS_DIR, Workspace
 from reports.compare import sweep_comparison
 from reports.html import (
-    PALETTE, REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
+    REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
 )
-from trainer.metrics import (
-    EVAL_LOSS_BY_SET, FINISHED, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS, VAL_LOSS_BY_SOURCE,
-)
+from reports.ladder_budgets import page_body as budgets_page_body
+from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, rung_color
+from trainer.metrics import FINISHED, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS
 
-FIT_COLOR = "#222"  # the law, its band and its predictions (held-out rung, target)
-PER_METRIC_KEY = {"source": VAL_LOSS_BY_SOURCE, "eval": EVAL_LOSS_BY_SET}  # fits' "source:web", "eval:bofh"
 SYMBOLS = ("● a rung's final value · ◯ the held-out rung's, left out of the fit · ◇ with a bar: a prediction and "
            "its interval · dashed: the fitted law, shaded: its interval · thin lines: each rung's loss at each "
            "evaluation, at FLOPs per token × tokens seen")
-
-
-def metric_value(values: dict, metric: str):
-    """A metric's value in a metrics record or a rung's final: "val_loss", "source:NAME" or "eval:NAME"."""
-    if metric == VAL_LOSS:
-        return values.get(VAL_LOSS)
-    kind, _, name = metric.partition(":")
-    return (values.get(PER_METRIC_KEY.get(kind, "")) or {}).get(name)
 
 
 def law(fit: dict | None, flops: float | None) -> float | None:
@@ -39,19 +30,6 @@ def law(fit: dict | None, flops: float | None) -> float | None:
     if not fit or not flops:
         return None
     return fit["l_inf"] + fit["a"] * flops ** -fit["alpha"]
-
-
-def rung_color(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
-
-
-def confidence(ladder: dict) -> str:
-    interval = ladder.get("interval") or {}
-    return f"{interval['confidence']:.0%}" if interval.get("confidence") else "?"
-
-
-def interval_text(interval, ladder: dict) -> str:
-    return f"{confidence(ladder)} interval {interval[0]:.3f}–{interval[1]:.3f}" if interval else "no interval"
 
 
 # ---- the headline ----
@@ -270,8 +248,21 @@ def ladder_report(ladder_dir: Path) -> Path:
     ladder_dir = as_path(ladder_dir)
     ladder = load_ladder(ladder_dir)
     runs = Workspace(ladder_dir.parent.parent)
+    if ladder.get("design") == "cooldowns":
+        every_run = [b["run"] for r in ladder["rungs"] for b in r["budgets"]]
+        body = budgets_page_body(ladder, legend([r["rung"] for r in ladder["rungs"]]),
+                                 sweep_comparison(runs.root, every_run, f"ladder-{ladder_dir.name}", "The runs"))
+    else:
+        body = final_points_body(ladder, ladder_dir, runs)
+    out = ladder_dir / REPORT_FILE
+    write_text(page(f"Loom ladder {ladder['ladder']}", body), out)
+    return out
+
+
+def final_points_body(ladder: dict, ladder_dir: Path, runs: Workspace) -> list[str]:
+    """The page of a ladder fitted on its rungs' final points: L(C) against compute."""
     records = {r["run"]: evaluations(runs.run_dir(r["run"])) for r in ladder["rungs"]}
-    body = [f"<h1>Scaling ladder {esc(ladder['ladder'])}</h1>", headline(ladder), missing(ladder, records),
+    return [f"<h1>Scaling ladder {esc(ladder['ladder'])}</h1>", headline(ladder), missing(ladder, records),
             "<h2>Validation loss against compute</h2>", legend([r["rung"] for r in ladder["rungs"]]),
             metric_chart(ladder, records, VAL_LOSS, "ladder-chart", 1000, 400), f'<p class="note">{SYMBOLS}.</p>',
             *panels(ladder, records, "source:", "Per source"), *panels(ladder, records, "eval:", "Per eval set"),
@@ -279,6 +270,3 @@ def ladder_report(ladder_dir: Path) -> Path:
             sweep_comparison(runs.root, [r["run"] for r in ladder["rungs"]], f"ladder-{ladder_dir.name}",
                              "The rungs' runs"), "<h2>Fits</h2>", fits_table(ladder), chinchilla(ladder),
             "<h2>Method</h2>", method(ladder)]
-    out = ladder_dir / REPORT_FILE
-    write_text(page(f"Loom ladder {ladder['ladder']}", body), out)
-    return out

@@ -90,6 +90,7 @@ def resolved_toml(ladder: LadderPlan, spec: LadderSpec, source: str) -> str:
     lines = ["# as resolved by `loom ladder`: every default filled in, each rung's budget and LR as trained", "",
              f"spec = {value(source)}", f"mixture = {value(ladder.mixture)}", f"seq_len = {ladder.seq_len}",
              f"global_batch = {ladder.global_batch}", f"tokens_per_parameter = {value(spec.tokens_per_parameter)}",
+             *_pairs({"cooldowns": list(ladder.cooldowns) or None, "decay_fraction": ladder.decay_fraction}),
              "", "[lr]", *_pairs(asdict(spec.lr)), "", "[fit]",
              *_pairs({**asdict(spec.fit), "l_inf": "free" if spec.fit.l_inf is None else spec.fit.l_inf}),
              "", "[train]", *_pairs(spec.train), "", "[target]",
@@ -99,8 +100,17 @@ def resolved_toml(ladder: LadderPlan, spec: LadderSpec, source: str) -> str:
         lines += ["", "[[rung]]", *_pairs({
             "name": rung.rung, **asdict(rung.shape), "tokens": rung.tokens, "steps": rung.steps, "lr": rung.lr,
             "warmup_steps": rung.warmup_steps, "active_parameters": rung.active_parameters,
-            "tokens_per_parameter": round(rung.tokens_per_parameter, 4), "flops": rung.flops})]
+            "tokens_per_parameter": round(rung.tokens_per_parameter, 4), "flops": rung.flops,
+            **(_budgets(rung) if rung.cooldown_steps else {})})]
     return "\n".join(lines) + "\n"
+
+
+def _budgets(rung) -> dict:
+    """A rung's budgets as ladder.toml records them: ascending, the rung's own run last."""
+    budgets = rung.budgets
+    return {"budget_steps": [b.steps for b in budgets], "budget_tokens": [b.tokens for b in budgets],
+            "budget_flops": [b.flops for b in budgets], "budget_runs": [b.run for b in budgets],
+            "branch_steps": [b.branch_step for b in budgets[:-1]], "decay_fraction": rung.decay_fraction}
 
 
 def _pairs(values: dict) -> list[str]:

@@ -2,7 +2,8 @@
 sweep's FLOPs); anywhere else (nohup, a log file, a pipe) plain lines, one per running run every `interval`
 seconds (`rung r2: step 340/600 (57%), loss 4.812, ETA 3m10s; ladder 41% of FLOPs, ETA 9m05s`), and a line per
 finished run (`rung r2: finished 600 steps in 4m02s, val loss 4.6021`). What a run has done is read from its
-metrics.jsonl's end. The runs are duck-typed: `.plan.rung`, `.plan.steps`, `.plan.flops`, `.run_dir`."""
+metrics.jsonl's end. The runs are duck-typed (sweeps.runner.Rung): `.plan.rung`, `.steps()` and `.flops()` (done,
+to do: a ladder's rung counts its cooldowns'), `.run_dirs()` (its runs' folders, the one training newest)."""
 
 import json
 import os
@@ -46,6 +47,13 @@ def steps_done(run_dir: Path) -> int:
     return records[0][metrics.STEP] + 1 if records else 0
 
 
+def newest_records(run) -> list[dict]:
+    """The tail of the metrics of the run's folder written last (a rung's run, or the cooldown training now)."""
+    written = [((path / metrics.METRICS_FILE).stat().st_mtime, path) for path in run.run_dirs()
+               if (path / metrics.METRICS_FILE).exists()]
+    return tail_records(max(written)[1]) if written else []
+
+
 def latest(records: list[dict], key: str) -> float | None:
     """The newest value of `key` in records read newest first."""
     return next((r[key] for r in records if r.get(key) is not None), None)
@@ -79,8 +87,8 @@ class SweepProgress:
             self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=console)
             self.whole_bar = self.bars.add_task(f"{title}: every {noun} (GFLOPs)", total=gflops(self.total_flops()))
-            self.run_bars = {r.plan.rung: self.bars.add_task(f"{noun} {r.plan.rung} (steps)", total=r.plan.steps,
-                                                             completed=steps_done(r.run_dir)) for r in runs}
+            self.run_bars = {r.plan.rung: self.bars.add_task(f"{noun} {r.plan.rung} (steps)", total=r.steps()[1],
+                                                             completed=r.steps()[0]) for r in runs}
 
     def __enter__(self) -> "SweepProgress":
         if self.bars is not None:
@@ -92,13 +100,13 @@ class SweepProgress:
             self.bars.stop()
 
     def total_flops(self) -> float:
-        return sum(r.plan.flops for r in self.runs)
+        return sum(r.flops()[1] for r in self.runs)
 
     def flops_done(self) -> float:
-        return sum(r.plan.flops * min(1.0, steps_done(r.run_dir) / r.plan.steps) for r in self.runs)
+        return sum(r.flops()[0] for r in self.runs)
 
     def started(self, run) -> None:
-        self.starts[run.plan.rung] = (time.time(), steps_done(run.run_dir))
+        self.starts[run.plan.rung] = (time.time(), run.steps()[0])
         self.running.append(run)
 
     def ended(self, run) -> None:
@@ -106,12 +114,12 @@ class SweepProgress:
         if run in self.running:
             self.running.remove(run)
         if self.terminal:
-            self.bars.update(self.run_bars[run.plan.rung], completed=steps_done(run.run_dir))
+            self.bars.update(self.run_bars[run.plan.rung], completed=run.steps()[0])
 
     def poll(self) -> None:
         if self.terminal:
             for run in self.running:
-                self.bars.update(self.run_bars[run.plan.rung], completed=steps_done(run.run_dir))
+                self.bars.update(self.run_bars[run.plan.rung], completed=run.steps()[0])
             self.bars.update(self.whole_bar, completed=gflops(self.flops_done()))
         elif self.running and time.time() - self.last_lines >= self.interval:
             self.last_lines = time.time()
@@ -120,8 +128,8 @@ class SweepProgress:
                 self.say(f"{self.run_line(run)}; {whole}")
 
     def run_line(self, run) -> str:
-        records = tail_records(run.run_dir)
-        done, total = (records[0][metrics.STEP] + 1 if records else 0), run.plan.steps
+        records = newest_records(run)
+        done, total = run.steps()
         line = f"{self.noun} {run.plan.rung}: step {done:,}/{total:,} ({100 * done / total:.0f}%)"
         loss = latest(records, metrics.LOSS)
         if loss is not None:
@@ -142,9 +150,8 @@ class SweepProgress:
     def finished(self, run) -> None:
         """The summary line of a run that finished: its steps, how long it took here, its last validation loss."""
         since, _ = self.starts[run.plan.rung]
-        records = tail_records(run.run_dir)
-        line = f"{self.noun} {run.plan.rung}: finished {run.plan.steps:,} steps in {duration(time.time() - since)}"
-        val_loss = latest(records, metrics.VAL_LOSS)
+        line = f"{self.noun} {run.plan.rung}: finished {run.steps()[1]:,} steps in {duration(time.time() - since)}"
+        val_loss = latest(tail_records(run.run_dir), metrics.VAL_LOSS)  # its own run's: the longest budget
         self.say(line + (f", val loss {val_loss:.4f}" if val_loss is not None else ""))
 
     def say(self, line: str) -> None:

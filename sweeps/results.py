@@ -1,7 +1,8 @@
 """A trained ladder's results: each rung's final losses (validation, per source, per evaluation set), the fits of
 L(C) = L_inf + A * C^-alpha to each, the honesty check (the largest rung held out of the fit and predicted), the
-target's prediction, and Chinchilla's approach 3 where the rungs vary N and D independently. Written as fit.json
-(what the report draws) and points.parquet (the `ladder` view of `loom sql`)."""
+target's prediction, and Chinchilla's approach 3 where the rungs vary N and D independently. A ladder with
+cooldowns is fitted on every (rung, budget) point instead (sweeps.budget_fit). Written as fit.json (what the report
+draws) and points.parquet (the `ladder` view of `loom sql`)."""
 
 import json
 import math
@@ -13,6 +14,7 @@ import pyarrow as pa
 from base.atomic_files import write_text
 from base.parquet_files import write_parquet
 from base.workspace import LADDER_FIT_FILE, LADDER_POINTS_FILE, Workspace
+from sweeps import budget_fit
 from sweeps.fit import fit_chinchilla, fit_power_law, identifiability, relative_error
 from sweeps.plan import LadderPlan
 from sweeps.spec import FitConfig
@@ -66,7 +68,20 @@ def rung_records(workspace: Path, ladder: LadderPlan) -> list[dict]:
             "flops_per_token": r.flops_per_token, "flops": r.flops,
             "tokens_per_parameter": r.tokens_per_parameter, "lr": r.lr, "warmup_steps": r.warmup_steps,
             "final": final_losses(run_dir) if status == metrics.FINISHED else None,
+            **({"budgets": budget_records(workspace, r)} if r.cooldown_steps else {}),
         })
+    return records
+
+
+def budget_records(workspace: Path, rung) -> list[dict]:
+    """Each budget of a rung with cooldowns (ascending, its own run last): its run, where it branched, its final."""
+    records = []
+    for b in rung.budgets:
+        run_dir = Workspace(workspace).run_dir(b.run)
+        status = run_status(run_dir)
+        records.append({"run": b.run, "steps": b.steps, "tokens": b.tokens, "flops": b.flops,
+                        "fraction": round(b.steps / rung.steps, 4), "branch_step": b.branch_step, "status": status,
+                        "final": final_losses(run_dir) if status == metrics.FINISHED else None})
     return records
 
 
@@ -136,6 +151,8 @@ def chinchilla(rungs: list[dict], target, fit: FitConfig) -> dict:
 
 def ladder_results(workspace: Path, ladder: LadderPlan, fit: FitConfig) -> dict:
     rungs = rung_records(workspace, ladder)
+    if ladder.cooldowns:
+        return budget_results(ladder, rungs, fit)
     keys = list(dict.fromkeys(k for r in rungs if r["final"] for k in metric_values(r["final"])))
     t = ladder.target
     return {
@@ -150,13 +167,37 @@ def ladder_results(workspace: Path, ladder: LadderPlan, fit: FitConfig) -> dict:
     }
 
 
+def budget_results(ladder: LadderPlan, rungs: list[dict], fit: FitConfig) -> dict:
+    """A ladder with cooldowns: L(N, D) per metric on every finished (rung, budget) point."""
+    finals = [b["final"] for r in rungs for b in r["budgets"] if b["final"]]
+    keys = list(dict.fromkeys(k for final in finals for k in metric_values(final)))
+    t = ladder.target
+    fits = {k: budget_fit.fit_budget_metric(rungs, k, label(k), metric_values, t, fit) for k in keys}
+    validation = fits.get(VAL) or {}
+    return {
+        "ladder": ladder.name, "mixture": ladder.mixture, "law": budget_fit.LAW, "design": "cooldowns",
+        "cooldowns": list(ladder.cooldowns), "decay_fraction": ladder.rungs[0].decay_fraction,
+        "interval": {"method": fit.interval, "confidence": fit.confidence, "huber_delta": fit.huber_delta,
+                     "noise_floor": fit.noise_floor, "l_inf": "free"},
+        "rungs": rungs,
+        "target": {"flops": t.flops, "tokens": t.tokens, "parameters": t.active_parameters,
+                   "shape": t.shape.__dict__ if t.shape else None},
+        "fits": fits,
+        "chinchilla": ({"fit": validation["fit"], "target": validation["target"]} if validation.get("fit") else
+                       {"skipped": validation.get("error", "no point has finished")}),
+    }
+
+
 def write_results(folder: Path, results: dict) -> None:
     write_text(json.dumps(results, indent=2), folder / LADDER_FIT_FILE)
     write_parquet(points_table(results), folder / LADDER_POINTS_FILE)
 
 
 def points_table(results: dict) -> pa.Table:
-    """One row per rung and metric: what the `ladder` view of `loom sql` shows."""
+    """One row per point (a rung, or with cooldowns each of its budgets) and metric: the `ladder` view of
+    `loom sql`."""
+    if results.get("design") == "cooldowns":
+        return pa.Table.from_pylist(budget_rows(results), schema=POINTS)
     rows = []
     for r in results["rungs"]:
         values = metric_values(r["final"]) if r["final"] else {}
@@ -171,9 +212,34 @@ def points_table(results: dict) -> pa.Table:
                 "tokens_per_parameter": r["tokens_per_parameter"], "flops": r["flops"], "lr": r["lr"],
                 "metric": metric, "loss": values.get(metric),
                 "fitted": None if law is None else law["l_inf"] + law["a"] * r["flops"] ** -law["alpha"],
-                "held_out": held.get("rung") == r["rung"],
+                "held_out": held.get("rung") == r["rung"], "budget": 1.0, "branch_step": None,
             })
     return pa.Table.from_pylist(rows, schema=POINTS)
+
+
+def budget_rows(results: dict) -> list[dict]:
+    rows = []
+    for r in results["rungs"]:
+        for b in r["budgets"]:
+            values = metric_values(b["final"]) if b["final"] else {}
+            for metric, fitted in results["fits"].items():
+                law = fitted.get("fit")
+                rows.append({
+                    "ladder": results["ladder"], "mixture": results["mixture"], "rung": r["rung"], "run": b["run"],
+                    "status": b["status"], **{k: r[k] for k in ("d_model", "n_layers", "n_heads", "n_experts",
+                                                                 "parameters", "active_parameters", "lr")},
+                    "tokens": b["tokens"], "steps": b["steps"], "flops": b["flops"],
+                    "tokens_per_parameter": b["tokens"] / r["active_parameters"], "metric": metric,
+                    "loss": values.get(metric),
+                    "fitted": None if law is None else chinchilla_law(law, r["active_parameters"], b["tokens"]),
+                    "held_out": (fitted.get("held_out") or {}).get("run") == b["run"], "budget": b["fraction"],
+                    "branch_step": b["branch_step"],
+                })
+    return rows
+
+
+def chinchilla_law(law: dict, parameters: float, tokens: float) -> float:
+    return law["e"] + law["a"] / parameters ** law["alpha"] + law["b"] / tokens ** law["beta"]
 
 
 POINTS = pa.schema([
@@ -182,4 +248,5 @@ POINTS = pa.schema([
     ("n_experts", pa.int64()), ("parameters", pa.int64()), ("active_parameters", pa.int64()), ("tokens", pa.int64()),
     ("steps", pa.int64()), ("tokens_per_parameter", pa.float64()), ("flops", pa.float64()), ("lr", pa.float64()),
     ("metric", pa.string()), ("loss", pa.float64()), ("fitted", pa.float64()), ("held_out", pa.bool_()),
+    ("budget", pa.float64()), ("branch_step", pa.int64()),  # the share of the rung's steps; where a cooldown branched
 ])

@@ -1,7 +1,9 @@
 """Training a ladder's rungs: each a normal `loom train` run in a process of its own (its output in the ladder's
-logs/), one after another or several at once, with a progress line per rung (step and ETA) and one for the
-whole ladder (in FLOPs). Every rung is started with --resume: a finished rung is skipped, a killed one goes on
-from its last checkpoint, a new one starts; so a killed ladder, rerun, trains only what is unfinished."""
+logs/), with its cooldowns when the ladder has them (`--cooldowns`: each a run of its own, branched from the
+rung's stable phase), one after another or several at once, with a progress line per rung (step and ETA) and one
+for the whole ladder (in FLOPs). Every rung is started with --resume: a finished rung (its run and every
+cooldown) is skipped, a killed one goes on from its last checkpoints, a new one starts; so a killed ladder, rerun,
+trains only what is unfinished."""
 
 import os
 import signal
@@ -38,17 +40,51 @@ class Rung:
     log_file: object = None
     started: float = 0.0
 
+    def steps(self) -> tuple[int, int]:
+        """(steps trained, steps to train), its cooldowns' included: what a progress display counts."""
+        return rung_steps(self.run_dir.parent, self.plan)
+
+    def flops(self) -> tuple[float, float]:
+        """(FLOPs trained, FLOPs to train), its cooldowns' included."""
+        done, total = self.steps()
+        per_step = self.plan.flops / self.plan.steps
+        return per_step * min(done, total), per_step * total
+
+    def finished(self) -> bool:
+        """Whether its run and each of its cooldowns' runs have finished."""
+        return all(finished(path) for path in self.run_dirs())
+
+    def run_dirs(self) -> list[Path]:
+        """Its run's folder and each cooldown's."""
+        return [self.run_dir.parent / b.run for b in self.plan.budgets]
+
 
 def rung_config(workspace: Path, ladder: LadderPlan, rung: RungPlan, train: dict) -> TrainConfig:
     shape = rung.shape
+    schedule = {}  # only what the ladder sets: a spec without cooldowns trains as it always has
+    if rung.cooldown_steps:
+        schedule["cooldowns"] = ladder.cooldowns
+    if ladder.decay_fraction is not None:
+        schedule["decay_fraction"] = ladder.decay_fraction
     return TrainConfig(workspace=workspace, mixture=rung.name, run_name=rung.name, model="tiny",
                        d_model=shape.d_model, n_layers=shape.n_layers, n_heads=shape.n_heads,
                        n_experts=shape.n_experts, top_k=shape.top_k, lr=rung.lr, warmup_steps=rung.warmup_steps,
-                       min_lr_ratio=ladder.min_lr_ratio, resume=True, **train)
+                       min_lr_ratio=ladder.min_lr_ratio, resume=True, **schedule, **train)
 
 
 def finished(run_dir: Path) -> bool:
     return run_status(run_dir) == metrics.FINISHED
+
+
+def rung_steps(runs: Path, rung: RungPlan) -> tuple[int, int]:
+    """(steps trained, steps to train) of a rung whose runs are in `runs`, its cooldowns' included: a cooldown
+    trains from its branch step (its metrics count steps from the start of the rung's run, as the run's own do)."""
+    done = total = 0
+    for budget in rung.budgets:
+        start = budget.branch_step or 0
+        total += budget.steps - start
+        done += max(0, min(budget.steps, steps_done(runs / budget.run)) - start)
+    return done, total
 
 
 def steps_done(run_dir: Path) -> int:
@@ -64,10 +100,10 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
     where the output is not a terminal a line per running rung is printed every `progress_seconds`
     (sweeps.progress; default its PROGRESS_SECONDS)."""
     rungs = [Rung(r, Workspace(workspace).run_dir(r.name), logs / f"{r.rung}.log") for r in ladder.rungs]
-    pending = [r for r in rungs if not finished(r.run_dir)]
+    pending = [r for r in rungs if not r.finished()]
     for rung in rungs:
         if rung not in pending:
-            console.print(f"{noun} {rung.plan.rung}: finished already ({rung.plan.steps:,} steps)")
+            console.print(f"{noun} {rung.plan.rung}: finished already ({rung.steps()[1]:,} steps)")
     if not pending:
         return
     logs.mkdir(parents=True, exist_ok=True)
@@ -112,7 +148,9 @@ def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: 
     p = rung.plan
     console.print(f"{noun} {p.rung}: {_how_it_starts(rung.run_dir)} "
                   f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "
-                  f"parameters, {p.tokens:,} tokens, {p.flops:.3g} FLOPs); log: {rung.log}")
+                  f"parameters, {p.tokens:,} tokens, {p.flops:.3g} FLOPs"
+                  + (f"; cooldowns at steps {', '.join(map(str, p.cooldown_steps))}" if p.cooldown_steps else "")
+                  + f"); log: {rung.log}")
     rung.log_file = open(rung.log, "a")
     rung.log_file.write(f"$ {' '.join(command)}\n")
     rung.log_file.flush()
@@ -129,10 +167,10 @@ def _how_it_starts(run_dir: Path) -> str:
 
 
 def _ended(rung: Rung, console: Console, noun: str, progress: SweepProgress) -> bool:
-    """Whether the rung's run finished."""
+    """Whether the rung's run (and each cooldown's) finished."""
     rung.log_file.close()
     seconds = time.time() - rung.started
-    if rung.process.returncode == 0 and finished(rung.run_dir):
+    if rung.process.returncode == 0 and rung.finished():
         progress.finished(rung)
         return True
     console.print(f"{noun} {rung.plan.rung}: failed after {seconds:,.0f} s (exit {rung.process.returncode})")

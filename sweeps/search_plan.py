@@ -272,6 +272,8 @@ def _next(rungs: tuple[RungPlan, ...], rung: RungPlan) -> RungPlan:
 
 
 def _runs(ladder: LadderPlan, rung: RungPlan, labels: list[str], target: TargetPlan) -> LadderPlan:
-    """Runs of one rung's model and budget, labelled: their mixtures and runs are SEARCH-LABEL."""
-    runs = tuple(dataclasses.replace(rung, rung=label, name=f"{ladder.name}-{label}") for label in labels)
-    return dataclasses.replace(ladder, rungs=runs, target=target)
+    """Runs of one rung's model and budget, labelled: their mixtures and runs are SEARCH-LABEL (no cooldowns: a
+    search compares final losses at one budget)."""
+    runs = tuple(dataclasses.replace(rung, rung=label, name=f"{ladder.name}-{label}", cooldown_steps=())
+                 for label in labels)
+    return dataclasses.replace(ladder, rungs=runs, target=target, cooldowns=())

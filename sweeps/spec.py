@@ -1,7 +1,8 @@
-"""Ladder specs: a TOML file naming the rungs (model shapes), how many tokens each trains on, the LR rule, the
-target run to predict and how the fit is made. Built-in presets live in examples/ladders/ (cpu, gpu)."""
+"""Ladder specs: a TOML file naming the rungs (model shapes), how many tokens each trains on, the cooldowns that
+give each rung shorter token budgets, the LR rule, the target run to predict and how the fit is made. Built-in
+presets live in examples/ladders/ (quick, cpu, gpu)."""
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from base.errors import UserError, reject_unknown_keys
@@ -14,11 +15,13 @@ from mixtures.spec import is_finite_number
 SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_experts", "top_k")
 RUNG_KEYS = {"name", *SHAPE_KEYS, "tokens", "lr", "warmup_steps"}
 TARGET_KEYS = {*SHAPE_KEYS, "tokens", "flops"}
-SPEC_KEYS = {"name", "tokens_per_parameter", "seq_len", "global_batch", "rung", "target", "lr", "fit", "train"}
+SPEC_KEYS = {"name", "tokens_per_parameter", "seq_len", "global_batch", "cooldowns", "decay_fraction", "rung",
+             "target", "lr", "fit", "train"}
 # `loom train` options a ladder sets itself, per rung: the spec cannot set them under [train]
 SET_PER_RUNG = {"workspace", "mixture", "run_name", "model", *SHAPE_KEYS, "lr", "warmup_steps", "min_lr_ratio",
-                "resume", "max_steps", "decay_start"}
+                "resume", "max_steps", "decay_start", "cooldowns", "decay_fraction", "budget_steps", "branch_from"}
 INTERVALS = ("student-t", "bootstrap")
+AUTO = "auto"  # with cooldowns: the bootstrap where a fit has the points for it, else Student-t
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class LRRule:
 class FitConfig:
     l_inf: float | None = None  # None: free; a number pins it
     huber_delta: float = 1e-3
-    interval: str = "student-t"
+    interval: str = "student-t"  # with cooldowns: AUTO unless the spec sets it
     confidence: float = 0.9
     noise_floor: float = 0.002  # least residual scale in log-loss: the run-to-run noise of a final loss
 
@@ -81,6 +84,10 @@ class LadderSpec:
     tokens_per_parameter: float = 20.0
     seq_len: int | None = None  # default: the mixture's
     global_batch: int | None = None  # default: the mixture's
+    # fractions of each rung's steps, each a cooldown branched from the rung's stable phase: a shorter budget, a
+    # point more for the fit (the rung's own run is the longest budget); (): the rungs' final losses only
+    cooldowns: tuple[float, ...] = ()
+    decay_fraction: float | None = None  # the share of a budget its LR decays over; None: the mixture's mid-training
     lr: LRRule = LRRule()
     fit: FitConfig = FitConfig()
     train: dict = field(default_factory=dict)  # more `loom train` options for every rung (eval_every, device, ...)
@@ -125,12 +132,18 @@ def parse_ladder_spec(raw: dict, where: str) -> LadderSpec:
             values[key] = _whole(raw[key], f"{where}: `{key}`")
     if "name" in raw:
         values["name"] = check_name("ladder", raw["name"], f"{where}: `name`")
+    if "cooldowns" in raw:
+        values["cooldowns"] = _cooldowns(raw["cooldowns"], f"{where}: `cooldowns`")
+    if "decay_fraction" in raw:
+        values["decay_fraction"] = _fraction(raw["decay_fraction"], f"{where}: `decay_fraction`")
     lr = _table(LRRule, raw.get("lr", {}), f"{where}: [lr]")
     if lr.base <= 0 or lr.base_width <= 0:
         raise UserError(f"{where}: [lr] `base` must be positive (the peak LR at base_width), and base_width too")
-    return LadderSpec(rungs=parsed, target=_target(raw.get("target"), f"{where}: [target]"), lr=lr,
-                      fit=_fit(raw.get("fit", {}), f"{where}: [fit]"), train=_train(raw.get("train", {}), where),
-                      **values)
+    fit = _fit(raw.get("fit", {}), f"{where}: [fit]", bool(values.get("cooldowns")))
+    if values.get("cooldowns") and "interval" not in raw.get("fit", {}):
+        fit = replace(fit, interval=AUTO)
+    return LadderSpec(rungs=parsed, target=_target(raw.get("target"), f"{where}: [target]"), lr=lr, fit=fit,
+                      train=_train(raw.get("train", {}), where), **values)
 
 
 def _rung(entry, index: int, where: str) -> Rung:
@@ -175,7 +188,7 @@ def _target(entry, where: str) -> Target:
     return Target(shape=_shape(entry, where), tokens=tokens)
 
 
-def _fit(entry, where: str) -> FitConfig:
+def _fit(entry, where: str, cooldowns: bool) -> FitConfig:
     if not isinstance(entry, dict):
         raise UserError(f"{where} must be a table")
     entry = dict(entry)
@@ -183,8 +196,13 @@ def _fit(entry, where: str) -> FitConfig:
     if l_inf != "free" and not (is_finite_number(l_inf) and l_inf >= 0):
         raise UserError(f"{where}: `l_inf` = {l_inf!r}; give \"free\" or the loss to pin it at (a number >= 0)")
     config = _table(FitConfig, entry, where, skip={"l_inf"})
-    if config.interval not in INTERVALS:
-        raise UserError(f"{where}: `interval` = {config.interval!r}; use one of {', '.join(INTERVALS)}")
+    known = (*INTERVALS, AUTO) if cooldowns else INTERVALS
+    if config.interval not in known:
+        raise UserError(f"{where}: `interval` = {config.interval!r}; use one of {', '.join(known)}"
+                        + ("" if cooldowns else f" ({AUTO} needs `cooldowns`)"))
+    if cooldowns and l_inf != "free":
+        raise UserError(f"{where}: `l_inf` = {l_inf!r} pins the power law of final points; with `cooldowns` the "
+                        "fit is L(N, D), whose E is always fitted: drop `l_inf`")
     if not 0 < config.confidence < 1:
         raise UserError(f"{where}: `confidence` = {config.confidence}; give a level in (0, 1), e.g. 0.9")
     return FitConfig(**{**config.__dict__, "l_inf": None if l_inf == "free" else float(l_inf)})
@@ -216,6 +234,24 @@ def _table(cls, entry, where: str, skip=frozenset()):
         elif not is_finite_number(value) or value < 0:
             raise UserError(f"{where}: `{key}` = {value!r} must be a finite number >= 0")
     return cls(**entry)
+
+
+def _cooldowns(value, where: str) -> tuple[float, ...]:
+    from trainer.cooldowns import check_fractions
+
+    if not isinstance(value, list):
+        raise UserError(f"{where} = {value!r}; give a list of fractions of each rung's steps, e.g. [0.25, 0.5]")
+    try:
+        return tuple(float(f) for f in check_fractions(value))
+    except UserError as err:  # its words name the CLI option; here it is the spec's key
+        raise UserError(f"{where}: {str(err).replace('--cooldowns ', '', 1)}") from None
+
+
+def _fraction(value, where: str) -> float:
+    if not is_finite_number(value) or not 0 < value < 1:
+        raise UserError(f"{where} = {value!r}; give the share of each budget the LR decays over, between 0 and 1 "
+                        "(e.g. 0.2), or leave it out for the mixture's mid-training share")
+    return float(value)
 
 
 def _whole(value, where: str, at_least: int = 1) -> int:

@@ -1,6 +1,7 @@
-"""`loom ladder`: a 3-rung toy ladder on the curated slice, trained through the real `loom train`, its rungs'
-budgets, FLOPs and simulated epoching checked against the trainer's and compiler's own figures, its fits written
-and queryable; a killed ladder resumed (slow); a wrong spec refused in one line before any compute."""
+"""`loom ladder`: a 3-rung toy ladder with two cooldowns a rung on the curated slice, trained through the real
+`loom train`, its rungs' budgets, FLOPs and simulated epoching checked against the trainer's and compiler's own
+figures, its fits on every (N, D) point written, queryable and drawn; the same runs fitted as a ladder without
+cooldowns gives today's fit; a killed ladder resumed (slow); a wrong spec refused in one line before any compute."""
 
 import json
 import os
@@ -14,17 +15,21 @@ from pathlib import Path
 import pytest
 
 from helpers import compiled, LOOM, TOY_LADDER as TOY, copy_curated, run_loom, training_spec, write_spec
+from report_pages import needs_chromium, open_page
 from base.errors import UserError
 from sweeps.spec import parse_ladder_spec
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the training tests' slice mixture, allowed to repeat
+# each rung's own run and cooldowns at half and three quarters of its steps: 9 points (N, D), 8 of them fitted
+TOY_COOLDOWNS = "cooldowns = [0.5, 0.75]\n" + TOY.replace("l_inf = 0.0\n", "")  # L(N, D) fits its E
+BUDGETS = {"r0": (12, 18, 24), "r1": (20, 30, 40), "r2": (30, 45, 60)}  # steps
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # torch sees no GPU: the default preset is cpu
 
 
 def ladder_ws(curated_slice, slice_tokenizer, folder: Path) -> Path:
     ws = copy_curated(curated_slice, slice_tokenizer, folder / "ws")
     write_spec(ws, "toymix", MIXTURE)
-    (folder / "toy.toml").write_text(TOY)
+    (folder / "toy.toml").write_text(TOY_COOLDOWNS)
     return ws
 
 
@@ -39,26 +44,62 @@ def toy_ladder(tmp_path_factory, curated_slice, slice_tokenizer):
     return ws, result
 
 
-def test_a_toy_ladder_trains_every_rung_and_fits_them(toy_ladder):
+def test_a_toy_ladder_trains_every_rung_and_its_cooldowns_and_fits_every_point(toy_ladder):
     ws, result = toy_ladder
     fit = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
+    assert fit["design"] == "cooldowns" and fit["law"] == "L(N, D) = E + A/N^alpha + B/D^beta"
     assert [r["rung"] for r in fit["rungs"]] == ["r0", "r1", "r2"]
-    assert all(r["status"] == "finished" and r["final"]["val_loss"] > 0 for r in fit["rungs"])
-    losses = [r["final"]["val_loss"] for r in fit["rungs"]]
-    assert losses[0] > losses[-1], f"more compute should lower the loss: {losses}"
+    for rung in fit["rungs"]:
+        budgets = rung["budgets"]
+        assert tuple(b["steps"] for b in budgets) == BUDGETS[rung["rung"]]
+        assert [b["run"] for b in budgets] == [*(f"toy-{rung['rung']}-cooldown-{s}" for s in BUDGETS[rung["rung"]][:2]),
+                                               f"toy-{rung['rung']}"]
+        assert all(b["status"] == "finished" and b["final"]["val_loss"] > 0 for b in budgets)
+        assert budgets[-1]["final"] == rung["final"] and budgets[-1]["tokens"] == rung["tokens"]
     validation = fit["fits"]["val_loss"]
-    assert validation["fit"]["n_points"] == 3 and validation["fit"]["alpha"] > 0
-    held = validation["held_out"]
-    assert held["rung"] == "r2" and held["measured"] == losses[2]
+    assert validation["n_points"] == 9 and validation["fit"]["n_points"] == 9
+    assert fit["interval"]["method"] == "auto" and validation["fit"]["interval_method"] == "student-t"  # < 10 points
+    held = validation["held_out"]  # the largest N at its largest D: the largest rung's own run, fitted on the rest
+    assert held["run"] == "toy-r2" and held["measured"] == fit["rungs"][2]["final"]["val_loss"]
+    assert held["fit"]["n_points"] == 8 and held["tokens"] == fit["rungs"][2]["tokens"]
     assert held["relative_error"] == pytest.approx((held["predicted"] - held["measured"]) / held["measured"])
-    assert validation["target"]["predicted"] < losses[2]  # the target has more compute than any rung
+    low, high = held["interval"]
+    assert held["half_width"] == pytest.approx((high - low) / 2 / held["predicted"])
+    assert held["inside"] == (low <= held["measured"] <= high)
+    frontier = validation["frontier"]  # the law's, or why it has none (a size or data term the points do not show)
+    assert validation["target"]["interval"] and (len(frontier.get("curve", ())) == 32
+                                                 or frontier["error"].startswith("the fitted law has no "))
+    assert [c["rung"] for c in validation["curves"]] == ["r0", "r1", "r2", "target"]
     sources = {k for k in fit["fits"] if k.startswith("source:")}
     assert sources == {"source:web", "source:docs", "source:code", "source:fortunes"}
-    assert "Honesty check: fitted without rung r2" in result.stdout
+    said = " ".join(result.stdout.split())  # the console wraps long lines
+    assert "Honesty check: fitted without toy-r2 (the largest N at its largest D" in said
+    assert re.search(r"error [+-]\d+\.\d\d%; (inside|OUTSIDE) the 90% interval \[[\d.]+, [\d.]+\] \(±\d+\.\d% of the "
+                     r"prediction\)", said), said
     assert (ws / "ladders" / "toy" / "report.html").stat().st_size > 1000
-    compare = ws / "reports" / "compare" / "ladder-toy.html"  # the rungs overlaid, linked from the ladder's page
+    compare = ws / "reports" / "compare" / "ladder-toy.html"  # every run overlaid, linked from the ladder's page
     assert 'href="../../reports/compare/ladder-toy.html"' in (ws / "ladders" / "toy" / "report.html").read_text()
-    assert all(f'>{r["run"]}</a>' in compare.read_text() for r in fit["rungs"])
+    assert all(f'>{b["run"]}</a>' in compare.read_text() for r in fit["rungs"] for b in r["budgets"])
+
+
+@needs_chromium()
+def test_the_page_of_a_ladder_with_cooldowns_draws_every_point_the_law_and_the_frontier(toy_ladder, tmp_path):
+    ws, _ = toy_ladder
+    dom, console = open_page(ws / "ladders" / "toy" / "report.html", tmp_path)
+    assert console == "", console
+    shapes = lambda chart, css: [a for _, a in dom.shapes.get(chart, []) if a.get("class") == css]  # noqa: E731
+    lines = shapes("tokens-chart", "rung-points")
+    assert [line["data-name"] for line in lines] == ["r0", "r1", "r2"]
+    assert all(len(line["points"].split()) == 3 for line in lines)  # through each rung's 3 budgets
+    assert len(shapes("tokens-chart", "budget-final")) == 8
+    assert [h["data-name"].split(":")[0] for h in shapes("tokens-chart", "held-out")] == ["toy-r2 (held out)"]
+    assert len(shapes("tokens-chart", "rung-fit")) == 3 and len(shapes("tokens-chart", "target-fit")) == 1
+    assert len(shapes("tokens-chart", "held-out-prediction")) == 1 and len(shapes("tokens-chart", "target")) == 1
+    fit = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
+    has_frontier = "curve" in fit["fits"]["val_loss"]["frontier"]
+    assert len(shapes("frontier-chart", "frontier-point")) == 9
+    assert len(shapes("frontier-chart", "frontier")) == has_frontier
+    assert len([row for row in dom.tables["budget-table"] if row]) == 9  # a row per point, below the header
 
 
 def test_a_ladder_not_on_a_terminal_prints_plain_progress_lines(toy_ladder):
@@ -104,14 +145,38 @@ def test_every_rung_reads_each_component_as_often_as_the_target_would(toy_ladder
             assert component["pool_sequences"] == expected, (rung, component["key"])
 
 
-def test_the_ladder_view_of_loom_sql(toy_ladder):
+def test_the_ladder_view_of_loom_sql_has_a_row_per_point(toy_ladder):
     ws, _ = toy_ladder
-    result = run_loom("-w", ws, "sql", "--format", "json",
-                      "SELECT rung, flops, loss, held_out FROM ladder WHERE metric = 'val_loss' ORDER BY flops")
+    result = run_loom("-w", ws, "sql", "--format", "json", "SELECT rung, run, budget, steps, loss, held_out FROM "
+                      "ladder WHERE metric = 'val_loss' ORDER BY rung, steps")
     rows = json.loads(result.stdout)
-    assert [r["rung"] for r in rows] == ["r0", "r1", "r2"] and [r["held_out"] for r in rows] == [False, False, True]
+    assert [(r["rung"], r["steps"]) for r in rows] == [(k, s) for k, steps in BUDGETS.items() for s in steps]
+    assert [r["budget"] for r in rows[:3]] == [0.5, 0.75, 1.0]
+    assert [r["run"] for r in rows if r["held_out"]] == ["toy-r2"]
     fit = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
-    assert [r["loss"] for r in rows] == [r["final"]["val_loss"] for r in fit["rungs"]]
+    assert [r["loss"] for r in rows] == [b["final"]["val_loss"] for r in fit["rungs"] for b in r["budgets"]]
+
+
+def test_the_same_runs_fitted_as_a_ladder_without_cooldowns_give_today_s_fit(toy_ladder):
+    """An old spec (no `cooldowns`): the rungs' final points and L(C), with the keys fit.json has always had."""
+    import tomllib
+
+    from mixtures import load_spec
+    from sweeps.ladder import plan
+    from sweeps.results import ladder_results
+    from sweeps.spec import parse_ladder_spec
+
+    ws, _ = toy_ladder
+    spec = parse_ladder_spec(tomllib.loads(TOY), "toy.toml")
+    assert spec.cooldowns == () and spec.fit.interval == "student-t"
+    from base.workspace import Workspace
+
+    results = ladder_results(ws, plan(Workspace(ws), "toy", spec, load_spec(ws / "mixtures" / "toymix.toml")), spec.fit)
+    assert set(results) == {"ladder", "mixture", "law", "interval", "rungs", "target", "fits", "chinchilla"}
+    assert results["law"] == "L(C) = L_inf + A * C^-alpha" and "budgets" not in results["rungs"][0]
+    validation = results["fits"]["val_loss"]
+    assert set(validation) == {"label", "fit", "held_out", "target", "curve"}
+    assert validation["fit"]["n_points"] == 3 and validation["held_out"]["rung"] == "r2"
 
 
 def test_a_rerun_of_a_finished_ladder_trains_nothing_and_refits(toy_ladder):
@@ -135,7 +200,8 @@ def test_a_ladder_started_with_another_spec_is_refused(toy_ladder, tmp_path):
 @pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min)
 def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_slice, slice_tokenizer, tmp_path):
     """SIGKILL to the whole process group (a closed terminal, a scheduler's kill) in the middle of the last rung;
-    the rerun keeps r0 and r1, resumes r2 from its checkpoint, and ends where an unbroken ladder ends."""
+    the rerun keeps r0 and r1 (and their cooldowns), resumes r2 from its checkpoint, trains its cooldowns, and ends
+    where an unbroken ladder ends."""
     ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
     command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", tmp_path / "toy.toml"]
     ladder = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -155,8 +221,9 @@ def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_s
     resumed = json.loads((ws / "ladders" / "toy" / "fit.json").read_text())
     unbroken = json.loads((toy_ladder[0] / "ladders" / "toy" / "fit.json").read_text())
     # the same losses up to the order of float sums: the unbroken ladder ran its rungs two at once, one thread each
-    for ours, theirs in zip(resumed["rungs"], unbroken["rungs"]):
-        assert ours["final"]["val_loss"] == pytest.approx(theirs["final"]["val_loss"], rel=1e-4), ours["rung"]
+    for ours, theirs in zip(resumed["rungs"], unbroken["rungs"]):  # every budget: r2's cooldowns branched after
+        for mine, other in zip(ours["budgets"], theirs["budgets"]):
+            assert mine["final"]["val_loss"] == pytest.approx(other["final"]["val_loss"], rel=1e-4), mine["run"]
 
 
 def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder, tmp_path):
@@ -167,7 +234,8 @@ def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder
     import psutil
 
     ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws"))
-    shutil.rmtree(ws / "runs" / "toy-r2")
+    for run in (ws / "runs").glob("toy-r2*"):  # its own run and its cooldowns
+        shutil.rmtree(run)
     command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix"]  # the spec is the ladder's own
     ladder = subprocess.Popen([*map(str, command), "--nproc", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     metrics, lock = ws / "runs" / "toy-r2" / "metrics.jsonl", ws / "locks" / "run-toy-r2.lock"
@@ -209,6 +277,12 @@ def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder
     (lambda t: t.replace("[train]", "[train]\nlr = 0.1"), "unknown key 'lr'"),
     (lambda t: t.replace("base = 1e-2", "base = -1"), "must be a finite number >= 0"),
     (lambda t: t.replace("base = 1e-2", "base = 0"), "`base` must be positive"),
+    (lambda t: "cooldowns = [0.5, 1.5]\n" + t, r"^toy.toml: `cooldowns`: 1.5: each cooldown is a fraction"),
+    (lambda t: "cooldowns = [0.5, 0.5]\n" + t, r"^toy.toml: `cooldowns`: 0.5,0.5 repeats a budget"),
+    (lambda t: "cooldowns = 0.5\n" + t, r"^toy.toml: `cooldowns` = 0.5; give a list of fractions"),
+    (lambda t: "decay_fraction = 1\n" + t, r"^toy.toml: `decay_fraction` = 1; give the share"),
+    (lambda t: "cooldowns = [0.5]\n" + t, r"^toy.toml: \[fit\]: `l_inf` = 0.0 pins the power law of final points"),
+    (lambda t: t.replace("[fit]", "[fit]\ninterval = \"auto\""), r"use one of student-t, bootstrap \(auto needs"),
 ])
 def test_a_wrong_ladder_spec_is_one_clear_line(change, message):
     import tomllib
@@ -217,25 +291,55 @@ def test_a_wrong_ladder_spec_is_one_clear_line(change, message):
         parse_ladder_spec(tomllib.loads(change(TOY)), "toy.toml")
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.replace("[0.5, 0.75]", "[0.25, 0.75]"), r"^rung 'r0': its cooldown at 0.25 of 24 steps gets 6 "
+                                                         "steps; at least 10 are needed: raise the smallest"),
+    (lambda t: "decay_fraction = 0.95\n" + t, r"^rung 'r0': a cooldown at step 12 with decay fraction 0.95 branches "
+                                              "before its warmup"),
+])
+def test_a_cooldown_too_short_is_refused_by_the_plan(change, message):
+    import tomllib
+
+    from mixtures.spec import parse_spec
+    from sweeps.plan import plan_ladder
+
+    spec = parse_ladder_spec(tomllib.loads(change(TOY_COOLDOWNS)), "toy.toml")
+    with pytest.raises(UserError, match=message):
+        plan_ladder(spec, "toy", parse_spec({"name": "toymix", **tomllib.loads(MIXTURE)}, "toymix"), 300)
+
+
 def test_a_rung_too_small_for_ten_steps_is_refused_before_training(curated_slice, slice_tokenizer, tmp_path):
     ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
-    (tmp_path / "toy.toml").write_text(TOY.replace("tokens = 6_144", "tokens = 1_000"))
+    (tmp_path / "toy.toml").write_text(TOY_COOLDOWNS.replace("tokens = 6_144", "tokens = 1_000"))
     result = run_loom("-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", tmp_path / "toy.toml", check=False)
     assert result.returncode == 2 and "rung 'r0' gets 4 steps" in result.stderr
     assert not (ws / "runs").exists()
 
 
-def test_without_a_spec_and_a_gpu_the_ladder_plans_the_cpu_preset_4_rungs_over_10x(curated_slice, slice_tokenizer, tmp_path):
-    """A ladder named without --spec on a machine without a GPU takes the cpu preset and plans at least 4 rungs at
-    least 10x apart in compute; --dry-run trains nothing. How well the cpu preset predicts its held-out rung at its
-    size is a measurement: bench/cpu_presets.py, figures in bench/README.md."""
+def test_without_a_spec_and_a_gpu_the_ladder_plans_the_cpu_preset_4_rungs_with_cooldowns(curated_slice, slice_tokenizer,
+                                                                                         tmp_path):
+    """A ladder named without --spec on a machine without a GPU takes the cpu preset: at least 4 rungs, each with
+    cooldowns, whose points span at least 10x in compute; --dry-run trains nothing. The quick preset plans fewer,
+    smaller rungs whose target is the cpu preset's largest rung. How well the presets predict their held-out point
+    at their size is a measurement: bench/cpu_presets.py, figures in bench/README.md."""
+    from base.workspace import Workspace
+    from loom.cli.ladder import builtin_ladders
+    from mixtures import load_spec
+    from sweeps.ladder import plan
+    from sweeps.spec import find_ladder_spec, load_ladder_spec
+
     ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
     result = run_loom("-w", ws, "ladder", "cpu", "--mixture", "toymix", "--dry-run", env=NO_GPU)
     assert "Ladder cpu (cpu) on mixture toymix" in result.stdout
     rungs = re.findall(r"^│ (r\d+) ", result.stdout, re.MULTILINE)
-    span = float(re.search(r"rungs span ([\d.]+)x in compute", result.stdout).group(1))
-    assert len(rungs) >= 4 and span >= 10, result.stdout
+    points, budgets = map(int, re.search(r"Points: (\d+) \(\d+ rungs x (\d+) budgets\)", result.stdout).groups())
+    assert len(rungs) >= 4 and budgets >= 3 and points == len(rungs) * budgets, result.stdout
     assert not (ws / "runs").exists() and not (ws / "ladders" / "cpu" / "fit.json").exists()
+    mixture = load_spec(ws / "mixtures" / "toymix.toml")
+    cpu, quick = (plan(Workspace(ws), name, load_ladder_spec(find_ladder_spec(name, builtin_ladders())), mixture)
+                  for name in ("cpu", "quick"))
+    assert cpu.rungs[-1].flops / cpu.rungs[0].budgets[0].flops >= 10
+    assert sum(len(r.budgets) for r in quick.rungs) >= 7 and quick.target.shape == cpu.rungs[-1].shape
 
 
 @pytest.mark.parametrize("content", [b'name = "unclosed\n', b"\xff\xfe not text"])
