@@ -103,10 +103,18 @@ def test_the_page_of_a_ladder_with_cooldowns_draws_every_point_the_law_and_the_f
 
 
 def test_a_ladder_not_on_a_terminal_prints_plain_progress_lines(toy_ladder):
-    _, result = toy_ladder
-    assert re.search(r"^rung r\d: step \d+/(24|40|60) \(\d+%\), loss \d+\.\d{3}(, ETA \w+)?; ladder \d+% of FLOPs",
-                     result.stdout, re.M), result.stdout
-    for rung, steps in (("r0", 24), ("r1", 40), ("r2", 60)):
+    ws, result = toy_ladder
+
+    def to_train(rung: str, steps: int) -> int:  # its run's steps and each cooldown's own, from its branch on
+        cooldowns = json.loads((ws / "runs" / f"toy-{rung}" / "run.json").read_text())["cooldowns"]
+        return steps + sum(c["steps"] - c["branch_step"] for c in cooldowns)
+
+    totals = {rung: to_train(rung, steps) for rung, steps in (("r0", 24), ("r1", 40), ("r2", 60))}
+    assert all(totals[r] > steps for r, steps in (("r0", 24), ("r1", 40), ("r2", 60)))
+    alternatives = "|".join(map(str, totals.values()))
+    assert re.search(rf"^rung r\d: step \d+/({alternatives}) \(\d+%\), loss \d+\.\d{{3}}(, ETA \w+)?; ladder \d+% of "
+                     "FLOPs", result.stdout, re.M), result.stdout
+    for rung, steps in totals.items():
         assert re.search(rf"^rung {rung}: finished {steps} steps in \w+, val loss \d+\.\d{{4}}$", result.stdout, re.M)
     assert "(GFLOPs)" not in result.stdout and "r2 (steps)" not in result.stdout  # no bars drawn into a log
 
@@ -265,7 +273,7 @@ def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder
     assert re.search(r"│ toy-r2 +│ toy-r2 +│ interrupted +│", status), status
     result = run_loom(*command[len(LOOM):])
     assert re.search(r"rung r2: (resumed at step|started)", result.stdout)
-    assert "rung r2: finished 60 steps in" in result.stdout
+    assert re.search(r"^rung r2: finished \d+ steps in", result.stdout, re.M)  # its run's 60 and its cooldowns'
 
 
 @pytest.mark.parametrize("change, message", [
@@ -361,6 +369,8 @@ def test_gc_removes_what_a_removed_ladder_left_as_its_dry_run_lists(toy_ladder, 
     gc --dry-run` lists exactly what `loom gc` removes: every rung's mixture and run (tests/cli/test_cleanup.py
     has the rest, on a workspace that trains nothing)."""
     ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws", symlinks=True))
+    runs = sorted(os.listdir(ws / "runs"))
+    assert len(runs) == 9 and all(r.startswith("toy-r") for r in runs)  # every rung's run and its two cooldowns
     refused = run_loom("-w", ws, "runs", "rm", "toy-r0", check=False)
     assert refused.returncode == 2 and refused.stderr.startswith("error: run 'toy-r0' is needed by ladder 'toy'; ")
     shutil.rmtree(ws / "ladders" / "toy")
@@ -368,5 +378,5 @@ def test_gc_removes_what_a_removed_ladder_left_as_its_dry_run_lists(toy_ladder, 
     done = run_loom("-w", ws, "gc").stdout
     assert listed.replace("would remove", "removed").splitlines()[:-1] == done.splitlines()[:-1], (listed, done)
     assert {line.split(" (")[0] for line in done.splitlines()[:-1]} == {
-        f"removed {kind}/toy-{rung}/" for kind in ("mixtures", "runs") for rung in ("r0", "r1", "r2")}
+        *(f"removed mixtures/toy-{rung}/" for rung in ("r0", "r1", "r2")), *(f"removed runs/{run}/" for run in runs)}
     assert os.listdir(ws / "runs") == [] and (ws / "mixtures" / "toymix.toml").exists()
