@@ -7,7 +7,7 @@ On a copy of the quickstart workspace (--workspace; else one `loom quickstart` b
 each as the README gives it:
 - `loom train --mixture sample --model tiny-moe --max-steps 60`: its routers collapse early and the bias balances
   them again: the mean `expert_max_violation` of the last 10 steps (target: below 0.6); about 2 minutes.
-- `loom ladder quick --mixture sample --quick`: the quick preset (3 rungs x 3 budgets), the same checks as the cpu
+- `loom ladder quick --mixture sample --quick`: the quick preset (3 rungs x 4 budgets), the same checks as the cpu
   preset's reported, but its only target is its wall time: under 5 minutes on 2 quiet cores.
 - `loom ladder cpu --mixture sample`: the cpu preset's rungs (at least 4) with their cooldowns (points at least
   10x apart in compute) and the largest N at its largest D held out of the L(N, D) fit: its predicted against

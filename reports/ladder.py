@@ -17,7 +17,7 @@ from reports.html import (
     REPORT_FILE, Band, Dot, Html, Line, esc, legend, log_log_chart, number, page, scientific, table,
 )
 from reports.ladder_budgets import page_body as budgets_page_body
-from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, rung_color
+from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, panels, rung_color
 from trainer.metrics import FINISHED, METRICS_FILE, STEP, TOKENS_SEEN, VAL_LOSS
 
 SYMBOLS = ("● a rung's final value · ◯ the held-out rung's, left out of the fit · ◇ with a bar: a prediction and "
@@ -159,17 +159,6 @@ def metric_chart(ladder: dict, records: dict[str, list], metric: str, chart_id: 
                          y_label or entry.get("label", metric), width, height)
 
 
-def panels(ladder: dict, records: dict[str, list], prefix: str, title: str) -> list[str]:
-    """Small multiples, one per fitted metric that starts with `prefix` ("source:", "eval:")."""
-    metrics = sorted(m for m in ladder["fits"] if m.startswith(prefix))
-    if not metrics:
-        return []
-    charts = [f'<div><h3>{esc(ladder["fits"][m].get("label", m))}</h3>'
-              f'{metric_chart(ladder, records, m, f"{prefix[:-1]}-chart-{i}", 350, 230, "loss")}</div>'
-              for i, m in enumerate(metrics)]
-    return [f"<h2>{esc(title)}</h2>", '<div class="panels">', *charts, "</div>"]
-
-
 # ---- the tables and the method ----
 
 def shape_text(rung: dict) -> str:
@@ -262,10 +251,14 @@ def ladder_report(ladder_dir: Path) -> Path:
 def final_points_body(ladder: dict, ladder_dir: Path, runs: Workspace) -> list[str]:
     """The page of a ladder fitted on its rungs' final points: L(C) against compute."""
     records = {r["run"]: evaluations(runs.run_dir(r["run"])) for r in ladder["rungs"]}
+
+    def chart(metric: str, chart_id: str) -> str:
+        return metric_chart(ladder, records, metric, chart_id, 350, 230, "loss")
+
     return [f"<h1>Scaling ladder {esc(ladder['ladder'])}</h1>", headline(ladder), missing(ladder, records),
             "<h2>Validation loss against compute</h2>", legend([r["rung"] for r in ladder["rungs"]]),
             metric_chart(ladder, records, VAL_LOSS, "ladder-chart", 1000, 400), f'<p class="note">{SYMBOLS}.</p>',
-            *panels(ladder, records, "source:", "Per source"), *panels(ladder, records, "eval:", "Per eval set"),
+            *panels(ladder, "source:", "Per source", chart), *panels(ladder, "eval:", "Per eval set", chart),
             "<h2>Rungs</h2>", rung_table(ladder),
             sweep_comparison(runs.root, [r["run"] for r in ladder["rungs"]], f"ladder-{ladder_dir.name}",
                              "The rungs' runs"), "<h2>Fits</h2>", fits_table(ladder), chinchilla(ladder),

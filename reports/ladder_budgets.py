@@ -4,7 +4,7 @@ largest D) and its prediction with the interval; the target's; and the L(C) law 
 with every point. reports.ladder builds the rest of the page (and the page of a ladder without cooldowns)."""
 
 from reports.html import Band, Dot, Line, esc, log_log_chart, number, scientific, table
-from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, rung_color
+from reports.ladder_parts import FIT_COLOR, confidence, interval_text, metric_value, panels, rung_color
 
 SYMBOLS = ("● a budget's final value (a cooldown's, or the rung's own run at the right of its line) · ◯ the held-out "
            "point, left out of the fit · ◇ with a bar: a prediction and its interval · dashed: the fitted L(N, D) at "
@@ -168,23 +168,15 @@ def headline(ladder: dict) -> str:
             f'<p id="target-prediction">{esc(prediction)}</p>')
 
 
-def panels(ladder: dict, prefix: str, title: str) -> list[str]:
-    """Small multiples of the tokens chart, one per fitted metric that starts with `prefix` ("source:", "eval:")."""
-    metrics = sorted(m for m in ladder["fits"] if m.startswith(prefix))
-    if not metrics:
-        return []
-    charts = [f'<div><h3>{esc(ladder["fits"][m].get("label", m))}</h3>'
-              f'{tokens_chart(ladder, m, f"{prefix[:-1]}-chart-{i}", 350, 230, "loss")}</div>'
-              for i, m in enumerate(metrics)]
-    return [f"<h2>{esc(title)}</h2>", '<div class="panels">', *charts, "</div>"]
-
-
 def page_body(ladder: dict, legend_html: str, comparison: str) -> list[str]:
+    def chart(metric: str, chart_id: str) -> str:
+        return tokens_chart(ladder, metric, chart_id, 350, 230, "loss")
+
     return [f"<h1>Scaling ladder {esc(ladder['ladder'])}</h1>", headline(ladder),
             "<h2>Validation loss against tokens, per rung</h2>", legend_html,
             tokens_chart(ladder, "val_loss", "tokens-chart", 1000, 420, "validation loss (all sources)"),
             f'<p class="note">{esc(SYMBOLS)}.</p>',
             "<h2>The compute-optimal frontier</h2>", frontier_chart(ladder),
-            *panels(ladder, "source:", "Per source"), *panels(ladder, "eval:", "Per eval set"),
+            *panels(ladder, "source:", "Per source", chart), *panels(ladder, "eval:", "Per eval set", chart),
             "<h2>Points</h2>", budget_table(ladder), comparison, "<h2>Fits</h2>", fits_table(ladder),
             "<h2>Method</h2>", method(ladder)]
