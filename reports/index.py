@@ -20,7 +20,7 @@ from mixtures import compiled_mixtures, current_schedule
 from reports.colors import workspace_colors
 from reports.html import REPORT_FILE, Html, esc, number, page, table
 from trainer.metrics import (
-    LOSS, METRICS_FILE, MIXTURE, RUN_FILE, STARTED_AT, STEP, STEPS, TOKENS_SEEN, VAL_LOSS, run_status,
+    BUDGET_STEPS, LOSS, METRICS_FILE, MIXTURE, RUN_FILE, STARTED_AT, STEP, STEPS, TOKENS_SEEN, VAL_LOSS, run_status,
 )
 
 TAIL_BYTES = 64 * 1024  # enough for a run's last metrics lines, whatever its length
@@ -151,7 +151,8 @@ def run_summaries(ws: Workspace) -> list[dict]:
         last, validated = last_metrics(run_dir)
         summaries.append({"run": run_dir.name, "dir": run_dir, "mixture": info.get(MIXTURE, ""),
                           "status": run_status(run_dir, info), "steps_done": last.get(STEP, -1) + 1,
-                          "steps": info.get(STEPS), "tokens_seen": last.get(TOKENS_SEEN), "loss": last.get(LOSS),
+                          "steps": info.get(BUDGET_STEPS) or info.get(STEPS),  # a cooldown's: its budget
+                          "tokens_seen": last.get(TOKENS_SEEN), "loss": last.get(LOSS),
                           "val_loss": validated.get(VAL_LOSS), "started": info.get(STARTED_AT)})
     return summaries
 
@@ -222,7 +223,7 @@ def sweep_summary(kind: str, results: dict) -> tuple[str, str]:
     """(mixture, a line of where it stands) from a ladder's fit.json or a search's search.json."""
     if kind == "ladders":
         rungs = results.get("rungs") or []
-        done = sum(1 for r in rungs if r.get("status") == "finished")
+        done = sum(1 for r in rungs if all(b.get("status") == "finished" for b in r.get("budgets") or [r]))
         target = ((results.get("fits") or {}).get(VAL_LOSS) or {}).get("target") or {}
         predicted = f"; predicted target val loss {number(target.get('predicted'))}" if target.get("predicted") else ""
         return str(results.get("mixture", "")), f"{done} of {len(rungs)} rungs finished{predicted}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.atomic_files import TEMPORARY_GLOB, remove_tree
-from base.errors import UserError
+from base.errors import UserError, did_you_mean
 from base.lock import describe, exclusive, holder, is_held
 from base.workspace import (BUILDS_DIR, COMPARE_DIR, EXPORTS_DIR, LADDERS_DIR, RUN_FILE, SEARCHES_DIR,
                             SWEEP_MARK_FILE, Workspace, mixture_lock, run_lock)
@@ -109,7 +109,9 @@ def remove_mixture(ws, name: str, force: bool = False, dry_run: bool = False) ->
     check_name("mixture", name)
     paths = [p for p in (files.mixture_dir(name), spec_path(files, name)) if p.exists() or p.is_symlink()]
     if not paths:
-        raise UserError(f"mixture '{name}' is not in {files.root} (neither mixtures/{name}/ nor mixtures/{name}.toml); "
+        known = {p.stem if p.suffix == ".toml" else p.name for p in files.mixtures.glob("*")}
+        raise UserError(f"mixture '{name}'{did_you_mean(name, sorted(known))} is not in {files.root} (neither "
+                        f"mixtures/{name}/ nor mixtures/{name}.toml); "
                         "`loom mix list` shows the workspace's mixtures")
     refusal = mixture_in_use(files, name)
     if refusal is not None:
@@ -148,7 +150,9 @@ def remove_run(ws, name: str, force: bool = False, dry_run: bool = False) -> Cle
     files = local(ws, "runs rm")
     check_name("run", name)
     if not (files.run_dir(name).exists() or files.run_dir(name).is_symlink()):
-        raise UserError(f"run '{name}' is not in {files.root} (no runs/{name}/); `loom status` lists the runs")
+        known = sorted(p.name for p in files.runs.glob("*") if p.is_dir())
+        raise UserError(f"run '{name}'{did_you_mean(name, known)} is not in {files.root} (no runs/{name}/); `loom status` "
+                        "lists the runs")
     runs = [name, *cooldown_runs(files, name)]
     for run in runs:
         refusal = lock_in_use(files, run_lock(run), f"run '{run}'")
