@@ -107,8 +107,9 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
     vectors = dict(plan.baselines)
     for kind, baseline in plan.baselines.items():
         results["baselines"][kind]["predicted"] = predict(baseline)
-    if plan.single_sources:
-        vectors[NO_MIXING] = pick_single_source(plan, predict, results["baselines"][NO_MIXING])
+    if plan.single_sources:  # results made before the no-mixing baseline (or by hand) get its record here
+        no_mixing = results["baselines"].setdefault(NO_MIXING, _no_mixing(plan))
+        vectors[NO_MIXING] = pick_single_source(plan, predict, no_mixing)
     results["explanation"] = explain(plan, results, X, vectors)
 
 
