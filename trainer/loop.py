@@ -89,7 +89,7 @@ class Run:
         return found
 
     def _branch(self) -> Path | None:
-        """A cooldown's first start: the branch checkpoint of the run it branches from, at its decay start."""
+        """A cooldown's first start: the branch checkpoint of the run it branches from, at its branch step."""
         source = self.config.branch_from
         if source is None:
             return None
