@@ -184,3 +184,12 @@ def test_the_pii_view_counts_the_kept_rows_and_the_report_shows_them(redacted_wo
     assert rows["email"][2] == 1 and rows["total"][2] == 0 and set(rows) == {"email", "ip", "phone", "secret", "total"}
     report = (published(redacted_workspace) / "manifest" / "report.html").read_text()
     assert 'id="pii-counts"' in report
+
+
+def test_a_source_that_max_pii_took_nearly_all_of_is_told_the_setting():
+    from curation.funnel_warnings import Removals, source_warnings
+
+    counts = [Removals("filtered", "pii", "pii_email", 9, "email 3 > 2"), Removals("kept", "", None, 1)]
+    (warning,) = source_warnings(source(pii="count", max_pii={"email": 2}), counts)
+    assert warning == ("source 'notes' lost 9 of 10 documents (90%) as filtered at pii (pii_email); if those are "
+                       "wanted, raise max_pii (now {email = 2}) or drop it for it in sources.toml")
