@@ -18,7 +18,7 @@ What the patterns match (precision first: a false positive destroys training tex
   date, an ISBN, a time or a year range.
 - secret: AWS access key ids, GitHub, Slack, Google API and Stripe live keys, PEM private key blocks (the whole
   block one span) and the value after a key-like name (password=, token:, api_key=, secret=, ...) when it is at
-  least 8 characters, not a reference (`${X}`, `<your key>`), not a code identifier or dotted path without a digit
+  least 8 characters, not a reference (`$X`, `${X}`, `<your key>`), not a code identifier or dotted path without a digit
   (`password = form.password`, `password=changeme`: a default or example carries no one's secret and no entropy)
   and its Shannon entropy per character reaches min(3.0, 0.85 log2(length)). Hashes, UUIDs and base64 on their own
   are kept.
@@ -49,14 +49,39 @@ EMAIL = re.compile(
     rf"|\[(?:{_OCTET}\.){{3}}{_OCTET}\])")
 
 # --- ip --------------------------------------------------------------------------------------------------------------
-IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?!\.?\d|\w)")
-IPV6 = re.compile(r"(?<![\w:.])[23][0-9A-Fa-f]{3}(?::[0-9A-Fa-f]{0,4}){2,7}"
-                  r"(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?(?![\w:]|\.\d)")
+# The candidates' boundaries are checked in Python (`_isolated`): a pattern that starts with a lookbehind is not
+# pre-scanned by `re` and costs several times as much.
+IPV4 = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
+IPV6 = re.compile(r"[23][0-9A-Fa-f]{3}(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?<=:)[0-9]{1,3}(?:\.[0-9]{1,3}){3})?")
 _VERSION_BEFORE = re.compile(
-    r"(?:\b(?:versions?|ver|release[sd]?|rel|builds?|firmware|kernel|updated?|upgraded?|bump(?:ed|s)?|"
-    r"changelog|tag(?:ged)?)\b\W*(?:[\w.-]+\W+){0,2}|\bv\.?\s*|[A-Za-z][\w.]*[-_])$", re.IGNORECASE)
-_VERSION_AFTER = re.compile(r"[~+][\w.]|-\d+(?!\.\d{1,3}\.\d{1,3}\.\d{1,3})")
-_CONTEXT = 40  # characters before a dotted quad read for a version word
+    r"(?:\b(?:versions?|ver|release[sd]?|rel|builds?|firmware|kernel|changelog|tag(?:ged)?|sections?|chapters?|"
+    r"abschnitt|kapitel|appendix|paragraph|§)\W*(?:[\w.-]+\W+){0,2}"
+    r"|\b(?:update[sd]?|upgraded?|upgrades|bump(?:ed|s)?)(?:\s+(?:to|from))?\s+|\bv\.?\s*|[A-Za-z][\w.]*[-_]"
+    r"|[=<>~!]=\s*)$", re.IGNORECASE)
+_VERSION_AFTER = re.compile(r"[~+][\w.]|-[0-9]++(?!(?:\.[0-9]{1,3}){3})")  # 1.2.3.4-1, ~rc1, +dfsg; not a range
+_ADDRESS_WORDS = re.compile(
+    r"\b(?:ips?|ipv4|address(?:es)?|addr|hosts?|hostname|server|nameserver|dns|resolver|ping(?:ed)?|from|"
+    r"connect(?:s|ed|ion)?|gateway|router|proxy|client|peer|remote|inet|src|dst|source|destination|login|logged|"
+    r"block(?:ed)?|ban(?:ned)?|firewall|allow(?:ed)?|deny|denied|whois|visitor)\b", re.IGNORECASE)
+_NETWORK_PREFIX = re.compile(r"/([0-9]{1,3})(?![0-9])|/[0-9a-fA-F]*:")  # /24, or an IPv6 mask (/ffff:ff00::)
+_BEFORE, _AFTER = 40, 24  # characters of the line read on either side of an address for the words around it
+
+
+def _line_around(text: str, start: int, end: int) -> tuple[str, str]:
+    return (text[max(0, start - _BEFORE):start].rsplit("\n", 1)[-1], text[end:end + _AFTER].split("\n", 1)[0])
+
+
+def _isolated(text: str, start: int, end: int, before: str, after: str, joins: str = ".-") -> bool:
+    """Whether the match is not part of something longer: the character before it is neither a letter, a digit nor
+    one of `before`, and the one after neither a letter, a digit, one of `after`, nor one of `joins` before a
+    digit."""
+    if start and (text[start - 1].isalnum() or text[start - 1] in before):
+        return False
+    if end < len(text):
+        nxt = text[end]
+        if nxt.isalnum() or nxt in after or (nxt in joins and text[end + 1:end + 2].isdigit()):
+            return False
+    return True
 
 
 def _public(address: str) -> bool:
@@ -67,18 +92,48 @@ def _public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def _version_like(text: str, start: int, end: int) -> bool:
-    before = text[max(0, start - _CONTEXT):start].rsplit("\n", 1)[-1]
-    return bool(_VERSION_BEFORE.search(before) or _VERSION_AFTER.match(text, end))
+def _network(text: str, end: int, address: str) -> bool:
+    """Whether the address is followed by a prefix length that makes it a network's address (192.0.3.0/24,
+    2001:db00::/24): a range, not one host."""
+    prefix = _NETWORK_PREFIX.match(text, end)
+    if not prefix or not prefix.group(1):
+        return bool(prefix)
+    try:
+        network = ipaddress.ip_network(f"{address}/{prefix.group(1)}")  # strict: host bits must be zero
+    except ValueError:
+        return False
+    return network.prefixlen < network.max_prefixlen
+
+
+def _version_like(text: str, start: int, end: int, address: str) -> bool:
+    """Whether a dotted quad reads as a version or section number rather than an address: a version or section word,
+    a package name or a pin (==) before it, a revision after it, a hostname label or a heading's '. ' after it, or small
+    parts (at most 15.9.9.x: 1.2.3.4, 6.2.4.1) with no address word (from, ip, host, server, ...) near it."""
+    before, after = _line_around(text, start, end)
+    if _VERSION_BEFORE.search(before) or _VERSION_AFTER.match(text, end):
+        return True
+    if after[:1] == "." and (after[1:2].isalpha() or not before.strip() and after[1:2].isspace()):
+        return True  # a hostname's label follows (1.0.0.127.in-addr.arpa), or a heading's number (8.3.1.1. DNS)
+    first, second, third, _ = map(int, address.split("."))
+    small = first <= 15 and second <= 9 and third <= 9
+    return small and not (_ADDRESS_WORDS.search(before) or _ADDRESS_WORDS.search(after))
+
+
+def _ipv4_address(text: str, start: int, end: int, address: str) -> bool:
+    return (_isolated(text, start, end, "_.", "_", ".") and _public(address)
+            and not _network(text, end, address) and not _version_like(text, start, end, address))
+
+
+def _ipv6_address(text: str, start: int, end: int, address: str) -> bool:
+    """2000::/3 with at least three groups written (not `2002::`, nor `2004::` closing a sentence in reST)."""
+    return (sum(1 for group in address.split(":") if group) >= 3 and _isolated(text, start, end, "_:.", "_:")
+            and _public(address) and not _network(text, end, address))
 
 
 def ip_spans(text: str) -> list[tuple[int, int]]:
-    spans = []
-    if "." in text:
-        spans += [m.span() for m in IPV4.finditer(text)
-                  if _public(m.group()) and not _version_like(text, m.start(), m.end())]
+    spans = [m.span() for m in IPV4.finditer(text) if _ipv4_address(text, *m.span(), m.group())]
     if "::" in text or text.count(":") >= 7:
-        spans += [m.span() for m in IPV6.finditer(text) if _public(m.group())]
+        spans += [m.span() for m in IPV6.finditer(text) if _ipv6_address(text, *m.span(), m.group())]
     return spans
 
 
@@ -87,55 +142,57 @@ def email_spans(text: str) -> list[tuple[int, int]]:
 
 
 # --- phone -----------------------------------------------------------------------------------------------------------
-INTERNATIONAL = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(\d{1,4}\)[ .-]?\d+|[ .-]?\d+)(?:[ .-]\d+)*")
-NATIONAL = re.compile(
-    r"(?<![\w.+-])(?:\(\d{3}\) ?\d{3}[-. ]\d{4}"  # (555) 123-4567
-    r"|\d{3}-\d{3}-\d{4}|\d{3}\.\d{3}\.\d{4}"  # 555-123-4567, 555.123.4567
-    r"|\(0[1-9]\d{0,3}\) ?\d{2,8}(?:[ -]\d{2,8}){0,3}"  # (020) 7946 0958
-    r"|0[1-9]\d{0,3}(?:[ -]\d{2,8}){1,4})")  # 020 7946 0958, 030 123456, 01 23 45 67 89
-_CONTINUES = re.compile(r"[ .-]?\d|[\w/]")  # a number that goes on past the match is not a phone number
-_NO_PHONE_BEFORE = re.compile(r"(?:\b(?:ISBN|ISSN)(?:-1[03])?:?\s*|[\d/:]\s?|[\d][.-])$", re.IGNORECASE)
+INTERNATIONAL = re.compile(r"\+[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\)[ .-]?[0-9]+|[ .-]?[0-9]+)(?:[ .-][0-9]+)*")
+NORTH_AMERICAN = re.compile(r"[0-9][0-9][0-9]([-.])[0-9][0-9][0-9]\1[0-9]{4}|\([0-9]{3}\) ?[0-9]{3}[-. ][0-9]{4}")
+TRUNK_ZERO = re.compile(r"\(0[1-9][0-9]{0,3}\) ?[0-9]{2,8}(?:[ -][0-9]{2,8}){0,3}|0[1-9][0-9]{0,3}(?:[ -][0-9]{2,8}){1,4}")
+_NOT_A_PHONE_BEFORE = re.compile(r"\b(?:ISBN|ISSN)(?:-1[03])?:?\s*$|[0-9][ .:/-]?$", re.IGNORECASE)
 
 
-def _digits(s: str) -> int:
-    return sum(c.isdigit() for c in s)
-
-
-def _phone_like(text: str, m: re.Match, low: int, high: int) -> bool:
-    if not low <= _digits(m.group()) <= high or _CONTINUES.match(text, m.end()):
-        return False
-    return not _NO_PHONE_BEFORE.search(text[max(0, m.start() - 12):m.start()])
+def _phone_numbers(text: str, pattern: re.Pattern, fewest: int, most: int) -> list[tuple[int, int]]:
+    """The pattern's matches with `fewest` to `most` digits that do not continue a number (a national one: nor
+    follow a number and a space, nor an ISBN)."""
+    spans = []
+    for m in pattern.finditer(text):
+        start, end = m.span()
+        if pattern is NORTH_AMERICAN and start >= 2 and text[start - 2] == "1" and text[start - 1] in "-. ":
+            start -= 2  # 1-800-555-0199: the country code without its '+'
+        digits = sum(c.isdigit() for c in text[start:end])
+        if (fewest <= digits <= most and _isolated(text, start, end, "+-./_", "/_")
+                and (pattern is INTERNATIONAL or not _NOT_A_PHONE_BEFORE.search(text, max(0, start - 12), start))):
+            spans.append((start, end))
+    return spans
 
 
 def phone_spans(text: str) -> list[tuple[int, int]]:
-    spans = []
-    if "+" in text:
-        spans += [m.span() for m in INTERNATIONAL.finditer(text) if _phone_like(text, m, 7, 15)]
-    for m in NATIONAL.finditer(text):
-        low = 10 if m.group()[0] != "0" and not m.group().startswith("(0") else 9
-        if _phone_like(text, m, low, 11):
-            spans.append(m.span())
-    return spans
+    spans = _phone_numbers(text, INTERNATIONAL, 7, 15) if "+" in text else []
+    return spans + _phone_numbers(text, NORTH_AMERICAN, 10, 11) + _phone_numbers(text, TRUNK_ZERO, 9, 11)
 
 
 # --- secret ----------------------------------------------------------------------------------------------------------
 TOKENS = re.compile(
-    r"\b(?:(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key id
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key id
     r"|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"  # GitHub
     r"|xox[abprs]-[A-Za-z0-9-]{10,250}"  # Slack
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
-    r"|[sr]k_live_[0-9A-Za-z]{16,247})(?![\w-])"  # Stripe live keys
+    r"|[sr]k_live_[0-9A-Za-z]{16,247}"  # Stripe live keys
     r"|-----BEGIN (?P<pem>[A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?-----END (?P=pem)PRIVATE KEY-----")
-_KEY_NAMES = (r"password|passwd|passphrase|pwd|secret|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret"
-              r"|token|auth[_-]?token|access[_-]?token|refresh[_-]?token|api[_-]?key|api[_-]?secret"
-              r"|access[_-]?key|private[_-]?key")
-KEY_VALUE = re.compile(
-    rf"(?:(?<=[_.-])|(?<![A-Za-z0-9]))(?:{_KEY_NAMES})['\"]?\s*(?::=|=>|[:=])[ \t]*"
-    r"(?:(?P<quote>['\"])(?P<quoted>[^'\"\s<>{}$]{8,200})(?P=quote)"
-    r"|(?P<bare>[^\s'\"<>,;&(){}\[\]$\\`|]{8,200})(?![^\s'\",;&)}\]]))", re.IGNORECASE)
-_KEY_HINT = re.compile(r"pass|pwd|secret|token|key", re.IGNORECASE)
-_CODE_PATH = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*")  # self.password, changeme: no digit
-_PLACEHOLDER_VALUE = re.compile(r"(?i)(?:your|example|sample|placeholder|dummy|redacted|xxxx|\*\*\*\*|\.\.\.)")
+_TOKEN_START = re.compile(  # literals, which `re` scans for several times faster than TOKENS itself
+    r"AKIA|ASIA|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|xoxa-|xoxb-|xoxp-|xoxr-|xoxs-|AIza|sk_live_|rk_live_|-----BEGIN ")
+# Where a key-like name is assigned: case-sensitive literals first, which `re` scans for far faster than an
+# IGNORECASE pattern; the whole identifier around it is then read and checked against _KEY_NAME.
+_NAME_HINT = re.compile(r"(?:pass|Pass|PASS|pwd|Pwd|PWD|secret|Secret|SECRET|token|Token|TOKEN|key|Key|KEY)"
+                        r"[\w.-]*['\"]?\s*(?::=|=>|[:=])")
+_KEY_NAME = re.compile(
+    r"(?:.*[_.-])?(?:password|passwd|passphrase|pwd|secret|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret"
+    r"|token|auth[_-]?token|access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|api[_-]?secret|access[_-]?key"
+    r"|private[_-]?key)", re.IGNORECASE)
+_ASSIGNED = re.compile(
+    r"['\"]?\s*(?::=|=>|[:=])[ \t]*"
+    r"(?:(?P<quote>['\"])(?P<quoted>[^'\"\s<>{}]{8,200})(?P=quote)"
+    r"|(?P<bare>[^\s'\"<>,;&(){}\[\]\\`|]{8,200})(?![^\s'\",;&)}\]]))")
+_IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_CODE_PATH = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*")  # self.password, changeme: letters, no digit
+_PLACEHOLDER_VALUE = re.compile(r"your|example|sample|placeholder|dummy|redacted|xxxx|\*\*\*\*|\.\.\.", re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
 MAX_ENTROPY_NEEDED = 3.0  # bits per character; a random 16-character base62 token has about 3.7
 
@@ -148,19 +205,35 @@ def shannon_entropy(value: str) -> float:
 
 def secret_value(value: str) -> bool:
     """Whether the value after a key-like name is a secret rather than code, a reference or a placeholder."""
-    if len(value) < MIN_SECRET_LENGTH or _CODE_PATH.fullmatch(value) or _PLACEHOLDER_VALUE.search(value):
+    if (len(value) < MIN_SECRET_LENGTH or value[0] in "$%" or _CODE_PATH.fullmatch(value)
+            or _PLACEHOLDER_VALUE.search(value)):
         return False
     return shannon_entropy(value) >= min(MAX_ENTROPY_NEEDED, 0.85 * math.log2(len(value)))
 
 
-def secret_spans(text: str) -> list[tuple[int, int]]:
-    spans = [m.span() for m in TOKENS.finditer(text)]
-    if _KEY_HINT.search(text):
-        for m in KEY_VALUE.finditer(text):
-            group = "quoted" if m.group("quoted") else "bare"
-            if secret_value(m.group(group)):
-                spans.append(m.span(group))
+def _assigned_secrets(text: str) -> list[tuple[int, int]]:
+    """The secret values assigned to key-like names (`DB_PASSWORD=...`, `"api_key": "..."`, `token: ...`)."""
+    spans = []
+    for hint in _NAME_HINT.finditer(text):
+        start = end = hint.start()
+        while start and text[start - 1] in _IDENTIFIER_CHARS:
+            start -= 1
+        while end < len(text) and text[end] in _IDENTIFIER_CHARS:
+            end += 1
+        if not _KEY_NAME.fullmatch(text, start, end):
+            continue
+        value = _ASSIGNED.match(text, end)
+        if value:
+            group = "quoted" if value.group("quoted") else "bare"
+            if secret_value(value.group(group)):
+                spans.append(value.span(group))
     return spans
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    tokens = (TOKENS.match(text, start.start()) for start in _TOKEN_START.finditer(text))
+    spans = [m.span() for m in tokens if m and _isolated(text, *m.span(), "_", "_-", "")]
+    return spans + _assigned_secrets(text)
 
 
 # --- the API ---------------------------------------------------------------------------------------------------------
