@@ -4,8 +4,8 @@ at import, so any worker can import it. The `pii` step calls `redact` or `count`
 
 What the patterns match (precision first: a false positive destroys training text):
 - email: datatrove's PIIFormatter regex (RFC 5322's dot-atom local part, a dotted domain or a bracketed IPv4), but
-  the last domain label must be 2-63 letters and not an image or asset extension, so `pkg@1.2.3` (npm) and
-  `icon@2x.png` are kept. Obfuscated forms (`user at example dot com`, `user[at]example.org`) are not redacted.
+  the last domain label must be 2-63 letters and not a file extension, so `pkg@1.2.3` (npm), `icon@2x.png` and
+  `po/sr@latin.po` are kept. Obfuscated forms (`user at example dot com`, `user[at]example.org`) are not redacted.
 - ip: IPv4 dotted quads (no leading zeros) and IPv6 in 2000::/3 (full or `::`-compressed, at least two colons),
   only those `ipaddress` calls global and not multicast: private, loopback, link-local, shared, documentation
   (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32), reserved and multicast addresses identify no one and
@@ -28,6 +28,8 @@ them on the bundled corpora): datatrove also redacts an email whose domain ends 
 dotted quad inside a longer number (it has no boundaries: `1.2.3.45678` gives `1.2.3.45`), a version-like quad
 and a multicast address; it finds no IPv6, phone or secret."""
 
+import bisect
+import functools
 import ipaddress
 import math
 import re
@@ -42,11 +44,14 @@ PRIORITY = ("secret", "email", "ip", "phone")  # where spans of two kinds overla
 _ATOM = r"[A-Za-z0-9!#$%&'*+=?^_`{|}~/-]+"  # datatrove's; '/' apart from '*' (no glob)
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
-_ASSET_EXTENSIONS = "png|jpe?g|gif|svg|webp|ico|bmp|tiff?|css|js"
-EMAIL = re.compile(
-    rf"\b{_ATOM}(?:\.{_ATOM})*@"
-    rf"(?:(?:{_LABEL}\.)+(?!(?:{_ASSET_EXTENSIONS})(?![A-Za-z0-9-]))[A-Za-z]{{2,63}}(?![A-Za-z0-9-])"
-    rf"|\[(?:{_OCTET}\.){{3}}{_OCTET}\])")
+# File extensions that are no top-level domain: `icon@2x.png`, `po/sr@latin.po` name files, not mailboxes.
+FILE_EXTENSIONS = "png|jpe?g|gif|svg|webp|ico|bmp|tiff?|css|js|html?|php|txt|json|xml|ya?ml|toml|po|pot|header"
+_DOMAIN = (rf"(?:(?:{_LABEL}\.)+(?!(?:{FILE_EXTENSIONS})(?![A-Za-z0-9-]))[A-Za-z]{{2,63}}(?![A-Za-z0-9-])"
+           rf"|\[(?:{_OCTET}\.){{3}}{_OCTET}\])")
+EMAIL = re.compile(rf"\b{_ATOM}(?:\.{_ATOM})*@{_DOMAIN}")
+DOMAIN = re.compile(_DOMAIN)
+
+_LOCAL_PART_WINDOW, _DOMAIN_WINDOW = 128, 256  # RFC 5321 allows 64 and 255 characters
 
 # --- ip --------------------------------------------------------------------------------------------------------------
 # The candidates' boundaries are checked in Python (`_isolated`): a pattern that starts with a lookbehind is not
@@ -54,15 +59,16 @@ EMAIL = re.compile(
 IPV4 = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
 IPV6 = re.compile(r"[23][0-9A-Fa-f]{3}(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?<=:)[0-9]{1,3}(?:\.[0-9]{1,3}){3})?")
 _VERSION_BEFORE = re.compile(
-    r"(?:\b(?:versions?|ver|release[sd]?|rel|builds?|firmware|kernel|changelog|tag(?:ged)?|sections?|chapters?|"
-    r"abschnitt|kapitel|appendix|paragraph|§)\W*(?:[\w.-]+\W+){0,2}"
-    r"|\b(?:update[sd]?|upgraded?|upgrades|bump(?:ed|s)?)(?:\s+(?:to|from))?\s+|\bv\.?\s*|[A-Za-z][\w.]*[-_]"
-    r"|[=<>~!]=\s*)$", re.IGNORECASE)
-_VERSION_AFTER = re.compile(r"[~+][\w.]|-[0-9]++(?!(?:\.[0-9]{1,3}){3})")  # 1.2.3.4-1, ~rc1, +dfsg; not a range
+    r"(?:\b(?:versions?|ver|release[sd]?|rel|builds?|firmware|kernel|changelog|changes|tag(?:ged)?|sections?|"
+    r"chapters?|abschnitt|kapitel|appendix|paragraph|§|merged?|revert(?:ed)?|requires?|new\s+in|"
+    r"updat(?:e[sd]?|ing)|upgrad(?:e[sd]?|ing)|bump(?:ed|s)?)\W*(?:[\w.-]+\W+){0,3}"
+    r"|\bv\.?\s*|[A-Za-z][\w.]*[-_]|[=<>~!]=\s*|->\s*)$", re.IGNORECASE)
+_VERSION_AFTER = re.compile(r"[~+][\w.]|-[0-9]++(?!(?:\.[0-9]{1,3}){3})|\s*->")  # 1.2.3.4-1, ~rc1, +dfsg, 1.2.3.4 ->
 _ADDRESS_WORDS = re.compile(
-    r"\b(?:ips?|ipv4|address(?:es)?|addr|hosts?|hostname|server|nameserver|dns|resolver|ping(?:ed)?|from|"
-    r"connect(?:s|ed|ion)?|gateway|router|proxy|client|peer|remote|inet|src|dst|source|destination|login|logged|"
-    r"block(?:ed)?|ban(?:ned)?|firewall|allow(?:ed)?|deny|denied|whois|visitor)\b", re.IGNORECASE)
+    r"\b(?:ips?|ipv4|address(?:es)?|addr|hosts?|hostname|server|nameserver|dns|resolver|ping(?:ed)?|"
+    r"connect(?:s|ed|ion)?|gateway|router|proxy|client|peer|remote|inet|login|logged|"
+    r"block(?:ed)?|ban(?:ned)?|firewall|deny|denied|whois|visitor)\b", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+$", re.IGNORECASE)  # `from` is an address word only right before the address
 _NETWORK_PREFIX = re.compile(r"/([0-9]{1,3})(?![0-9])|/[0-9a-fA-F]*:")  # /24, or an IPv6 mask (/ffff:ff00::)
 _BEFORE, _AFTER = 40, 24  # characters of the line read on either side of an address for the words around it
 
@@ -84,6 +90,7 @@ def _isolated(text: str, start: int, end: int, before: str, after: str, joins: s
     return True
 
 
+@functools.lru_cache(maxsize=4096)  # a log repeats its addresses
 def _public(address: str) -> bool:
     try:
         ip = ipaddress.ip_address(address)
@@ -108,15 +115,16 @@ def _network(text: str, end: int, address: str) -> bool:
 def _version_like(text: str, start: int, end: int, address: str) -> bool:
     """Whether a dotted quad reads as a version or section number rather than an address: a version or section word,
     a package name or a pin (==) before it, a revision after it, a hostname label or a heading's '. ' after it, or small
-    parts (at most 15.9.9.x: 1.2.3.4, 6.2.4.1) with no address word (from, ip, host, server, ...) near it."""
+    parts (at most 25.99.99.x: 1.2.3.4, 6.2.4.1, 1.91.6.1) with no address word near it (ip, host, server, ... or
+    `from` just before it)."""
     before, after = _line_around(text, start, end)
     if _VERSION_BEFORE.search(before) or _VERSION_AFTER.match(text, end):
         return True
     if after[:1] == "." and (after[1:2].isalpha() or not before.strip() and after[1:2].isspace()):
         return True  # a hostname's label follows (1.0.0.127.in-addr.arpa), or a heading's number (8.3.1.1. DNS)
     first, second, third, _ = map(int, address.split("."))
-    small = first <= 15 and second <= 9 and third <= 9
-    return small and not (_ADDRESS_WORDS.search(before) or _ADDRESS_WORDS.search(after))
+    small = first <= 25 and second <= 99 and third <= 99
+    return small and not (_ADDRESS_WORDS.search(before) or _ADDRESS_WORDS.search(after) or _FROM.search(before))
 
 
 def _ipv4_address(text: str, start: int, end: int, address: str) -> bool:
@@ -138,13 +146,25 @@ def ip_spans(text: str) -> list[tuple[int, int]]:
 
 
 def email_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in EMAIL.finditer(text)] if "@" in text else []
+    """EMAIL's matches, each looked for in a window around an '@': a scan of the whole text restarts at every word
+    boundary of a long run of local-part characters (base64, `a-b-c-...`) and costs its square."""
+    spans, pos = [], 0
+    while (at := text.find("@", pos)) >= 0:
+        if not DOMAIN.match(text, at + 1, at + _DOMAIN_WINDOW):
+            pos = at + 1  # no address can use this '@'
+            continue
+        m = EMAIL.search(text, max(pos, at - _LOCAL_PART_WINDOW), at + _DOMAIN_WINDOW)
+        if m:
+            spans.append(m.span())
+        pos = m.end() if m else at + 1
+    return spans
 
 
 # --- phone -----------------------------------------------------------------------------------------------------------
 INTERNATIONAL = re.compile(r"\+[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\)[ .-]?[0-9]+|[ .-]?[0-9]+)(?:[ .-][0-9]+)*")
 NORTH_AMERICAN = re.compile(r"[0-9][0-9][0-9]([-.])[0-9][0-9][0-9]\1[0-9]{4}|\([0-9]{3}\) ?[0-9]{3}[-. ][0-9]{4}")
 TRUNK_ZERO = re.compile(r"\(0[1-9][0-9]{0,3}\) ?[0-9]{2,8}(?:[ -][0-9]{2,8}){0,3}|0[1-9][0-9]{0,3}(?:[ -][0-9]{2,8}){1,4}")
+_ZIP_PLUS_4 = re.compile(r"[0-9]{5}-[0-9]{4}")
 _NOT_A_PHONE_BEFORE = re.compile(r"\b(?:ISBN|ISSN)(?:-1[03])?:?\s*$|[0-9][ .:/-]?$", re.IGNORECASE)
 
 
@@ -157,10 +177,24 @@ def _phone_numbers(text: str, pattern: re.Pattern, fewest: int, most: int) -> li
         if pattern is NORTH_AMERICAN and start >= 2 and text[start - 2] == "1" and text[start - 1] in "-. ":
             start -= 2  # 1-800-555-0199: the country code without its '+'
         digits = sum(c.isdigit() for c in text[start:end])
-        if (fewest <= digits <= most and _isolated(text, start, end, "+-./_", "/_")
-                and (pattern is INTERNATIONAL or not _NOT_A_PHONE_BEFORE.search(text, max(0, start - 12), start))):
+        if (fewest <= digits <= most and _isolated(text, start, end, "+-./_~", "/_+", " .-")
+                and (pattern is INTERNATIONAL or not _NOT_A_PHONE_BEFORE.search(text, max(0, start - 12), start))
+                and _phone_shaped(text[start:end], digits)):
             spans.append((start, end))
     return spans
+
+
+def _phone_shaped(number: str, digits: int) -> bool:
+    """An international number written without separators has 10-13 digits (not a +20191229111838 snapshot); a
+    trunk-0 one ends in a group of 4 or more digits or is five pairs (01 23 45 67 89), and is not a US ZIP+4
+    (02111-1307)."""
+    if number[0] == "+":
+        return digits + 1 != len(number) or 10 <= digits <= 13
+    if number[0] == "0" or number.startswith("(0"):
+        groups = re.split(r"[ ()-]+", number.strip("()"))
+        pairs = len(groups) == 5 and all(len(g) == 2 for g in groups)
+        return (pairs or len(groups[-1]) >= 4) and not _ZIP_PLUS_4.fullmatch(number)
+    return True
 
 
 def phone_spans(text: str) -> list[tuple[int, int]]:
@@ -187,12 +221,14 @@ _KEY_NAME = re.compile(
     r"|token|auth[_-]?token|access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|api[_-]?secret|access[_-]?key"
     r"|private[_-]?key)", re.IGNORECASE)
 _ASSIGNED = re.compile(
-    r"['\"]?\s*(?::=|=>|[:=])[ \t]*"
+    r"['\"]?\s*(?::=|=>|[:=])(?![:=])[ \t]*"
     r"(?:(?P<quote>['\"])(?P<quoted>[^'\"\s<>{}]{8,200})(?P=quote)"
     r"|(?P<bare>[^\s'\"<>,;&(){}\[\]\\`|]{8,200})(?![^\s'\",;&)}\]]))")
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _CODE_PATH = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*")  # self.password, changeme: letters, no digit
-_PLACEHOLDER_VALUE = re.compile(r"your|example|sample|placeholder|dummy|redacted|xxxx|\*\*\*\*|\.\.\.", re.IGNORECASE)
+_PLACEHOLDER_VALUE = re.compile(  # an example or a name, not a secret: also a value that names the key again
+    r"your|example|sample|placeholder|dummy|redacted|xxxx|\*\*\*\*|\.\.\.|%20|password|passwd|secret|token",
+    re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
 MAX_ENTROPY_NEEDED = 3.0  # bits per character; a random 16-character base62 token has about 3.7
 
@@ -225,8 +261,11 @@ def _assigned_secrets(text: str) -> list[tuple[int, int]]:
         value = _ASSIGNED.match(text, end)
         if value:
             group = "quoted" if value.group("quoted") else "bare"
-            if secret_value(value.group(group)):
-                spans.append(value.span(group))
+            start, end = value.span(group)
+            if group == "bare":
+                end = start + len(text[start:end].rstrip(".,:;!?"))  # a sentence's punctuation after it
+            if secret_value(text[start:end]):
+                spans.append((start, end))
     return spans
 
 
@@ -257,14 +296,18 @@ def spans(text: str, kinds) -> list[tuple[int, int, str]]:
     the earlier, then the longer span) keeps it."""
     kinds = _as_tuple(kinds)
     check_kinds(kinds, "pii")
-    taken: list[tuple[int, int, str]] = []
+    starts: list[int] = []
+    taken: list[tuple[int, int, str]] = []  # sorted by start, none overlapping
     for kind in PRIORITY:
         if kind not in kinds:
             continue
         for start, end in sorted(FINDERS[kind](text), key=lambda s: (s[0], -s[1])):
-            if not any(start < t_end and t_start < end for t_start, t_end, _ in taken):
-                taken.append((start, end, kind))
-    return sorted(taken)
+            i = bisect.bisect_right(starts, start)
+            if (i and taken[i - 1][1] > start) or (i < len(taken) and taken[i][0] < end):
+                continue
+            starts.insert(i, start)
+            taken.insert(i, (start, end, kind))
+    return taken
 
 
 def count(text: str, kinds) -> dict[str, int]:

@@ -78,6 +78,7 @@ NEAR_MISSES = {
         "git checkout main@{upstream} resets it.",
         "See https://medium.com/@author/post-title for details.",
         "Tag v1.2@rc is old.",
+        "* po/en@quot.po, po/sr@latin.po: updated.",
     ],
     "ip": [
         "Changes in version 1.2.3.4: fixed the parser.",
@@ -94,6 +95,11 @@ NEAR_MISSES = {
         "Section 3.1.4.1 describes it; see 10.20.30.400 too.",
         "The hash is 1.2.3.45678 in this odd notation.",
         "C++: std::vector<int>::iterator it;",
+        "dpkg (1.16.4.3) unstable; urgency=low",
+        "      Git 1.7.12.4\n      Git 1.8.0-rc3",
+        "merge 1.73.2.34 -> 1.73.2.35",
+        "Requires xextproto 7.0.99.2",
+        "Reserved: 224.0.0.251 (mDNS) and the network 192.0.3.0/24.",
     ],
     "phone": [
         "Released on 2024-01-15 and patched 15.01.2024.",
@@ -111,6 +117,10 @@ NEAR_MISSES = {
         "Coordinates 51.5074, -0.1278 mark London.",
         "Zip 90210-1234 is Beverly Hills.",
         "The value 1 555 123 4567 89 is too long to be a number we know.",
+        "51 Franklin St, Fifth Floor, Boston, MA 02110-1301, USA.",
+        "llvm-toolchain-snapshot (1:10~+20191229111838+6991d5728f1-1~exp1) experimental",
+        "Partially addressable: 01 02 03 04 05 06 07",
+        "     041 117 132\n     133 112 255",
     ],
     "secret": [
         "Fixed in commit 9fceb02d0ae598e95dc970b74767f19372d61af8.",
@@ -129,11 +139,16 @@ NEAR_MISSES = {
         "The max_tokens=4096 limit applies.",
         "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0B\n-----END PUBLIC KEY-----",
         "secret: short1",
+        "* src/roff/troff/input.cc (token::delimiter): Improve error message.",
+        "The [IPv6Prefix] section also gained the Token= setting.",
+        "pkcs11:token=Root%20CA%20Certificates;serial=1",
+        "if token == expected_value:",
     ],
 }
 
-# The valid sentences the patterns miss, on purpose: a dotted quad whose parts are all small (at most 15.9.9.x) is
-# read as a version or section number unless an address word (from, ip, host, server, ...) is near it.
+# The valid sentences the patterns miss, on purpose: a dotted quad whose parts are all small (at most 25.99.99.x) is
+# read as a version or section number unless an address word (ip, host, server, ... or `from` just before) is near
+# it.
 KNOWN_MISSES = {
     "email": [],
     "ip": ["I was assigned 1.2.3.4 by my ISP last week."],
