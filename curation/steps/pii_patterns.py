@@ -1,32 +1,40 @@
 """The patterns that find personal data and secrets in a text, and its redaction: pure Python and `re`, compiled once
 at import, so any worker can import it. The `pii` step calls `redact` or `count`; the config checks `pii_kinds` with
-`check_kinds`.
+`check_kinds`. Where spans of two kinds overlap, one span is counted and replaced, under the first of PRIORITY.
 
 What the patterns match (precision first: a false positive destroys training text):
 - email: datatrove's PIIFormatter regex (RFC 5322's dot-atom local part, a dotted domain or a bracketed IPv4), but
   the last domain label must be 2-63 letters and not a file extension, so `pkg@1.2.3` (npm), `icon@2x.png` and
   `po/sr@latin.po` are kept. Obfuscated forms (`user at example dot com`, `user[at]example.org`) are not redacted.
-- ip: IPv4 dotted quads (no leading zeros) and IPv6 in 2000::/3 (full or `::`-compressed, at least two colons),
-  only those `ipaddress` calls global and not multicast: private, loopback, link-local, shared, documentation
-  (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32), reserved and multicast addresses identify no one and
-  are kept. A dotted quad is a version, not an address, when it is part of a longer dotted number (1.2.3.4.5),
-  follows `v`, a package name and a dash (`foo-1.2.3.4`) or, within three words, a version word (version, release,
-  build, firmware, update, bump, ...), or is followed by a Debian-like revision (`1.2.3.4-1`, `~rc1`, `+dfsg`).
-- phone: `+CC` numbers with spaces, dashes, dots or parentheses (7-15 digits in all), and national forms with
-  separators: North American (555) 123-4567, 555-123-4567, 555.123.4567 and trunk-0 numbers (020 7946 0958,
-  030 123456, 01 23 45 67 89; 9-11 digits). Never a bare digit run, a part of a longer number or hex string, a
-  date, an ISBN, a time or a year range.
+- ip: IPv4 dotted quads (no leading zeros) and IPv6 in 2000::/3 (full or `::`-compressed, at least three groups
+  written: not `2002::`, nor times or MAC addresses), only those `ipaddress` calls global and not multicast:
+  private, loopback, link-local, shared, documentation (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32),
+  reserved and multicast addresses identify no one and are kept, and so is a network's address (`192.0.3.0/24`).
+  A dotted quad is a version or section number, not an address, when it is part of a longer number or name
+  (`1.2.3.4.5`, `1.0.0.127.in-addr.arpa`), follows `v`, `==`, `->`, a name and a dash (`foo-1.2.3.4`) or, within
+  four words on its line, a version word (version, release, build, changes, update, section, requires, ...), is
+  followed by a revision (`1.2.3.4-1`, `~rc1`, `+dfsg`, `->`) or a heading's `. `, or has small parts (at most
+  25.99.99.x: `1.2.3.4`, `1.16.4.3`, `6.2.4.1`) with no address word near it on its line (ip, address, host,
+  server, dns, ping, connection, client, ..., or `from` right before it).
+- phone: `+CC` numbers with spaces, dashes, dots or parentheses (7-15 digits; 10-13 written without separators),
+  and national forms with separators: North American (555) 123-4567, 555-123-4567, 555.123.4567, 1-800-555-0199
+  and trunk-0 numbers (020 7946 0958, 030 123456, 01 23 45 67 89: 9-11 digits, the last group of 4 or more or five
+  pairs). Never a bare digit run, a part of a longer number, hex string or space-separated list, a date, an ISBN,
+  a US ZIP+4, a time or a year range.
 - secret: AWS access key ids, GitHub, Slack, Google API and Stripe live keys, PEM private key blocks (the whole
-  block one span) and the value after a key-like name (password=, token:, api_key=, secret=, ...) when it is at
-  least 8 characters, not a reference (`$X`, `${X}`, `<your key>`), not a code identifier or dotted path without a digit
-  (`password = form.password`, `password=changeme`: a default or example carries no one's secret and no entropy)
-  and its Shannon entropy per character reaches min(3.0, 0.85 log2(length)). Hashes, UUIDs and base64 on their own
-  are kept.
+  block one span) and the value after a key-like name (password=, passwd:, token:, api_key=, secret=,
+  access_key=, `"password": "..."`, `DB_PASSWORD=...`) when it is at least 8 characters, not a reference (`$X`,
+  `${X}`, `<your key>`), not a placeholder (your, example, xxxx, ****, or the key's own name again) and not a code
+  identifier or dotted path without a digit (`password = form.password`, `token = next_token`), and its Shannon
+  entropy per character reaches min(3.0, 0.85 log2(length)). So `password=changeme` is kept: a default or an
+  example identifies no one and has no entropy to lose; `password=hunter2x9` is redacted. Hashes, UUIDs and base64
+  on their own are kept.
 
 Where the email and IPv4 spans differ from datatrove's PIIFormatter (tests/curation/test_pii_patterns.py compares
-them on the bundled corpora): datatrove also redacts an email whose domain ends in digits or an image extension, a
-dotted quad inside a longer number (it has no boundaries: `1.2.3.45678` gives `1.2.3.45`), a version-like quad
-and a multicast address; it finds no IPv6, phone or secret."""
+them on the bundled corpora, each difference in a named class): datatrove also redacts an email whose last domain
+label is not 2-63 letters or is a file extension, a dotted quad inside a longer number or name (it has no
+boundaries: `1.2.3.45678` gives `1.2.3.45`, `id-1.9.18.6` gives `1.9.18.6`), a version or section number, a
+network's address and a multicast address; it finds no IPv6, phone or secret."""
 
 import bisect
 import functools
@@ -163,7 +171,8 @@ def email_spans(text: str) -> list[tuple[int, int]]:
 # --- phone -----------------------------------------------------------------------------------------------------------
 INTERNATIONAL = re.compile(r"\+[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\)[ .-]?[0-9]+|[ .-]?[0-9]+)(?:[ .-][0-9]+)*")
 NORTH_AMERICAN = re.compile(r"[0-9][0-9][0-9]([-.])[0-9][0-9][0-9]\1[0-9]{4}|\([0-9]{3}\) ?[0-9]{3}[-. ][0-9]{4}")
-TRUNK_ZERO = re.compile(r"\(0[1-9][0-9]{0,3}\) ?[0-9]{2,8}(?:[ -][0-9]{2,8}){0,3}|0[1-9][0-9]{0,3}(?:[ -][0-9]{2,8}){1,4}")
+TRUNK_ZERO = re.compile(r"\(0[1-9][0-9]{0,3}\) ?[0-9]{2,8}(?:[ -][0-9]{2,8}){0,3}"  # (020) 7946 0958
+                        r"|0[1-9][0-9]{0,3}(?:[ -][0-9]{2,8}){1,4}")  # 020 7946 0958, 030 123456, 01 23 45 67 89
 _ZIP_PLUS_4 = re.compile(r"[0-9]{5}-[0-9]{4}")
 _NOT_A_PHONE_BEFORE = re.compile(r"\b(?:ISBN|ISSN)(?:-1[03])?:?\s*$|[0-9][ .:/-]?$", re.IGNORECASE)
 
@@ -209,7 +218,8 @@ TOKENS = re.compile(
     r"|xox[abprs]-[A-Za-z0-9-]{10,250}"  # Slack
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
     r"|[sr]k_live_[0-9A-Za-z]{16,247}"  # Stripe live keys
-    r"|-----BEGIN (?P<pem>[A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?-----END (?P=pem)PRIVATE KEY-----")
+    r"|-----BEGIN (?P<pem>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"  # PEM, OpenSSH and PGP private keys: the block,
+    r"(?:[\s\S]*?-----END (?P=pem)-----|(?:\s*[A-Za-z0-9+/=]{16,})+)")  # or, cut short, its base64 lines
 _TOKEN_START = re.compile(  # literals, which `re` scans for several times faster than TOKENS itself
     r"AKIA|ASIA|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|xoxa-|xoxb-|xoxp-|xoxr-|xoxs-|AIza|sk_live_|rk_live_|-----BEGIN ")
 # Where a key-like name is assigned: case-sensitive literals first, which `re` scans for far faster than an

@@ -46,6 +46,8 @@ def test_recall_and_false_positives_on_the_planted_sentences(kind):
      "DB_PASSWORD=<SECRET>\nAWS=<SECRET>\npassword = form.password"),
     ("key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nkqhkiG9w0BAQEF\n-----END PRIVATE KEY-----\ndone",
      "key:\n<SECRET>\ndone"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAEbm9uZQAAAAAAAAAB\n(cut here)",
+     "<SECRET>\n(cut here)"),
     ("host 2001:4860:4860::8888, docs 2001:db8::1, at 12:30:45", "host <IP_ADDRESS>, docs 2001:db8::1, at 12:30:45"),
     ("Write to user at example dot com; sha 9fceb02d0ae598e95dc970b74767f19372d61af8.",
      "Write to user at example dot com; sha 9fceb02d0ae598e95dc970b74767f19372d61af8."),
@@ -64,7 +66,8 @@ def test_counts_name_every_given_kind_and_only_those():
 
 def test_an_overlap_is_counted_once_under_one_kind():
     """A bracketed IP inside an email and a digit run inside a token are one span each."""
-    assert redact("to x@[93.184.216.34] now", KINDS) == ("to <EMAIL> now", {"email": 1, "ip": 0, "phone": 0, "secret": 0})
+    assert redact("to x@[93.184.216.34] now", KINDS) == ("to <EMAIL> now",
+                                                          {"email": 1, "ip": 0, "phone": 0, "secret": 0})
     assert count("to x@[93.184.216.34] now", ["ip"]) == {"ip": 1}
     token = "token: ghp_5551234567aBcDeFgHiJkLmNoPqRsTuVwXyZ0123"
     assert redact(token, KINDS) == ("token: <SECRET>", {"email": 0, "ip": 0, "phone": 0, "secret": 1})
