@@ -5,7 +5,7 @@ at import, so any worker can import it. The `pii` step calls `redact` or `count`
 What the patterns match (precision first: a false positive destroys training text):
 - email: datatrove's PIIFormatter regex (RFC 5322's dot-atom local part, a dotted domain or a bracketed IPv4), but
   the last domain label must be 2-63 letters and not a file extension, so `pkg@1.2.3` (npm), `icon@2x.png` and
-  `po/sr@latin.po` are kept. Obfuscated forms (`user at example dot com`, `user[at]example.org`) are not redacted.
+  `po/sr@latin.po` are kept, and it must not run on into a word (`a@b.org_c`). Obfuscated forms (`user at example dot com`, `user[at]example.org`) are not redacted.
 - ip: IPv4 dotted quads (no leading zeros) and IPv6 in 2000::/3 (full or `::`-compressed, at least three groups
   written: not `2002::`, nor times or MAC addresses), only those `ipaddress` calls global and not multicast:
   private, loopback, link-local, shared, documentation (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32),
@@ -46,6 +46,7 @@ from base.errors import UserError, did_you_mean
 
 KINDS = ("email", "ip", "phone", "secret")
 PLACEHOLDERS = {"email": "<EMAIL>", "ip": "<IP_ADDRESS>", "phone": "<PHONE>", "secret": "<SECRET>"}
+MAX_PASSES = 4  # redact reads a text again while it finds more; each pass leaves fewer characters to match
 PRIORITY = ("secret", "email", "ip", "phone")  # where spans of two kinds overlap, the earlier kind takes the span
 
 # --- email -----------------------------------------------------------------------------------------------------------
@@ -54,7 +55,7 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
 # File extensions that are no top-level domain: `icon@2x.png`, `po/sr@latin.po` name files, not mailboxes.
 FILE_EXTENSIONS = "png|jpe?g|gif|svg|webp|ico|bmp|tiff?|css|js|html?|php|txt|json|xml|ya?ml|toml|po|pot|header"
-_DOMAIN = (rf"(?:(?:{_LABEL}\.)+(?!(?:{FILE_EXTENSIONS})(?![A-Za-z0-9-]))[A-Za-z]{{2,63}}(?![A-Za-z0-9-])"
+_DOMAIN = (rf"(?:(?:{_LABEL}\.)+(?!(?:{FILE_EXTENSIONS})(?![A-Za-z0-9-]))[A-Za-z]{{2,63}}(?![\w-])"
            rf"|\[(?:{_OCTET}\.){{3}}{_OCTET}\])")
 EMAIL = re.compile(rf"\b{_ATOM}(?:\.{_ATOM})*@{_DOMAIN}")
 DOMAIN = re.compile(_DOMAIN)
@@ -72,8 +73,8 @@ _VERSION_BEFORE = re.compile(
     r"updat(?:e[sd]?|ing)|upgrad(?:e[sd]?|ing)|bump(?:ed|s)?)\W*(?:[\w.-]+\W+){0,3}"
     r"|\bv\.?\s*|[A-Za-z][\w.]*[-_]|[=<>~!]=\s*|->\s*)$", re.IGNORECASE)
 _VERSION_AFTER = re.compile(r"[~+][\w.]|-[0-9]++(?!(?:\.[0-9]{1,3}){3})|\s*->")  # 1.2.3.4-1, ~rc1, +dfsg, 1.2.3.4 ->
-_ADDRESS_WORDS = re.compile(
-    r"\b(?:ips?|ipv4|address(?:es)?|addr|hosts?|hostname|server|nameserver|dns|resolver|ping(?:ed)?|"
+_ADDRESS_WORDS = re.compile(  # not the <IP_ADDRESS> placeholder's `IP`, cut off by the window
+    r"\b(?<!<)(?:ips?|ipv4|address(?:es)?|addr|hosts?|hostname|server|nameserver|dns|resolver|ping(?:ed)?|"
     r"connect(?:s|ed|ion)?|gateway|router|proxy|client|peer|remote|inet|login|logged|"
     r"block(?:ed)?|ban(?:ned)?|firewall|deny|denied|whois|visitor)\b", re.IGNORECASE)
 _FROM = re.compile(r"\bfrom\s+$", re.IGNORECASE)  # `from` is an address word only right before the address
@@ -81,8 +82,11 @@ _NETWORK_PREFIX = re.compile(r"/([0-9]{1,3})(?![0-9])|/[0-9a-fA-F]*:")  # /24, o
 _BEFORE, _AFTER = 40, 24  # characters of the line read on either side of an address for the words around it
 
 
-def _line_around(text: str, start: int, end: int) -> tuple[str, str]:
-    return (text[max(0, start - _BEFORE):start].rsplit("\n", 1)[-1], text[end:end + _AFTER].split("\n", 1)[0])
+def _line_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where the context of a match starts and ends: its line, at most _BEFORE and _AFTER characters of it. Patterns
+    search it in place (pos, endpos), so that a word boundary at its edges is the text's own."""
+    newline = text.find("\n", end, end + _AFTER)
+    return max(text.rfind("\n", 0, start) + 1, start - _BEFORE), newline if newline >= 0 else end + _AFTER
 
 
 def _isolated(text: str, start: int, end: int, before: str, after: str, joins: str = ".-") -> bool:
@@ -125,14 +129,16 @@ def _version_like(text: str, start: int, end: int, address: str) -> bool:
     a package name or a pin (==) before it, a revision after it, a hostname label or a heading's '. ' after it, or small
     parts (at most 25.99.99.x: 1.2.3.4, 6.2.4.1, 1.91.6.1) with no address word near it (ip, host, server, ... or
     `from` just before it)."""
-    before, after = _line_around(text, start, end)
-    if _VERSION_BEFORE.search(before) or _VERSION_AFTER.match(text, end):
+    lo, hi = _line_around(text, start, end)
+    if _VERSION_BEFORE.search(text, lo, start) or _VERSION_AFTER.match(text, end):
         return True
-    if after[:1] == "." and (after[1:2].isalpha() or not before.strip() and after[1:2].isspace()):
+    after = text[end:end + 2]
+    if after[:1] == "." and (after[1:].isalpha() or not text[lo:start].strip() and after[1:].isspace()):
         return True  # a hostname's label follows (1.0.0.127.in-addr.arpa), or a heading's number (8.3.1.1. DNS)
     first, second, third, _ = map(int, address.split("."))
     small = first <= 25 and second <= 99 and third <= 99
-    return small and not (_ADDRESS_WORDS.search(before) or _ADDRESS_WORDS.search(after) or _FROM.search(before))
+    return small and not (_ADDRESS_WORDS.search(text, lo, start) or _ADDRESS_WORDS.search(text, end, hi)
+                          or _FROM.search(text, lo, start))
 
 
 def _ipv4_address(text: str, start: int, end: int, address: str) -> bool:
@@ -321,23 +327,25 @@ def spans(text: str, kinds) -> list[tuple[int, int, str]]:
 
 
 def count(text: str, kinds) -> dict[str, int]:
-    """How many spans of each given kind the text holds (every given kind a key)."""
-    counts = dict.fromkeys(_as_tuple(kinds), 0)
-    for _, _, kind in spans(text, kinds):
-        counts[kind] += 1
-    return counts
+    """How many spans of each given kind redact finds in the text (every given kind a key)."""
+    return redact(text, kinds)[1]
 
 
 def redact(text: str, kinds) -> tuple[str, dict[str, int]]:
-    """The text with each span of the given kinds replaced by its kind's placeholder, and the count per kind."""
+    """The text with each span of the given kinds replaced by its kind's placeholder, and the count per kind. A span
+    can stand out only once its neighbour is replaced (an IPv4 address run into an IPv6 one: `1.2.3.4-2001:db8::`
+    reads as a version's revision until the IPv6 is a placeholder), so the text is read again until nothing more
+    is found: redacting twice changes nothing."""
     counts = dict.fromkeys(_as_tuple(kinds), 0)
-    found = spans(text, kinds)
-    if not found:
-        return text, counts
-    parts, last = [], 0
-    for start, end, kind in found:
-        parts += [text[last:start], PLACEHOLDERS[kind]]
-        counts[kind] += 1
-        last = end
-    parts.append(text[last:])
-    return "".join(parts), counts
+    for _ in range(MAX_PASSES):
+        found = spans(text, kinds)
+        if not found:
+            break
+        parts, last = [], 0
+        for start, end, kind in found:
+            parts += [text[last:start], PLACEHOLDERS[kind]]
+            counts[kind] += 1
+            last = end
+        parts.append(text[last:])
+        text = "".join(parts)
+    return text, counts

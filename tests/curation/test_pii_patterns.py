@@ -7,6 +7,8 @@ from collections import Counter
 
 import pytest
 from datatrove.pipeline.formatters.pii import PIIFormatter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from base.errors import UserError
 from curation.config import load_sources
@@ -82,6 +84,22 @@ def test_redaction_is_idempotent_and_placeholders_are_never_matched():
     around = f"{placeholders} password={PLACEHOLDERS['secret']} api_key: '{PLACEHOLDERS['secret']}' " \
              f"{PLACEHOLDERS['email']}@example {PLACEHOLDERS['ip']}.5 +1 {PLACEHOLDERS['phone']}"
     assert count(around, KINDS) == dict.fromkeys(KINDS, 0)
+
+
+PIECES = ["8.8.8.8", "93.184.216.34", "2001:4860:4860::8888", "@", "x@y.org", "example.com", ".", "-", "_", " ", "\n",
+          "+1", "(555)", "123", "4567", "020", "0", "9", "password", "=", ":", "'", "Xk9#mQ2vL7p", "AKIAIOSFODNN7EXAMPLE",
+          "version", "from", "ip", "1.2.3.4", "/24", "::", "<EMAIL>", "<SECRET>", "<IP_ADDRESS>",
+          "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+def test_redacting_twice_changes_nothing_whatever_runs_into_what(text):
+    """Spans run into each other (an email's local part into an IPv6 address, an IPv4 address into a revision-like
+    `-2001:...`): what stands out once a neighbour is a placeholder is found by redact's next reading."""
+    once, counts = redact(text, KINDS)
+    assert redact(once, KINDS) == (once, dict.fromkeys(KINDS, 0))
+    assert count(text, KINDS) == counts
 
 
 def test_an_unknown_kind_is_named_with_the_known_ones():
