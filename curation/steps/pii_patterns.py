@@ -5,7 +5,8 @@ at import, so any worker can import it. The `pii` step calls `redact` or `count`
 What the patterns match (precision first: a false positive destroys training text):
 - email: datatrove's PIIFormatter regex (RFC 5322's dot-atom local part, a dotted domain or a bracketed IPv4), but
   the last domain label must be 2-63 letters and not a file extension, so `pkg@1.2.3` (npm), `icon@2x.png` and
-  `po/sr@latin.po` are kept, and it must not run on into a word (`a@b.org_c`). Obfuscated forms (`user at example dot com`, `user[at]example.org`) are not redacted.
+  `po/sr@latin.po` are kept, and it must not run on into a word (`a@b.org_c`). Obfuscated forms (`user at example
+  dot com`, `user[at]example.org`) are not redacted.
 - ip: IPv4 dotted quads (no leading zeros) and IPv6 in 2000::/3 (full or `::`-compressed, at least three groups
   written: not `2002::`, nor times or MAC addresses), only those `ipaddress` calls global and not multicast:
   private, loopback, link-local, shared, documentation (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32),
@@ -225,7 +226,7 @@ TOKENS = re.compile(
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
     r"|[sr]k_live_[0-9A-Za-z]{16,247}"  # Stripe live keys
     r"|-----BEGIN (?P<pem>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"  # PEM, OpenSSH and PGP private keys: the block,
-    r"(?:[\s\S]*?-----END (?P=pem)-----|(?:\s*[A-Za-z0-9+/=]{16,})+)")  # or, cut short, its base64 lines
+    r"(?:[\s\S]{0,16384}?-----END (?P=pem)-----|(?:\s*[A-Za-z0-9+/=]{16,})+)")  # or, cut short, its base64
 _TOKEN_START = re.compile(  # literals, which `re` scans for several times faster than TOKENS itself
     r"AKIA|ASIA|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|xoxa-|xoxb-|xoxp-|xoxr-|xoxs-|AIza|sk_live_|rk_live_|-----BEGIN ")
 # Where a key-like name is assigned: case-sensitive literals first, which `re` scans for far faster than an
@@ -242,8 +243,8 @@ _ASSIGNED = re.compile(
     r"|(?P<bare>[^\s'\"<>,;&(){}\[\]\\`|]{8,200})(?![^\s'\",;&)}\]]))")
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _CODE_PATH = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*")  # self.password, changeme: letters, no digit
-_PLACEHOLDER_VALUE = re.compile(  # an example or a name, not a secret: also a value that names the key again
-    r"your|example|sample|placeholder|dummy|redacted|xxxx|\*\*\*\*|\.\.\.|%20|password|passwd|secret|token",
+_PLACEHOLDER_VALUE = re.compile(  # an example or a name, not a secret (nor ****, which has no entropy): also
+    r"your|example|sample|placeholder|dummy|redacted|xxxx|\.\.\.|%20|password|passwd|secret|token",  # the key again
     re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
 MAX_ENTROPY_NEEDED = 3.0  # bits per character; a random 16-character base62 token has about 3.7
