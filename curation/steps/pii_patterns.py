@@ -21,12 +21,13 @@ What the patterns match (precision first: a false positive destroys training tex
   and national forms with separators: North American (555) 123-4567, 555-123-4567, 555.123.4567, 1-800-555-0199
   and trunk-0 numbers (020 7946 0958, 030 123456, 01 23 45 67 89: 9-11 digits, the last group of 4 or more or five
   pairs). Never a bare digit run, a part of a longer number, hex string or space-separated list, a date, an ISBN,
-  a US ZIP+4, a time or a year range.
+  an id after '#', a US ZIP+4, a time or a year range.
 - secret: AWS access key ids, GitHub, Slack, Google API and Stripe live keys, PEM private key blocks (the whole
   block one span) and the value after a key-like name (password=, passwd:, token:, api_key=, secret=,
   access_key=, `"password": "..."`, `DB_PASSWORD=...`) when it is at least 8 characters, not a reference (`$X`,
-  `${X}`, `<your key>`), not a placeholder (your, example, xxxx, ****, or the key's own name again) and not a code
-  identifier or dotted path without a digit (`password = form.password`, `token = next_token`), and its Shannon
+  `${X}`, `<your key>`), a path or a URL (`PWD=/home/ann`), not a placeholder (your, example, xxxx, ****, or the
+  key's own name again) and not a code identifier or dotted path without a digit (`password = form.password`,
+  `token = next_token`), and its Shannon
   entropy per character reaches min(3.0, 0.85 log2(length)). So `password=changeme` is kept: a default or an
   example identifies no one and has no entropy to lose; `password=hunter2x9` is redacted. Hashes, UUIDs and base64
   on their own are kept.
@@ -181,12 +182,12 @@ NORTH_AMERICAN = re.compile(r"[0-9][0-9][0-9]([-.])[0-9][0-9][0-9]\1[0-9]{4}|\([
 TRUNK_ZERO = re.compile(r"\(0[1-9][0-9]{0,3}\) ?[0-9]{2,8}(?:[ -][0-9]{2,8}){0,3}"  # (020) 7946 0958
                         r"|0[1-9][0-9]{0,3}(?:[ -][0-9]{2,8}){1,4}")  # 020 7946 0958, 030 123456, 01 23 45 67 89
 _ZIP_PLUS_4 = re.compile(r"[0-9]{5}-[0-9]{4}")
-_NOT_A_PHONE_BEFORE = re.compile(r"\b(?:ISBN|ISSN)(?:-1[03])?:?\s*$|[0-9][ .:/-]?$", re.IGNORECASE)
+_NOT_A_PHONE_BEFORE = re.compile(r"\b(?:ISBN|ISSN)(?:-1[03])?:?\s*$|[0-9][ .:/-]?$|#\s?$", re.IGNORECASE)  # #: an id
 
 
 def _phone_numbers(text: str, pattern: re.Pattern, fewest: int, most: int) -> list[tuple[int, int]]:
     """The pattern's matches with `fewest` to `most` digits that do not continue a number (a national one: nor
-    follow a number and a space, nor an ISBN)."""
+    follow a number and a space, an ISBN or a '#')."""
     spans = []
     for m in pattern.finditer(text):
         start, end = m.span()
@@ -246,6 +247,7 @@ _CODE_PATH = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*")  # self.password, change
 _PLACEHOLDER_VALUE = re.compile(  # an example or a name, not a secret (nor ****, which has no entropy): also
     r"your|example|sample|placeholder|dummy|redacted|xxxx|\.\.\.|%20|password|passwd|secret|token",  # the key again
     re.IGNORECASE)
+_PATH_STARTS = ("/", "~/", "./", "../")  # PWD=/home/ann/src is a folder, token: https://... a URL
 MIN_SECRET_LENGTH = 8
 MAX_ENTROPY_NEEDED = 3.0  # bits per character; a random 16-character base62 token has about 3.7
 
@@ -257,9 +259,10 @@ def shannon_entropy(value: str) -> float:
 
 
 def secret_value(value: str) -> bool:
-    """Whether the value after a key-like name is a secret rather than code, a reference or a placeholder."""
-    if (len(value) < MIN_SECRET_LENGTH or value[0] in "$%" or _CODE_PATH.fullmatch(value)
-            or _PLACEHOLDER_VALUE.search(value)):
+    """Whether the value after a key-like name is a secret rather than code, a reference, a path, a URL or a
+    placeholder."""
+    if (len(value) < MIN_SECRET_LENGTH or value[0] in "$%" or value.startswith(_PATH_STARTS) or "://" in value
+            or _CODE_PATH.fullmatch(value) or _PLACEHOLDER_VALUE.search(value)):
         return False
     return shannon_entropy(value) >= min(MAX_ENTROPY_NEEDED, 0.85 * math.log2(len(value)))
 

@@ -120,6 +120,7 @@ NEAR_MISSES = {
         "51 Franklin St, Fifth Floor, Boston, MA 02110-1301, USA.",
         "llvm-toolchain-snapshot (1:10~+20191229111838+6991d5728f1-1~exp1) experimental",
         "Partially addressable: 01 02 03 04 05 06 07",
+        "Order #123-456-7890 shipped; SSN 123-45-6789 is not a phone number.",
         "     041 117 132\n     133 112 255",
     ],
     "secret": [
@@ -143,6 +144,7 @@ NEAR_MISSES = {
         "The [IPv6Prefix] section also gained the Token= setting.",
         "pkcs11:token=Root%20CA%20Certificates;serial=1",
         "if token == expected_value:",
+        "OLDPWD=/home/ann/projects/loom and token_endpoint: https://auth.example.org/oauth2/token",
     ],
 }
 
