@@ -87,9 +87,9 @@ def test_redaction_is_idempotent_and_placeholders_are_never_matched():
 
 
 PIECES = ["8.8.8.8", "93.184.216.34", "2001:4860:4860::8888", "@", "x@y.org", "example.com", ".", "-", "_", " ", "\n",
-          "+1", "(555)", "123", "4567", "020", "0", "9", "password", "=", ":", "'", "Xk9#mQ2vL7p", "AKIAIOSFODNN7EXAMPLE",
-          "version", "from", "ip", "1.2.3.4", "/24", "::", "<EMAIL>", "<SECRET>", "<IP_ADDRESS>",
-          "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"]
+          "+1", "(555)", "123", "4567", "020", "0", "9", "password", "=", ":", "'", "Xk9#mQ2vL7p",
+          "AKIAIOSFODNN7EXAMPLE", "version", "from", "ip", "1.2.3.4", "/24", "::", "<EMAIL>", "<SECRET>",
+          "<IP_ADDRESS>", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"]
 
 
 @settings(max_examples=300, deadline=None)
