@@ -193,3 +193,11 @@ def test_a_source_that_max_pii_took_nearly_all_of_is_told_the_setting():
     (warning,) = source_warnings(source(pii="count", max_pii={"email": 2}), counts)
     assert warning == ("source 'notes' lost 9 of 10 documents (90%) as filtered at pii (pii_email); if those are "
                        "wanted, raise max_pii (now {email = 2}) or drop it for it in sources.toml")
+
+
+def test_the_tokenizer_and_the_quality_model_train_on_the_redacted_text(tmp_path):
+    from curation.samples import source_texts
+
+    (tmp_path / "notes.jsonl").write_text(json.dumps({"text": f"Write to {EMAIL} today."}) + "\n")
+    web = SourceConfig(name="notes", format="jsonl", paths=(str(tmp_path / "notes.jsonl"),), tags=("web",))
+    assert list(source_texts(web)) == ["Write to <EMAIL> today."]
