@@ -201,3 +201,13 @@ def test_the_tokenizer_and_the_quality_model_train_on_the_redacted_text(tmp_path
     (tmp_path / "notes.jsonl").write_text(json.dumps({"text": f"Write to {EMAIL} today."}) + "\n")
     web = SourceConfig(name="notes", format="jsonl", paths=(str(tmp_path / "notes.jsonl"),), tags=("web",))
     assert list(source_texts(web)) == ["Write to <EMAIL> today."]
+
+
+def test_a_raw_start_cut_inside_an_address_loses_its_last_word_before_redacting():
+    from curation.readers.fields import RAW_PREVIEW_CHARS
+    from curation.steps.pii import Scrubber
+
+    text = f"{'word ' * 500}mail {EMAIL} now"
+    raw = text[:text.index(EMAIL) + 12][-RAW_PREVIEW_CHARS:]  # as a reader cuts a record's raw: half an address left
+    assert "zelda.quux7" not in Scrubber(source(pii="redact")).raw_start(raw)
+    assert Scrubber(source(pii="count")).raw_start(raw) == raw  # only a redacting source's is changed
