@@ -68,6 +68,7 @@ _LOCAL_PART_WINDOW, _DOMAIN_WINDOW = 128, 256  # RFC 5321 allows 64 and 255 char
 # The candidates' boundaries are checked in Python (`_isolated`): a pattern that starts with a lookbehind is not
 # pre-scanned by `re` and costs several times as much.
 IPV4 = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
+_IPV4_TAIL = re.compile(r"\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")  # led by a literal: scanned for 20x faster
 IPV6 = re.compile(r"[23][0-9A-Fa-f]{3}(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?<=:)[0-9]{1,3}(?:\.[0-9]{1,3}){3})?")
 _VERSION_BEFORE = re.compile(
     r"(?:\b(?:versions?|ver|release[sd]?|rel|builds?|firmware|kernel|changelog|changes|tag(?:ged)?|sections?|"
@@ -89,6 +90,18 @@ def _line_around(text: str, start: int, end: int) -> tuple[int, int]:
     search it in place (pos, endpos), so that a word boundary at its edges is the text's own."""
     newline = text.find("\n", end, end + _AFTER)
     return max(text.rfind("\n", 0, start) + 1, start - _BEFORE), newline if newline >= 0 else end + _AFTER
+
+
+def _led_by(text: str, tails: re.Pattern, pattern: re.Pattern, back: int):
+    """The pattern's matches that start at most `back` characters before a match of `tails` and run through it, the
+    earliest start first. `re` scans for a pattern led by a literal (`.`, `-`) many times faster than for one led by
+    a digit class: the tail finds the few places worth matching the whole pattern at."""
+    for tail in tails.finditer(text):
+        for start in range(max(0, tail.start() - back), tail.start()):
+            m = pattern.match(text, start)
+            if m and m.end() >= tail.end():
+                yield m
+                break
 
 
 def _isolated(text: str, start: int, end: int, before: str, after: str, joins: str = ".-") -> bool:
@@ -155,7 +168,7 @@ def _ipv6_address(text: str, start: int, end: int, address: str) -> bool:
 
 
 def ip_spans(text: str) -> list[tuple[int, int]]:
-    spans = [m.span() for m in IPV4.finditer(text) if _ipv4_address(text, *m.span(), m.group())]
+    spans = [m.span() for m in _led_by(text, _IPV4_TAIL, IPV4, 3) if _ipv4_address(text, *m.span(), m.group())]
     if "::" in text or text.count(":") >= 7:
         spans += [m.span() for m in IPV6.finditer(text) if _ipv6_address(text, *m.span(), m.group())]
     return spans
@@ -179,17 +192,18 @@ def email_spans(text: str) -> list[tuple[int, int]]:
 # --- phone -----------------------------------------------------------------------------------------------------------
 INTERNATIONAL = re.compile(r"\+[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\)[ .-]?[0-9]+|[ .-]?[0-9]+)(?:[ .-][0-9]+)*")
 NORTH_AMERICAN = re.compile(r"[0-9][0-9][0-9]([-.])[0-9][0-9][0-9]\1[0-9]{4}|\([0-9]{3}\) ?[0-9]{3}[-. ][0-9]{4}")
+_NORTH_AMERICAN_TAIL = re.compile(r"-[0-9]{3}-[0-9]{4}|\.[0-9]{3}\.[0-9]{4}|\) ?[0-9]{3}[-. ][0-9]{4}")
 TRUNK_ZERO = re.compile(r"\(0[1-9][0-9]{0,3}\) ?[0-9]{2,8}(?:[ -][0-9]{2,8}){0,3}"  # (020) 7946 0958
                         r"|0[1-9][0-9]{0,3}(?:[ -][0-9]{2,8}){1,4}")  # 020 7946 0958, 030 123456, 01 23 45 67 89
 _ZIP_PLUS_4 = re.compile(r"[0-9]{5}-[0-9]{4}")
 _NOT_A_PHONE_BEFORE = re.compile(r"\b(?:ISBN|ISSN)(?:-1[03])?:?\s*$|[0-9][ .:/-]?$|#\s?$", re.IGNORECASE)  # #: an id
 
 
-def _phone_numbers(text: str, pattern: re.Pattern, fewest: int, most: int) -> list[tuple[int, int]]:
+def _phone_numbers(text: str, matches, pattern: re.Pattern, fewest: int, most: int) -> list[tuple[int, int]]:
     """The pattern's matches with `fewest` to `most` digits that do not continue a number (a national one: nor
     follow a number and a space, an ISBN or a '#')."""
     spans = []
-    for m in pattern.finditer(text):
+    for m in matches:
         start, end = m.span()
         if pattern is NORTH_AMERICAN and start >= 2 and text[start - 2] == "1" and text[start - 1] in "-. ":
             start -= 2  # 1-800-555-0199: the country code without its '+'
@@ -215,8 +229,10 @@ def _phone_shaped(number: str, digits: int) -> bool:
 
 
 def phone_spans(text: str) -> list[tuple[int, int]]:
-    spans = _phone_numbers(text, INTERNATIONAL, 7, 15) if "+" in text else []
-    return spans + _phone_numbers(text, NORTH_AMERICAN, 10, 11) + _phone_numbers(text, TRUNK_ZERO, 9, 11)
+    spans = _phone_numbers(text, INTERNATIONAL.finditer(text), INTERNATIONAL, 7, 15) if "+" in text else []
+    north_american = _led_by(text, _NORTH_AMERICAN_TAIL, NORTH_AMERICAN, 4)
+    return (spans + _phone_numbers(text, north_american, NORTH_AMERICAN, 10, 11)
+            + _phone_numbers(text, TRUNK_ZERO.finditer(text), TRUNK_ZERO, 9, 11))
 
 
 # --- secret ----------------------------------------------------------------------------------------------------------
