@@ -2,6 +2,7 @@
 
     python bench/curate_vs_datatrove.py [--docs 50000] [--workers 2] [--shards 8] [--seed 1234] [--workdir DIR]
                                         [--keep] [--corpus web|mosaic] [--domains K [--domains-sample N]]
+                                        [--pii redact|count] [--no-datatrove]
 
 1. The corpus: bench/web_corpus.py's pages (real documents in 26 languages cut into pages, with site
    boilerplate, short pages, code and duplicates; about a third survive the filters), or with --corpus mosaic the
@@ -31,6 +32,12 @@ With --domains K both Loom runs add `[domains] k = K` (topic domains: a sample f
 assigned; datatrove has no counterpart, so the ratio then charges Loom for them), and a last line gives the
 domains stage's seconds and share of Loom's curate time (the stage's gap to the next stage's start; the goal
 of issue 38 is <= 15%). Domains leave the tokens alone, so the kept-documents check still holds.
+
+With --pii MODE the source has `pii = MODE` in one more Loom run beside the first (whose source, not web text, has
+pii "off"), and the last lines give the pii step's share of Loom's curate time two ways: the two runs' difference,
+and the step alone (curation.steps.pii over the corpus's normalized texts in this process, divided by --workers;
+the goal of issue 44 is <= 5%). Redacted text is not datatrove's, so the check compares the pii-off run only.
+--no-datatrove leaves datatrove out (no ratio, no check): for the pii figure alone.
 """
 
 import argparse
@@ -57,10 +64,11 @@ LANGUAGE_THRESHOLD = 0.65  # datatrove's LanguageFilter default
 
 
 def run_loom_curation(ws: Path, shards_dir: Path, tokenizer: Path, workers: int, filters=FILTERS,
-                      tables: str = "") -> dict:
-    """The curate job with the given heuristic filters (none: the limit) and more sources.toml `tables`, and the
-    token sequences it kept."""
+                      tables: str = "", pii: str = "off") -> dict:
+    """The curate job with the given heuristic filters (none: the limit), pii mode and more sources.toml `tables`,
+    and the token sequences it kept."""
     options = f'min_lang_score = {LANGUAGE_THRESHOLD}\nfilter_languages = ["*"]\nfilters = {list(filters)!r}'.replace("'", '"')
+    options += f'\npii = "{pii}"'
     loom_workspace(ws, shards_dir, options, "enabled = false", tokenizer, tables)
     result = run_loom(ws, workers)
     return {**result, "documents": loom_token_documents(ws), "removed": loom_removals(ws)}
@@ -187,6 +195,40 @@ def run_datatrove(workdir: Path, shards_dir: Path, tokenizer: Path, workers: int
             "documents": datatrove_token_documents(base / "tokens")}
 
 
+def pii_step_seconds(texts: list[str], mode: str) -> float:
+    """The pii step alone over the texts, normalized as curation stores them, in this process."""
+    from curation.config import SourceConfig
+    from curation.document import Doc
+    from curation.steps.normalize import normalize_text
+    from curation.steps.pii import PersonalData
+
+    step = PersonalData(SourceConfig(name="bench", format="jsonl.gz", paths=("-",), pii=mode))
+    docs = [Doc(record=i, text=normalize_text(t)) for i, t in enumerate(texts)]
+    start = time.perf_counter()
+    for _ in step.run(iter(docs), None):
+        pass
+    return time.perf_counter() - start
+
+
+def print_pii_share(mode: str, loom: dict, pii_run: dict, alone: float, workers: int) -> None:
+    spans = pii_run["pii_spans"]
+    print(f"pii ({mode}): Loom's curate {pii_run['total']:.1f}s against {loom['total']:.1f}s with pii off "
+          f"({pii_run['total'] / loom['total'] - 1:+.1%}); prepare {pii_run['stages']['prepare']:.1f}s against "
+          f"{loom['stages']['prepare']:.1f}s; spans in kept documents: {spans}")
+    print(f"pii step alone: {alone:.1f}s in one process, {alone / workers:.1f}s over {workers} workers = "
+          f"{alone / workers / pii_run['total']:.1%} of Loom's curate time (goal <= 5%)")
+
+
+def loom_pii_spans(ws: Path) -> str:
+    import duckdb
+
+    from base.workspace import Workspace
+
+    table = Workspace(ws).published().manifest_table("pii")
+    rows = duckdb.sql(f"SELECT kind, spans, documents FROM read_parquet('{table}') ORDER BY kind").fetchall()
+    return ", ".join(f"{kind} {spans:,} in {documents:,} documents" for kind, spans, documents in rows)
+
+
 def print_results(n: int, megabytes: float, loom: dict, dt: dict, limit: dict) -> None:
     """The table of both tools and the limit, and Loom's funnel by stage."""
     summary, free = loom["summary"], limit["summary"]
@@ -214,6 +256,9 @@ def main() -> None:
     parser.add_argument("--corpus", choices=("web", "mosaic"), default="web",
                         help="web: bench/web_corpus.py (default); mosaic: the old windows of the bundled texts")
     add_domains_argument(parser)
+    parser.add_argument("--pii", choices=("redact", "count"), default=None,
+                        help="one more Loom run with this pii mode, and the pii step's share of curate time")
+    parser.add_argument("--no-datatrove", action="store_true", help="leave datatrove out (no ratio, no check)")
     args = parser.parse_args()
     tables = domains_table(args.domains, args.domains_sample)
 
@@ -233,12 +278,21 @@ def main() -> None:
         limit = run_loom_curation(workdir / "loom-limit", shards_dir, tokenizer, args.workers, filters=(), tables=tables)
         print("loom without filters (s): " + ", ".join(f"{k} {v:.1f}" for k, v in limit["stages"].items())
               + f"; load average {machine_load()}", flush=True)
+        if args.pii:
+            pii_run = run_loom_curation(workdir / "loom-pii", shards_dir, tokenizer, args.workers, tables=tables,
+                                        pii=args.pii)
+            pii_run["pii_spans"] = loom_pii_spans(workdir / "loom-pii")
+            print(f"loom with pii = {args.pii} (s): " + ", ".join(f"{k} {v:.1f}" for k, v in pii_run["stages"].items())
+                  + f"; load average {machine_load()}", flush=True)
+            print_pii_share(args.pii, loom, pii_run, pii_step_seconds(texts, args.pii), args.workers)
+        summary = loom["summary"]
+        assert summary["docs_in"] == n, f"Loom's funnel accounts for {summary['docs_in']} of {n} documents"
+        if args.no_datatrove:
+            return
         dt = run_datatrove(workdir, shards_dir, tokenizer, args.workers, args.shards)
         print("datatrove stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in dt["stages"].items())
               + f"; load average {machine_load()}", flush=True)
 
-        summary = loom["summary"]
-        assert summary["docs_in"] == n, f"Loom's funnel accounts for {summary['docs_in']} of {n} documents"
         print_results(n, megabytes, loom, dt, limit)
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
         differs = mismatch(loom["documents"], dt["documents"])

@@ -11,9 +11,11 @@ from curation import model_folders
 from curation.decontamination_config import DecontaminationConfig, parse_decontaminate
 from curation.languages import is_language, unknown_language
 from curation.model_folders import TFIDF
+from curation.pii_config import check_pii_runs, parse_pii
 from curation.readers import READERS
 from curation.steps.annotate.config import AnnotatorConfig, parse_annotators
 from curation.steps.filters import FILTERS, web_filters
+from curation.steps.pii_patterns import KINDS as PII_KINDS
 from curation.steps.plugins import check_references
 
 # A source that does not set `filters` gets the web filters only if it is web text: they are tuned on web
@@ -51,10 +53,15 @@ class SourceConfig:
     base_dir: str = "."  # folder relative paths are resolved against: the file's top-level `root`, or its folder
     # fsspec options for URL paths (key, secret, endpoint_url, ...); never printed, fingerprinted or written out
     storage_options: dict = field(default_factory=dict, repr=False)
+    pii: str | None = None  # "redact", "count" or "off" (curation.steps.pii); None (not set): "redact" for web text
+    pii_kinds: tuple[str, ...] = PII_KINDS  # what the pii step looks for (curation.steps.pii_patterns)
+    max_pii: dict = field(default_factory=dict)  # kind or "total" -> the most spans a kept document may hold
 
     def __post_init__(self):
         if self.filters is None:  # not set: every heuristic filter for web text, none for any other
             object.__setattr__(self, "filters", web_filters() if self.is_web else ())
+        if self.pii is None:  # not set: personal data redacted in web text, left alone in any other
+            object.__setattr__(self, "pii", "redact" if self.is_web else "off")
 
     @property
     def is_web(self) -> bool:
@@ -329,7 +336,9 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         raise UserError(f"{where}: `storage_options` must be a table of fsspec options (key, secret, endpoint_url, ...)")
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
+    parse_pii(values, where)
     source = SourceConfig(**values, base_dir=str(base_dir))
+    check_pii_runs(source, where, "pii" in values)
     if unused := [name for name in options if name not in source.filters]:
         why = ("`filters` does not name it" if "filters" in values else "a source that is not web text (format "
                "html-dir or warc, or tagged \"web\") gets no filter unless `filters` names it")

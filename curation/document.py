@@ -32,6 +32,7 @@ class Doc:
     lang_score: float | None = None
     quality: float | None = None
     annotations: dict = field(default_factory=dict)  # annotator name -> its score (curation.steps.annotate)
+    pii: dict | None = None  # kind -> spans found, once the pii step has seen it (curation.steps.pii)
 
 
 class Funnel(Protocol):

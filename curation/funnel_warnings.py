@@ -11,6 +11,7 @@ from base.sql import literal
 from curation.config import SourceConfig
 from curation.readers import READERS
 from curation.steps.filters import FILTERS, web_filters
+from curation.steps.pii import PersonalData
 from curation.steps.plugins import ERROR_REASON, STAGE_PREFIX, is_plugin_stage, step_name
 
 MOST = 0.5  # losing more than this share of a source's records to its filters together is a warning
@@ -183,6 +184,9 @@ def setting(source: SourceConfig, removals: Removals) -> str | None:
         return f"set text_field to the field that holds the text {WHERE}"
     if removals.reason == "too_large":
         return f"if those are wanted, raise max_doc_bytes (now {source.max_doc_bytes:,}) {WHERE}"
+    if removals.stage == PersonalData.name:
+        limits = ", ".join(f"{key} = {n}" for key, n in source.max_pii.items())
+        return f"if those are wanted, raise max_pii (now {{{limits}}}) or drop it {WHERE}"
     if removals.fate == "low_quality":
         return low_quality_setting(source)
     return None

@@ -4,7 +4,8 @@
 - documents: one row per kept document (no text, no token ids);
 - funnel:    one row per input record with its fate, so that inputs == sum of fates per source;
 - contamination: one row per contaminated document and eval set it overlaps (empty without [decontaminate]);
-- domains:   one row per topic domain and clustered source (empty without [domains]).
+- domains:   one row per topic domain and clustered source (empty without [domains]);
+- pii:       one row per source and kind of personal data its pii step looked for (curation.steps.pii).
 
 documents and funnel are folders of parts, one per shard, written on the workers (curation.manifest_parts); the
 small tables here are written by one task once those are in place.
@@ -24,13 +25,14 @@ from base.sql import duckdb_connect, literal
 from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
 from curation.document import SUMMARY_FATES
 from curation.funnel_warnings import curation_warnings
-from curation.schema import CONTAMINATION, DOMAINS_TABLE
+from curation.schema import CONTAMINATION, DOMAINS_TABLE, PII_COLUMNS, PII_TABLE
 from curation.stages.annotate_buckets import annotators_record
 from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.domains import DOMAINS
 from curation.stages.domains import stage_stats as domain_stats
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
+from curation.steps.pii import TOTAL, PersonalData
 from curation.tokenizer import tokenizer_fingerprint
 
 SHARDS = pa.schema(
@@ -66,6 +68,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     write_text(json.dumps(curation, indent=2), gen.curation_info)
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
     write_parquet(domains_table(con, gen, domains), gen.manifest_table("domains"))
+    write_parquet(pii_table(con, gen, list(configs.values())), gen.manifest_table("pii"))
     if decontaminated:
         _copy(con, f"SELECT * FROM read_parquet({literal(DECONTAMINATE.evidence_path(ws))}) ORDER BY ALL",
               gen.manifest_table("contamination"))
@@ -106,6 +109,27 @@ def domains_table(con, gen: Generation, domains: dict | None) -> pa.Table:
              "top_terms": domains["top_terms"][d], "model_digest": domains["model_digest"]}
             for d in range(domains["k"]) for source in domains["sources"]]
     return pa.Table.from_pylist(rows, schema=DOMAINS_TABLE)
+
+
+def pii_table(con, gen: Generation, sources: list) -> pa.Table:
+    """A row per source whose pii step ran and kind it looked for, then its "total": kept documents with a span of
+    the kind, the spans in them, and the documents max_pii removed for it."""
+    documents, funnel = literal(gen.manifest_files("documents")), literal(gen.manifest_files("funnel"))
+    spans = " + ".join(PII_COLUMNS.values())
+    kinds = ", ".join(f"({literal(kind)}, {column})" for kind, column in [*PII_COLUMNS.items(), (TOTAL, spans)])
+    found = con.sql(f"""
+        SELECT source, k.kind, count(*) FILTER (k.n > 0), sum(k.n)
+        FROM read_parquet({documents}), LATERAL (VALUES {kinds}) AS k(kind, n) GROUP BY ALL
+    """).fetchall()
+    removed = con.sql(f"""
+        SELECT source, reason[5:], count(*) FROM read_parquet({funnel}) WHERE stage = {literal(PersonalData.name)} GROUP BY ALL
+    """).fetchall()
+    counts = {(source, kind): (n, total) for source, kind, n, total in found}
+    removals = {(source, kind): n for source, kind, n in removed}
+    rows = [{"source": s.name, "kind": kind, "mode": s.pii, "documents": counts.get((s.name, kind), (0, 0))[0],
+             "spans": counts.get((s.name, kind), (0, 0))[1], "removed": removals.get((s.name, kind), 0)}
+            for s in sources if s.pii != "off" for kind in (*s.pii_kinds, TOTAL)]
+    return pa.Table.from_pylist(rows, schema=PII_TABLE)
 
 
 def decontamination_info(stats: dict) -> dict:

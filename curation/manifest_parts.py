@@ -14,7 +14,7 @@ from base.parquet_files import write_parquet
 from base.small_files import read_text
 from base.sql import duckdb_connect, literal
 from base.workspace import Generation
-from curation.schema import REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
+from curation.schema import PII_COLUMNS, REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.prepare import PREPARE
@@ -55,11 +55,12 @@ def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
 
 def documents_query(gen: Generation, part, published_part, annotator_columns: list[str] = ()) -> str:
     """A curated part's rows without text, in row order, `shard` naming the part as the generation holds it; the
-    annotators' columns (their scores and buckets) last."""
+    spans of personal data per kind, then the annotators' columns (their scores and buckets) last."""
     annotators = "".join(f", {name}" for name in annotator_columns)  # names checked: lowercase letters, digits, _
+    pii = "".join(f", {name}" for name in PII_COLUMNS.values())
     return f"""
         SELECT id, source, {literal(gen.relative(published_part))} AS shard, file_row_number AS row, lang, lang_score,
-               n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance{annotators}
+               n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance{pii}{annotators}
         FROM read_parquet({literal(part)}, file_row_number = true)
         ORDER BY file_row_number
     """

@@ -24,7 +24,7 @@ from curation.stages import STAGES
 from curation.stages.base import ShardStage
 from curation.steps.plugins import step_digests
 
-CODE_VERSION = "4"  # bump when a stage's output changes for the same inputs, so reruns redo it
+CODE_VERSION = "5"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
 
 @contextmanager

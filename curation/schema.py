@@ -2,6 +2,13 @@
 
 import pyarrow as pa
 
+from curation.steps.pii_patterns import KINDS as PII_KINDS
+
+# Spans of personal data a document held, one column per kind (curation.steps.pii): 0 where the step was off or the
+# kind not looked for.
+PII_COLUMNS = {kind: f"pii_{kind}" for kind in PII_KINDS}
+PII_FIELDS = [(column, pa.int32()) for column in PII_COLUMNS.values()]
+
 PREPARED = pa.schema(
     [
         ("record", pa.int64()),
@@ -12,6 +19,7 @@ PREPARED = pa.schema(
         ("quality", pa.float32()),
         ("n_chars", pa.int64()),
         ("meta", pa.string()),
+        *PII_FIELDS,
     ]
 )
 
@@ -32,6 +40,7 @@ CURATED = pa.schema(
         ("n_tokens", pa.int64()),  # including the EOS appended to input_ids
         ("input_ids", pa.list_(pa.uint32())),
         ("meta", pa.string()),  # the source's own fields, as JSON
+        *PII_FIELDS,
     ]
 )
 
@@ -161,6 +170,18 @@ CONTAMINATION = pa.schema(
         ("ngrams", pa.int64()),  # of the paragraph (or document) judged
         ("fraction", pa.float64()),
         ("span", pa.string()),  # at most 200 characters of the document where the matches are densest
+    ]
+)
+
+PII_TABLE = pa.schema(
+    # manifest/pii.parquet: a row per source whose pii step ran and kind it looked for, and a row of kind "total"
+    [
+        ("source", pa.string()),
+        ("kind", pa.string()),
+        ("mode", pa.string()),  # "redact" or "count"
+        ("documents", pa.int64()),  # kept documents holding a span of the kind (of any kind, for "total")
+        ("spans", pa.int64()),  # in the kept documents: redacted, or counted
+        ("removed", pa.int64()),  # documents max_pii removed for the kind (reason pii_KIND; pii_total for "total")
     ]
 )
 

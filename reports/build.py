@@ -13,6 +13,7 @@ from reports.colors import workspace_colors
 from reports.contamination import decontamination
 from reports.domains import domains_section
 from reports.html import REPORT_FILE, esc, page
+from reports.pii import pii_section
 from reports.removed import removed_section
 from reports.views import connect
 
@@ -30,7 +31,7 @@ def curation_report(root: Path) -> Path:
     curation = sections.load_json(gen.curation_info) if gen.curation_info.exists() else {}
     body = [f"<h1>Curation of {len(stats)} sources</h1>", sections.curation_headline(stats),
             sections.funnel(stats, colors), decontamination(con, views, curation.get("decontamination")),
-            domains_section(con, views), annotators_section(con, curation.get("annotators") or [], colors),
+            pii_section(con, views), domains_section(con, views), annotators_section(con, curation.get("annotators") or [], colors),
             sections.distributions(con, shown, colors, list(stats)), sections.spot_checks(con, shown, 0, len(stats)),
             removed_section(con, views, stats)]
     out = gen.curation_report

@@ -18,7 +18,7 @@ from base.sql import duckdb_connect, literal
 from base.store import as_path, is_remote
 from base.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, PLAN_FILE, QUARANTINE_FILES, RUN_METRICS,
                             SCHEDULE_FILE, SPILL_DIR, SEQUENCE_FILES, VALIDATION_FILE, Workspace, manifest_files)
-from curation.schema import REMOVED_SAMPLE, empty_relation
+from curation.schema import PII_TABLE, REMOVED_SAMPLE, empty_relation
 from mixtures import compiled_mixtures
 
 # What `loom sql` runs, a fence behind the sandbox: SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM and VALUES parse as
@@ -90,6 +90,8 @@ VIEWS = (
     manifest_view("quality_buckets"),
     manifest_view("contamination"),
     manifest_view("domains"),
+    View("pii", manifest_files("pii"), "SELECT * FROM read_parquet({files})", reads=PUBLISHED,
+         older=manifest_files("funnel"), empty=f"SELECT * FROM {empty_relation(PII_TABLE)}"),
     View("mixtures", SCHEDULE_FILE, """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint

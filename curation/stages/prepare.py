@@ -23,10 +23,11 @@ from curation.document import Doc
 from curation.quality import model_fingerprint
 from curation.readers import read_shard
 from curation.readers.fields import RAW_PREVIEW_CHARS, filtered_when_read
-from curation.schema import FUNNEL, REMOVED_SAMPLE, prepared_schema
+from curation.schema import FUNNEL, PII_COLUMNS, REMOVED_SAMPLE, prepared_schema
 from curation.stages.base import ShardStage, settings_json
 from curation.steps.annotate import ANNOTATORS
 from curation.steps import document_steps
+from curation.steps.pii import Scrubber
 
 WRITE_BATCH = 1000
 
@@ -40,11 +41,14 @@ class RemovedSample:
         self.counts: dict[str, int] = {}
         self.rows: list[dict] = []
 
+    def wants(self, reason: str) -> bool:
+        """Whether the sample takes the text of one more removal for `reason`."""
+        return self.limit is None or self.counts.get(reason, 0) < self.limit
+
     def add(self, row: dict, text: str) -> None:
-        taken = self.counts.get(row["reason"], 0)
-        if self.limit is not None and taken >= self.limit:
+        if not self.wants(row["reason"]):
             return
-        self.counts[row["reason"]] = taken + 1
+        self.counts[row["reason"]] = self.counts.get(row["reason"], 0) + 1
         self.rows.append({**{name: row[name] for name in REMOVED_SAMPLE.names if name != "text"}, "text": text})
         if len(self.rows) >= WRITE_BATCH:
             self.flush()
@@ -57,11 +61,13 @@ class RemovedSample:
 
 class FunnelRecorder:
     """Collects one funnel row per input record of a shard, the quarantine rows of malformed ones, and (given a
-    RemovedSample) the text of removed ones."""
+    RemovedSample) the text of removed ones. Of a source with pii = "redact", what it keeps of a record the pii
+    step has not seen (its text, raw start, detail) is redacted the same way (curation.steps.pii.Scrubber)."""
 
     def __init__(self, shard, sample: RemovedSample | None = None):
         self.shard = shard
         self.sample = sample
+        self.scrub = Scrubber(shard.source)
         self.rows: list[dict] = []
         self.quarantine: list[dict] = []
         self.inputs: dict[int, str] = {}  # record -> its file, where the shard reads several
@@ -72,14 +78,14 @@ class FunnelRecorder:
             self.inputs[record.index] = record.input
 
     def _row(self, record: int, doc_id, fate: str, stage: str, reason: str | None, detail: str, lang,
-             text: str | None = None) -> None:
-        """A record's funnel row; a removed one's `text` also goes to the removed sample."""
+             text=lambda: "") -> None:
+        """A record's funnel row; a removed one's `text()` also goes to the removed sample."""
         row = {"source": self.shard.source.name, "shard": self.shard.index, "input": self.input_of(record),
                "record": record, "doc_id": doc_id, "fate": fate, "stage": stage, "reason": reason,
                "detail": escaped_path(detail) or None, "lang": lang}
         self.rows.append(row)
-        if fate != "kept" and self.sample is not None:
-            self.sample.add(row, text or "")
+        if fate != "kept" and self.sample is not None and self.sample.wants(reason):
+            self.sample.add(row, text() or "")
 
     def input_of(self, record: int) -> str:
         """The file a record came from, as tables spell a path (a name's bytes that are not UTF-8 escaped)."""
@@ -89,18 +95,22 @@ class FunnelRecorder:
         """A record its reader set aside: one over a limit of the source's (too_large) is filtered at `read`, any
         other is malformed and goes to quarantine too; the removed sample keeps the start of its raw."""
         fate = "filtered" if filtered_when_read(record.problem) else "malformed"
-        self._row(record.index, None, fate, "read", record.problem, record.detail, None, record.raw[:RAW_PREVIEW_CHARS])
+        raw, detail = self.scrub.raw_start(record.raw), self.scrub.text(record.detail)
+        self._row(record.index, None, fate, "read", record.problem, detail, None, lambda: raw[:RAW_PREVIEW_CHARS])
         if fate == "malformed":
             self.quarantine.append({"input": self.input_of(record.index), "record": record.index,
-                                    "reason": record.problem, "detail": escaped_path(record.detail), "raw": record.raw})
+                                    "reason": record.problem, "detail": escaped_path(detail), "raw": raw})
 
     def remove(self, doc: Doc, stage: str, reason: str, fate: str = "filtered", detail: str = "") -> None:
         """A document a step removed; one it sets aside as malformed (a plugin step that raised on it) also goes to
-        quarantine, its text as the raw."""
-        self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang, doc.text)
+        quarantine, its text as the raw. One the pii step has seen holds its redacted text already."""
+        seen = doc.pii is not None
+        detail = detail if seen else self.scrub.text(detail)
+        text = (lambda: doc.text) if seen else functools.cache(lambda: self.scrub.text(doc.text))
+        self._row(doc.record, doc.id, fate, stage, reason, detail, doc.lang, text)
         if fate == "malformed":
             self.quarantine.append({"input": self.input_of(doc.record), "record": doc.record, "reason": reason,
-                                    "detail": escaped_path(detail), "raw": doc.text})
+                                    "detail": escaped_path(detail), "raw": text()})
 
     def kept(self, doc: Doc) -> None:
         self._row(doc.record, doc.id, "kept", "", None, "", doc.lang)
@@ -207,6 +217,7 @@ def prepared_table(docs: list[Doc], annotators: tuple = ()) -> pa.Table:
     return pa.Table.from_pylist(
         [{"record": d.record, "id": d.id, "text": d.text, "lang": d.lang, "lang_score": d.lang_score,
           "quality": d.quality, "n_chars": len(d.text), "meta": json.dumps(d.meta, ensure_ascii=False, default=str, sort_keys=True),
+          **{column: (d.pii or {}).get(kind, 0) for kind, column in PII_COLUMNS.items()},
           **{a.name: d.annotations.get(a.name) for a in annotators}}
          for d in docs],
         schema=prepared_schema(annotators),

@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 
 from base.done_markers import mark_done
 from base.parquet_files import parquet_writer
-from curation.schema import CURATED, curated_schema
+from curation.schema import CURATED, PII_COLUMNS, curated_schema
 from curation.stages.annotate_buckets import ANNOTATE_BUCKETS
 from curation.stages.base import ShardStage
 from curation.stages.domains import DOMAINS
@@ -83,6 +83,7 @@ def curated_table(source: str, docs: pa.Table, input_ids, lengths, found: dict, 
         "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
         "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"], **found,
         "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
+        **{column: docs[column] for column in PII_COLUMNS.values()},
     }
     return pa.table(columns, schema=schema)
 

@@ -11,6 +11,7 @@ from curation.steps.extract import ExtractHtml
 from curation.steps.filters import HeuristicFilters
 from curation.steps.langid import LanguageId
 from curation.steps.normalize import Normalize
+from curation.steps.pii import PersonalData
 from curation.steps.plugins import plugin_steps
 from curation.steps.quality import QualityScore
 from curation.steps.responses import SetAsideResponses
@@ -24,10 +25,12 @@ class Step(Protocol):
 
 def reading_steps(source) -> list[Step]:
     """What makes a record's text a document's: web responses that are not text pages set aside (WARC), HTML
-    extraction (for sources that hold HTML), then normalization."""
+    extraction (for sources that hold HTML), normalization, then personal data redacted or counted (unless the
+    source's pii is off), so that every later step, and the models trained on these texts, read it redacted."""
     reader = reader_for(source.format)
     responses = [SetAsideResponses()] if getattr(reader, "http_responses", False) else []
-    return responses + ([ExtractHtml()] if reader.html else []) + [Normalize()]
+    pii = [PersonalData(source)] if source.pii != "off" else []
+    return responses + ([ExtractHtml()] if reader.html else []) + [Normalize()] + pii
 
 
 def document_steps(source, quality_model: str | None = None, annotators: tuple = (), words=None) -> list[Step]:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from base.errors import UserError, did_you_mean
 from base.filenames import escaped_path
 from base.store import is_url
+from curation.schema import PII_COLUMNS
 
 TEXT_CHARS = 2000  # of the extracted text, by default
 TOKENS_SHOWN = 20
@@ -22,7 +23,8 @@ NOT_SAMPLED = 'not in the removed sample; set [inspect] removed_sample = "all" t
 NO_SAMPLE = "this generation was published before Loom kept removed texts"
 NEVER_EXTRACTED = "none: the record was set aside as it was read (its raw bytes' start is above)"
 DOCUMENT_FIELDS = ("id", "source", "shard", "row", "lang", "lang_score", "n_chars", "n_tokens", "quality",
-                   "quality_bucket", "dup_cluster", "dup_count", "domain", "domain_distance")  # doc_stats' own columns
+                   "quality_bucket", "dup_cluster", "dup_count", "domain", "domain_distance",
+                   *PII_COLUMNS.values())  # doc_stats' own columns: the others are annotators'
 
 
 @dataclass

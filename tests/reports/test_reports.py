@@ -149,6 +149,9 @@ def test_untrusted_document_text_renders_as_text(curated_slice, slice_sources, s
     only_the_inline_script(report.read_text(), dom)  # no payload's script or img among the elements
     text = report.read_text()
     assert text.count("&lt;script&gt;document.title") >= 2 and "onerror=&quot;document.title" in text
+    # personal data: the slice's web source redacts by default (a row per kind and its total), evil looks for none
+    pii = [r for r in dom.tables["pii-counts"] if r]
+    assert len(pii) == 5 and all(len(r) == 5 and r[2:] != [None] * 3 for r in pii), pii
     shot = tmp_path / "curation.png"
     chromium(report.as_uri(), tmp_path, "--hide-scrollbars", "--window-size=1200,2400", f"--screenshot={shot}")
     assert shot.stat().st_size > 20_000
