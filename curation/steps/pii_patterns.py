@@ -26,9 +26,9 @@ What the patterns match (precision first: a false positive destroys training tex
   block one span) and the value after a key-like name (password=, passwd:, token:, api_key=, secret=,
   access_key=, `"password": "..."`, `DB_PASSWORD=...`) when it is at least 8 characters, not a reference (`$X`,
   `${X}`, `<your key>`), a path or a URL (`PWD=/home/ann`), not a placeholder (your, example, xxxx, ****, or the
-  key's own name again) and not a code identifier or dotted path without a digit (`password = form.password`,
-  `token = next_token`), and its Shannon
-  entropy per character reaches min(3.0, 0.85 log2(length)). So `password=changeme` is kept: a default or an
+  key's own name again) and not a code identifier, dotted path or colon-separated field list without a digit
+  (`password = form.password`, `token = next_token`, getpw(3)'s `name:passwd:uid:gid:gecos:dir:shell`), and its
+  Shannon entropy per character reaches min(3.0, 0.85 log2(length)). So `password=changeme` is kept: a default or an
   example identifies no one and has no entropy to lose; `password=hunter2x9` is redacted. Hashes, UUIDs and base64
   on their own are kept.
 
@@ -259,7 +259,7 @@ _ASSIGNED = re.compile(
     r"(?:(?P<quote>['\"])(?P<quoted>[^'\"\s<>{}]{8,200})(?P=quote)"
     r"|(?P<bare>[^\s'\"<>,;&(){}\[\]\\`|]{8,200})(?![^\s'\",;&)}\]]))")
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-_CODE_PATH = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*")  # self.password, changeme: letters, no digit
+_CODE_PATH = re.compile(r"[A-Za-z_]+(?:[.:][A-Za-z_]+)*")  # self.password, changeme, uid:gid:shell: letters, no digit
 _PLACEHOLDER_VALUE = re.compile(  # an example or a name, not a secret (nor ****, which has no entropy): also
     r"your|example|sample|placeholder|dummy|redacted|xxxx|\.\.\.|%20|password|passwd|secret|token",  # the key again
     re.IGNORECASE)

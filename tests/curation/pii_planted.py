@@ -144,6 +144,7 @@ NEAR_MISSES = {
         "The [IPv6Prefix] section also gained the Token= setting.",
         "pkcs11:token=Root%20CA%20Certificates;serial=1",
         "if token == expected_value:",
+        ".B name:passwd:uid:gid:gecos:dir:shell",  # getpw(3): the passwd line's fields
         "OLDPWD=/home/ann/projects/loom and token_endpoint: https://auth.example.org/oauth2/token",
     ],
 }
