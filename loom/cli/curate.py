@@ -69,6 +69,7 @@ def run_curation(ws: Workspace, sources_file: Path | None, tokenizer: Path | Non
         summary = api_workspace(ws).curate(sources_file, workers, scheduler, limit, tokenizer, model, progress,
                                            announce)
     print_summary(summary)
+    print_personal_data(ws)
     console.print(f"Curated in {time.monotonic() - started:.1f}s")
     if limit is not None:
         console.print(f"A sample: at most {int(limit):,} records per source (--limit); `loom curate` without it "
@@ -104,6 +105,27 @@ def print_summary(summary: list[dict]) -> None:
     for row in summary:
         for line in row["warnings"]:
             console.print(f"warning: {line}", soft_wrap=True, markup=False)
+
+
+def print_personal_data(ws: Workspace) -> None:
+    """A line per source whose pii step ran: the spans it redacted (or counted) by kind, in how many documents,
+    and the documents max_pii removed (the published manifest's pii table)."""
+    from itertools import groupby
+
+    from base.parquet_files import read_parquet
+    from curation.steps.pii import TOTAL
+
+    table = ws.published().manifest_table("pii")
+    if not table.exists():
+        return
+    for source, rows in groupby(read_parquet(table).to_pylist(), key=lambda row: row["source"]):  # rows by source
+        rows = list(rows)
+        found = [f"{r['kind']} {r['spans']:,} in {r['documents']:,} document{'' if r['documents'] == 1 else 's'}"
+                 for r in rows if r["kind"] != TOTAL and r["spans"]]
+        removed = sum(r["removed"] for r in rows if r["kind"] != TOTAL)
+        verb = "redacted" if rows[0]["mode"] == "redact" else "counted"
+        console.print(f"Personal data: '{source}' {verb} {', '.join(found) or 'none'}"
+                      + (f"; max_pii removed {removed:,} documents" if removed else ""), markup=False)
 
 
 def print_outputs(ws: Workspace) -> None:

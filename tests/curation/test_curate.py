@@ -135,6 +135,17 @@ def test_the_summary_table_is_printed(curated_slice):
     assert "dashboard http://127.0.0.1:" in out
 
 
+def test_the_personal_data_found_is_printed_per_source_whose_pii_step_ran(curated_slice):
+    workspace, result = curated_slice
+    lines = {line.split("'")[1]: line for line in result.stdout.splitlines() if line.startswith("Personal data: '")}
+    assert set(lines) == {"web"}  # the one web source: pii is off by default for the others
+    found = [row for row in pq.read_table(published(workspace) / "manifest" / "pii.parquet").to_pylist()
+             if row["kind"] != "total" and row["spans"]]
+    assert found and lines["web"].startswith("Personal data: 'web' redacted ")
+    for row in found:
+        assert f"{row['kind']} {row['spans']:,} in {row['documents']:,} document" in lines["web"]
+
+
 def test_curate_writes_the_curation_page_and_the_index_and_says_what_to_run_next(curated_slice):
     workspace, result = curated_slice
     report, index = published(workspace) / "manifest" / "report.html", workspace / "index.html"
