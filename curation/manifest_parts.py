@@ -48,7 +48,7 @@ def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
     write_query(con, funnel_query(PREPARE.funnel_path(ws, shard)), gen.manifest_part("funnel", ordinal))
     write_query(con, removed_query(ws, shard, ctx.config.inspect.removed_sample), gen.manifest_part("removed", ordinal),
                 REMOVED_SAMPLE)
-    signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0)
+    signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0) if MINHASH.enabled(ctx) else 0
     near = sum(1 for stage in removed["stage"].to_pylist() if stage == MINHASH_DEDUP.name)
     return {"source": shard.source.name, "considered": int(signatures), "near_duplicates": near}
 

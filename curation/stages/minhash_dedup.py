@@ -25,6 +25,11 @@ class MinHashDedup(GlobalStage):
     removes = True
     partitions = None  # of every shuffle; default one per shard. Results do not depend on it
 
+    def enabled(self, ctx) -> bool:
+        """Off with `[dedup] enabled = false` (as is `minhash`): no clusters, and each kept document's dup_count is
+        its exact copies (`exact_dedup` runs either way)."""
+        return ctx.config.dedup.enabled
+
     def inputs(self, ctx) -> str:
         d = ctx.config.dedup
         return settings_json([d.threshold, d.max_cluster_size, "true-jaccard", "dup-counts"])
