@@ -251,7 +251,8 @@ class StageClock:
 
 def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
     """The job as `loom curate` runs it, cluster start included: total seconds, cluster start-up, stages,
-    and the source's funnel summary (docs_in, filtered, duplicate, kept, tokens ...)."""
+    and the source's funnel summary (docs_in, filtered, duplicate, kept, tokens ...; of several sources, their
+    counts summed)."""
     from base.workspace import Workspace
     from curation.config import load_config
     from curation.job import plan_job
@@ -263,11 +264,17 @@ def run_loom(ws: Path, workers: int, on_stage=None, on_start=None) -> dict:
     with dask_client(workers=workers, on_start=on_start) as client:
         started = time.perf_counter()
         clock = StageClock(on_stage and (lambda stage: on_stage(client, stage)))
-        (summary,) = curate(shards, ctx, client, clock)
+        summaries = curate(shards, ctx, client, clock)
+        summary = summaries[0] if len(summaries) == 1 else summed(summaries)
         end = time.perf_counter()
         if on_stage:
             on_stage(client, "end")
     return {"total": end - begin, "cluster_start": started - begin, "stages": clock.stages(end), "summary": summary}
+
+
+def summed(summaries: list[dict]) -> dict:
+    """The counts of several sources' summaries added up."""
+    return {k: sum(s[k] for s in summaries) for k, v in summaries[0].items() if isinstance(v, int)}
 
 
 def machine_load() -> str:

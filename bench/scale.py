@@ -3,6 +3,7 @@
     python bench/scale.py [--docs 2000] [--shards 2] [--sizes 1,4,16] [--corpus prose|web] [--workers 2]
                           [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json]
                           [--domains K [--domains-sample N]]
+    python bench/scale.py --sources N [--docs 2000] [--workers 2] [--save FILE.json]   # many small sources
     python bench/scale.py --report FILE.json     # the report of a saved run, without running it again
 
 Each size k is its own corpus of k x --docs documents in k x --shards jsonl.gz shards, so that a shard holds
@@ -28,6 +29,11 @@ documents kept at 1x, so that the fitted sample, and with it the fitting task's 
 size, as a real corpus far larger than `sample` has it; at the stage's default of 20,000 the whole corpus would
 be the sample here and that task's peak would grow with it). The `domains` stage then has its row in every
 table, and each size's line gives its seconds and share of the curate time.
+
+With --sources N (bench/many_sources.py) the sizes are not run: the --docs documents of the prose corpus are
+curated as one source of one file and as N sources of a file each, filters off, each in a fresh process, and
+the seconds of every stage are printed side by side with their ratio (issue 42: N = 300 of 5 documents within
+2x of one source).
 """
 
 import argparse
@@ -45,6 +51,7 @@ sys.path.insert(0, str(REPO))  # the repository first: Loom runs from this check
 from loom_job import (add_domains_argument, add_run_arguments, bench_tokenizer, bench_workdir,  # noqa: E402
                       domains_share, domains_table, loom_workspace, machine_load, prose_corpus, run_loom,
                       web_like_corpus, write_jsonl_shards)
+from many_sources import report_sources, run_split, time_job  # noqa: E402
 
 TIME_TARGET = 2.1  # at most this much more time per doubling of the corpus
 PEAK_TARGET = 1.15  # every process's peak per stage at the largest size over the smallest
@@ -332,13 +339,23 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="write every size's figures to this JSON file")
     parser.add_argument("--report", type=Path, help="print the report of a JSON file that --save wrote, and stop")
     add_domains_argument(parser, sample=1000, why="; below the documents kept at 1x")
+    parser.add_argument("--sources", type=int, metavar="N",
+                        help="instead of the sizes: --docs documents as one source and as N sources, timed side by side")
+    parser.add_argument("--time-job", nargs=2, type=Path, metavar=("WORKSPACE", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=3, type=Path, metavar=("WORKSPACE", "CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         measure(*args.measure, args.workers)
         return
+    if args.time_job:
+        time_job(*args.time_job, args.workers)
+        return
     if args.report:
-        report(json.loads(args.report.read_text()))
+        saved = json.loads(args.report.read_text())
+        report_sources(saved) if "sources" in saved[0] else report(saved)
+        return
+    if args.sources:
+        compare_sources(args)
         return
     sizes = [int(k) for k in args.sizes.split(",")]
 
@@ -360,6 +377,17 @@ def main() -> None:
             args.save.write_text(json.dumps(results))
         report(results)
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
+
+
+def compare_sources(args) -> None:
+    """--sources N: the same documents as one source and as N, each timed in a fresh process."""
+    with bench_workdir(args, "sources") as workdir:
+        texts = prose_corpus(args.docs, args.seed)
+        tokenizer = bench_tokenizer(texts, workdir / "tokenizer.json")
+        results = [run_split(workdir, texts, n, tokenizer, args.workers, __file__) for n in (1, args.sources)]
+        if args.save:
+            args.save.write_text(json.dumps(results))
+        report_sources(results)
 
 
 if __name__ == "__main__":

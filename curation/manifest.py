@@ -22,10 +22,10 @@ from base.filenames import escaped_path
 from base.parquet_files import write_parquet
 from base.small_files import read_text
 from base.sql import duckdb_connect, literal
-from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE, Workspace
+from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE
 from curation.document import SUMMARY_FATES
 from curation.funnel_warnings import curation_warnings
-from curation.schema import CONTAMINATION, DOMAINS_TABLE, PII_COLUMNS, PII_TABLE
+from curation.schema import CONTAMINATION, DOMAINS_TABLE, NEAR_DUPLICATE_CLUSTERS, PII_COLUMNS, PII_TABLE, empty_relation
 from curation.stages.annotate_buckets import annotators_record
 from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.domains import DOMAINS
@@ -76,9 +76,9 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
         write_parquet(CONTAMINATION.empty_table(), gen.manifest_table("contamination"))
     _copy(con, f"""
         SELECT cluster_id, member_id, source, is_survivor, jaccard_to_survivor, removed, cluster_size, oversized
-        FROM read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))}) ORDER BY cluster_id, member_id
+        FROM {near_clusters(ctx)} ORDER BY cluster_id, member_id
     """, gen.manifest_table("dedup_clusters"))
-    write_text(json.dumps(dedup_report(con, ws, counts), indent=2), gen.manifest / DEDUP_REPORT_FILE)
+    write_text(json.dumps(dedup_report(con, ctx, counts), indent=2), gen.manifest / DEDUP_REPORT_FILE)
     quality = json.loads(read_text(QUALITY_SELECT.marker(ws)))
     cuts = quality["cut_points"]
     bounds = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(zip([0.0, *cuts], [*cuts, 1.0])))
@@ -138,11 +138,20 @@ def decontamination_info(stats: dict) -> dict:
     return {k: v for k, v in stats.items() if k not in ("fingerprint", "finished")}
 
 
-def dedup_report(con, ws: Workspace, counts: list[dict], largest: int = 10) -> dict:
+def near_clusters(ctx) -> str:
+    """SQL for minhash_dedup's clusters table; with dedup off (the stage not run), no rows."""
+    if not MINHASH_DEDUP.enabled(ctx):
+        return empty_relation(NEAR_DUPLICATE_CLUSTERS)
+    return f"read_parquet({literal(MINHASH_DEDUP.clusters_path(ctx.workspace))})"
+
+
+def dedup_report(con, ctx, counts: list[dict], largest: int = 10) -> dict:
     """The numbers a report's dedup section shows: removed fraction per source (of the documents that reached
-    MinHash dedup, summed from the shards' counts), the cluster size histogram and the largest clusters."""
-    clusters = f"read_parquet({literal(MINHASH_DEDUP.clusters_path(ws))})"
-    stats = json.loads(read_text(MINHASH_DEDUP.marker(ws)))
+    MinHash dedup, summed from the shards' counts), the cluster size histogram and the largest clusters; with
+    dedup off, none of each."""
+    clusters = near_clusters(ctx)
+    stats = json.loads(read_text(MINHASH_DEDUP.marker(ctx.workspace))) if MINHASH_DEDUP.enabled(ctx) else \
+        {"candidate_pairs": 0, "verified_pairs": 0, "oversized": []}
     removed: dict[str, list[int]] = {}
     for shard in counts:
         totals = removed.setdefault(shard["source"], [0, 0])

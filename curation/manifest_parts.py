@@ -1,5 +1,6 @@
-"""The per-document tables of the manifest (documents, funnel, removed), written per shard by one Dask task each,
-with the shard's curated part and quarantine copied into the generation by the same task.
+"""The per-document tables of the manifest (documents, funnel, removed), written per shard by one Dask task for
+each shard or run of small shards (parts.shard_groups), with the shard's curated part and quarantine copied into
+the generation by the same task.
 
 A shard's funnel rows are `prepare`'s funnel rows with each removed record's row taken from the removals the
 global stages wrote. Those are tables by shard (curation.stages.parts), so each task reads its own shard's
@@ -17,22 +18,31 @@ from base.workspace import Generation
 from curation.schema import PII_COLUMNS, REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
+from curation.stages.parts import shard_groups
 from curation.stages.prepare import PREPARE
-from curation.stages.survivors import shard_rows
+from curation.stages.survivors import partitions_for, shard_rows
 from curation.stages.tokenize import TOKENIZE
 
 
 def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:
-    """One task per shard (see publish_shard); returns each shard's counts in order."""
+    """A task per shard, or per run of small shards (at least two per worker thread); returns each shard's counts
+    in order."""
     import dask
 
-    tasks = [dask.delayed(publish_shard)(ctx, gen, shard, ordinal,
-                                         dask_key_name=f"publish_shard-{gen.id}-{ordinal:05d}")
-             for ordinal, shard in enumerate(shards)]
-    return list(client.compute(tasks, sync=True))
+    n = max(partitions_for(ctx.workspace, shards), 2 * sum(client.nthreads().values()))
+    groups = shard_groups(list(enumerate(shards)), n)
+    tasks = [dask.delayed(publish_group)(ctx, gen, group, dask_key_name=f"publish_shard-{gen.id}-{group[0][0]:05d}")
+             for group in groups]
+    return [counts for group in client.compute(tasks, sync=True) for counts in group]
 
 
-def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
+def publish_group(ctx, gen: Generation, group: list[tuple[int, object]]) -> list[dict]:
+    """publish_shard for each (ordinal, shard) of a run, on one DuckDB connection."""
+    con = duckdb_connect(ctx.workspace.root)
+    return [publish_shard(ctx, gen, shard, ordinal, con) for ordinal, shard in group]
+
+
+def publish_shard(ctx, gen: Generation, shard, ordinal: int, con=None) -> dict:
     """A shard's curated part and quarantine into the generation, its documents, funnel and removed parts; returns the
     counts the dedup report needs: documents that reached MinHash dedup, and those it removed."""
     ws = ctx.workspace
@@ -40,7 +50,7 @@ def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
     copy_file(PREPARE.quarantine_path(ws, shard), gen.quarantine_part(shard.source.name, shard.index))
     removed = pa.concat_tables([shard_rows(path, shard, REMOVALS.names).cast(REMOVALS) for path in ctx.removals]
                                or [REMOVALS.empty_table()])
-    con = duckdb_connect(ws.root)
+    con = con or duckdb_connect(ws.root)
     con.register("removals", removed)
     annotator_columns = [f.name for f in (*annotator_fields(ctx.config.annotators), *bucket_fields(ctx.config.annotators))]
     write_query(con, documents_query(gen, TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index),
@@ -48,7 +58,7 @@ def publish_shard(ctx, gen: Generation, shard, ordinal: int) -> dict:
     write_query(con, funnel_query(PREPARE.funnel_path(ws, shard)), gen.manifest_part("funnel", ordinal))
     write_query(con, removed_query(ws, shard, ctx.config.inspect.removed_sample), gen.manifest_part("removed", ordinal),
                 REMOVED_SAMPLE)
-    signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0)
+    signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0) if MINHASH.enabled(ctx) else 0
     near = sum(1 for stage in removed["stage"].to_pylist() if stage == MINHASH_DEDUP.name)
     return {"source": shard.source.name, "considered": int(signatures), "near_duplicates": near}
 

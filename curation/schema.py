@@ -99,11 +99,11 @@ REMOVED_SAMPLE = pa.schema(
     ]
 )
 
-DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}
+DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "bool": "BOOLEAN", "double": "DOUBLE"}
 
 
 def empty_relation(schema: pa.Schema) -> str:
-    """SQL for a relation of the schema's columns (strings and integers) and no rows."""
+    """SQL for a relation of the schema's columns (strings, integers, booleans, doubles) and no rows."""
     columns = ", ".join(f"NULL::{DUCKDB_TYPES[str(f.type)]} AS {f.name}" for f in schema)
     return f"(SELECT {columns} LIMIT 0)"
 

@@ -72,7 +72,7 @@ def help_of(argv: list, capsys) -> str:
 def test_a_dummy_reader_and_filter_show_in_curates_help_and_curate(tmp_path, slice_tokenizer):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(DUMMY_CURATION)
-    (tmp_path / "notes.txt").write_text("\n".join(LINES + SHOUTED) + "\n")
+    (tmp_path / "notes.txt").write_text("\n".join(LINES + LINES[:1] + SHOUTED) + "\n")  # an exact copy too
     (tmp_path / "sources.toml").write_text(textwrap.dedent('''
         [[source]]
         name = "notes"
@@ -99,9 +99,15 @@ def test_a_dummy_reader_and_filter_show_in_curates_help_and_curate(tmp_path, sli
     funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     fates = sorted((r["record"], r["fate"], r["stage"], r["reason"]) for r in funnel)
     assert fates == [(i, "kept", "", None) for i in range(len(LINES))] + \
-        [(len(LINES), "filtered", "dummy_shouting", "shouting")]
-    curated = pq.read_table(published(ws) / "curated", columns=["text", "length"]).to_pylist()
+        [(len(LINES), "duplicate", "exact_dedup", "exact_duplicate"),
+         (len(LINES) + 1, "filtered", "dummy_shouting", "shouting")]
+    curated = pq.read_table(published(ws) / "curated", columns=["text", "length", "dup_count", "dup_cluster"]).to_pylist()
     assert [row["length"] for row in curated] == [len(row["text"]) for row in curated] == [len(line) for line in LINES]
+    # [dedup] enabled = false: MinHash dedup does not run at all; exact dedup does, and dup_count counts its copies
+    assert not (ws / "work" / "minhash").exists() and not (ws / "work" / "minhash_dedup").exists()
+    assert [row["dup_count"] for row in curated] == [2] + [1] * (len(LINES) - 1)
+    assert {row["dup_cluster"] for row in curated} == {None}
+    assert pq.read_table(published(ws) / "manifest" / "dedup_clusters.parquet").num_rows == 0
 
 
 class DummyLaw:

@@ -8,6 +8,7 @@ import pandas as pd
 
 from curation.stages.base import removals_frame
 from curation.stages.dedup_pairs import pair_jaccard, with_shingles
+from curation.stages.parts import read_parts
 
 MEMBERS = pd.DataFrame({
     "key": pd.Series(dtype=np.int64), "survivor_key": pd.Series(dtype=np.int64), "cluster_id": pd.Series(dtype=object),
@@ -59,12 +60,10 @@ def removals(part: pd.DataFrame) -> pd.DataFrame:
 
 def cluster_members(labels, signature_files: list[str], shingle_files: list[str], config, partitions: int):
     """The clusters table as a lazy Dask frame (the NEAR_DUPLICATE_CLUSTERS columns and the keys)."""
-    import dask.dataframe as dd
-
-    docs = dd.read_parquet(signature_files, columns=["key", "id", "source", "shard", "record", "quality"])
+    docs = read_parts(signature_files, partitions, columns=["key", "id", "source", "shard", "record", "quality"])
     members = (labels.merge(docs, on="key").shuffle(on="label", npartitions=partitions)
                .map_partitions(choose_survivors, meta=MEMBERS))
-    shingles = dd.read_parquet(shingle_files)
+    shingles = read_parts(shingle_files, partitions)
     joined = with_shingles(with_shingles(members, shingles, "key", "shingles_member"),
                            shingles, "survivor_key", "shingles_survivor")
     return joined.map_partitions(fates, config.threshold, config.max_cluster_size, meta=CLUSTERS)

@@ -9,6 +9,8 @@ shuffled by cluster, so each cluster is summed where all its members are; no tas
 import numpy as np
 import pandas as pd
 
+from curation.stages.parts import read_parts
+
 KEYS = ["source", "shard", "record"]
 DUP_COUNTS = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype=np.int32),
                            "record": pd.Series(dtype=np.int64), "dup_count": pd.Series(dtype=np.int32)})
@@ -43,7 +45,7 @@ def dup_counts(clusters, copy_files: list[str], partitions: int):
     the clusters frame (dedup_clusters.cluster_members) and the exact copies tables' parts."""
     import dask.dataframe as dd
 
-    copies = dd.read_parquet(copy_files, columns=[*KEYS, "copies"]).astype({"source": object})  # as the clusters'
+    copies = read_parts(copy_files, partitions, columns=[*KEYS, "copies"]).astype({"source": object})  # as the clusters'
     members = clusters[[*KEYS, "cluster_id", "is_survivor", "removed"]].merge(copies, on=KEYS, how="left")
     in_clusters = (members.astype({"copies": np.float64}).shuffle(on="cluster_id", npartitions=partitions)
                    .map_partitions(cluster_dup_counts, meta=DUP_COUNTS))

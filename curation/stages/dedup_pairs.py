@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from curation.minhash import pairs_in_buckets, true_jaccard
+from curation.stages.parts import read_parts
 
 PAIRS = pd.DataFrame({"a": pd.Series(dtype=np.int64), "b": pd.Series(dtype=np.int64)})
 VERIFIED = PAIRS.assign(jaccard=pd.Series(dtype=np.float64))
@@ -12,9 +13,7 @@ VERIFIED = PAIRS.assign(jaccard=pd.Series(dtype=np.float64))
 
 def candidate_pairs(band_files: list[str], partitions: int):
     """Distinct pairs (a < b) of documents that share a bucket of some band."""
-    import dask.dataframe as dd
-
-    return (dd.read_parquet(band_files).shuffle(on=["band", "bucket"], npartitions=partitions)
+    return (read_parts(band_files, partitions).shuffle(on=["band", "bucket"], npartitions=partitions)
             .map_partitions(pairs_in_buckets, meta=PAIRS)
             .shuffle(on=["a", "b"], npartitions=partitions)
             .map_partitions(pd.DataFrame.drop_duplicates, meta=PAIRS))
@@ -40,9 +39,7 @@ def verify(part: pd.DataFrame, threshold: float) -> pd.DataFrame:
                          "jaccard": jaccard[keep]})
 
 
-def verified_pairs(candidates, shingle_files: list[str], threshold: float):
-    import dask.dataframe as dd
-
-    shingles = dd.read_parquet(shingle_files)
+def verified_pairs(candidates, shingle_files: list[str], threshold: float, partitions: int):
+    shingles = read_parts(shingle_files, partitions)
     joined = with_shingles(with_shingles(candidates, shingles, "a", "shingles_a"), shingles, "b", "shingles_b")
     return joined.map_partitions(verify, threshold, meta=VERIFIED)

@@ -15,9 +15,9 @@ from base.workspace import COPIES_DIR
 from curation.schema import EXACT_COPIES, REMOVALS
 from curation.stages.base import GlobalStage, removals_frame
 from curation.stages.dedup_components import persisted
-from curation.stages.parts import write_by_shard
+from curation.stages.parts import shard_groups, write_by_shard
 from curation.stages.prepare import PREPARE
-from curation.stages.survivors import surviving_batches
+from curation.stages.survivors import partitions_for, surviving_batches
 
 BATCH = 10_000
 IDS = pd.DataFrame({"id": pd.Series(dtype=object), "rank": pd.Series(dtype=np.int32), "source": pd.Series(dtype=object),
@@ -43,6 +43,11 @@ def shard_ids(ctx, shard) -> pd.DataFrame:
                           "record": np.concatenate(records) if records else np.empty(0, np.int64)})
     inputs = read_parquet(PREPARE.funnel_path(ctx.workspace, shard), columns=["record", "input"]).to_pandas()
     return frame.merge(inputs, on="record", how="left", sort=False)
+
+
+def group_ids(ctx, shards: list) -> pd.DataFrame:
+    """shard_ids of a run of shards, one frame: a task and a partition for many small shards."""
+    return pd.concat([shard_ids(ctx, s) for s in shards], ignore_index=True)
 
 
 def in_copy_order(part: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
@@ -90,7 +95,7 @@ class ExactDedup(GlobalStage):
     name = "exact_dedup"
     on_client = True
     removes = True
-    partitions = None  # of the shuffle; default one per shard. Results do not depend on it
+    partitions = None  # of the shuffle; default from the data's size (parts.shuffle_partitions). Results do not depend on it
 
     def copies_folder(self, ws) -> Path:
         """Kept documents with exact copies and their number, a table by shard."""
@@ -103,14 +108,16 @@ class ExactDedup(GlobalStage):
         import dask
         import dask.dataframe as dd
 
-        ids = dd.from_delayed([dask.delayed(shard_ids)(ctx, s) for s in shards], meta=IDS, verify_meta=False)
-        by_id = ids.shuffle(on="id", npartitions=self.partitions or len(shards))
+        partitions = partitions_for(ctx.workspace, shards, self.partitions)
+        ids = dd.from_delayed([dask.delayed(group_ids)(ctx, group) for group in shard_groups(shards, partitions)],
+                              meta=IDS, verify_meta=False)
+        by_id = ids.shuffle(on="id", npartitions=partitions)
         found = persisted(client, by_id.map_partitions(judged, meta=JUDGED))
         n = write_by_shard(client, found[found["copies"] == 0][list(DUPLICATES.columns)],
-                           self.removed_path(ctx.workspace), shards, REMOVALS, ["record"], self.name, self.partitions)
+                           self.removed_path(ctx.workspace), shards, REMOVALS, ["record"], self.name, partitions)
         n_kept = write_by_shard(client, found[found["copies"] > 0][list(COPIES.columns)],
                                 self.copies_folder(ctx.workspace), shards, EXACT_COPIES, ["record"],
-                                f"{self.name}-copies", self.partitions)
+                                f"{self.name}-copies", partitions)
         stats = {"duplicates": n, "kept_with_copies": n_kept}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats

@@ -18,6 +18,9 @@ BATCH = 1000
 class MinHashSignatures(ShardStage):
     name = "minhash"
 
+    def enabled(self, ctx) -> bool:
+        return ctx.config.dedup.enabled
+
     def inputs(self, ctx) -> str:
         d = ctx.config.dedup
         return settings_json([d.enabled, d.scope, d.ngram, d.bands, d.rows, d.seed])
@@ -38,8 +41,7 @@ class MinHashSignatures(ShardStage):
         with (parquet_writer(self.part_path(ws, shard), signature_schema(config)) as sig_out,
               parquet_writer(self.bands_path(ws, shard), BANDS) as band_out,
               parquet_writer(self.shingles_path(ws, shard), SHINGLES) as shingle_out):
-            batches = surviving_batches(ctx, shard, BATCH, columns=["record", "id", "text", "quality"]) if config.enabled else []
-            for docs in batches:
+            for docs in surviving_batches(ctx, shard, BATCH, columns=["record", "id", "text", "quality"]):
                 hashes = [shingle_hashes(text, config.ngram) for text in docs["text"].to_pylist()]
                 sigs = hash_signatures(hashes, config)
                 keys = np.array([doc_key(i) for i in docs["id"].to_pylist()], dtype=np.int64)

@@ -17,13 +17,19 @@ from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.exact_dedup import EXACT_DEDUP
 from curation.stages.minhash import MINHASH
 from curation.stages.parts import all_parts, shard_part, write_by_shard
+from curation.stages.survivors import partitions_for
 
 
 class MinHashDedup(GlobalStage):
     name = "minhash_dedup"
     on_client = True
     removes = True
-    partitions = None  # of every shuffle; default one per shard. Results do not depend on it
+    partitions = None  # of every shuffle; default from the data's size (parts.shuffle_partitions). Results do not depend on it
+
+    def enabled(self, ctx) -> bool:
+        """Off with `[dedup] enabled = false` (as is `minhash`): no clusters, and each kept document's dup_count is
+        its exact copies (`exact_dedup` runs either way)."""
+        return ctx.config.dedup.enabled
 
     def inputs(self, ctx) -> str:
         d = ctx.config.dedup
@@ -46,10 +52,10 @@ class MinHashDedup(GlobalStage):
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         config, ws = ctx.config.dedup, ctx.workspace
-        partitions = self.partitions or len(shards)
+        partitions = partitions_for(ws, shards, self.partitions)
         shingle_files = [str(MINHASH.shingles_path(ws, s)) for s in shards]
         candidates = persisted(client, candidate_pairs([str(MINHASH.bands_path(ws, s)) for s in shards], partitions))
-        edges = persisted(client, verified_pairs(candidates, shingle_files, config.threshold))
+        edges = persisted(client, verified_pairs(candidates, shingle_files, config.threshold, partitions))
         n_candidates, n_verified = client.compute([candidates.shape[0], edges.shape[0]], sync=True)
         labels, rounds = component_labels(client, edges, partitions, n_nodes_hint=2 * int(n_verified))
         del candidates

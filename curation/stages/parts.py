@@ -15,6 +15,32 @@ from base.parquet_files import write_parquet
 from base.store import as_path, path_text
 from base.workspace import PART_GLOB, part_name
 
+PARTITION_BYTES = 128 * 1024 * 1024  # of prepared Parquet per shuffle partition at most: a full shard's, about
+EMPTY_PER_TASK = 64  # empty parts one task writes
+
+
+def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = None) -> int:
+    """The partitions of a global stage's shuffles: `fixed` if set, else one per PARTITION_BYTES of the shards'
+    prepared parts (at least 1, at most one per shard), so that many small shards are not as many partitions and
+    tasks in every step; a partition holds about what a full shard holds either way. Results do not depend on it."""
+    return fixed or max(1, min(shards, -(-prepared_bytes // PARTITION_BYTES)))
+
+
+def read_parts(files: list[str], partitions: int, columns: list[str] | None = None):
+    """A lazy Dask frame of a stage's per-shard files in at most `partitions` partitions (neighbouring files
+    together, no shuffle)."""
+    import dask.dataframe as dd
+
+    frame = dd.read_parquet(files, columns=columns)
+    return frame.repartition(npartitions=partitions) if frame.npartitions > partitions else frame
+
+
+def shard_groups(shards: list, groups: int) -> list[list]:
+    """The shards in `groups` runs of neighbours (fewer if there are fewer shards), for a task each."""
+    n = min(groups, len(shards))
+    return [shards[i * len(shards) // n:(i + 1) * len(shards) // n] for i in range(n)]
+
+
 WRITTEN = pd.DataFrame({"source": pd.Series(dtype=object), "shard": pd.Series(dtype="int32"),
                         "rows": pd.Series(dtype="int64")})
 
@@ -59,8 +85,14 @@ def write_by_shard(client, frame, folder: Path, shards: list, schema: pa.Schema,
     written = client.compute(shuffled.map_partitions(write_partition, str(folder), schema, order, meta=WRITTEN,
                                                      token=stage), sync=True)
     done = set(zip(written["source"], written["shard"]))
-    empty = schema.empty_table()
-    client.gather([client.submit(write_shard_rows, empty, folder, s.source.name, s.index, schema, order,
-                                 key=f"{stage}-empty-{text_digest(str(folder), s.key)}")
-                   for s in shards if (s.source.name, s.index) not in done])
+    missing = [(s.source.name, s.index) for s in shards if (s.source.name, s.index) not in done]
+    batches = [missing[i:i + EMPTY_PER_TASK] for i in range(0, len(missing), EMPTY_PER_TASK)]
+    client.gather([client.submit(write_empty_parts, batch, folder, schema,
+                                 key=f"{stage}-empty-{text_digest(str(folder), repr(batch))}") for batch in batches])
     return int(written["rows"].sum())
+
+
+def write_empty_parts(keys: list[tuple[str, int]], folder: Path, schema: pa.Schema) -> None:
+    """An empty part for each (source, index), so that a reader finds a part for every shard."""
+    for source, index in keys:
+        write_parquet(schema.empty_table(), shard_part(folder, source, index))

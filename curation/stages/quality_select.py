@@ -1,5 +1,6 @@
-"""Stage 2, over all shards, in two passes of one task per shard: quality buckets at the corpus's score
-quantiles (or fixed cut points), and the documents a source's `quality_threshold` or `keep_fraction` removes.
+"""Stage 2, over all shards, in two passes of one task per shard (or per run of small shards, parts.shard_groups):
+quality buckets at the corpus's score quantiles (or fixed cut points), and the documents a source's
+`quality_threshold` or `keep_fraction` removes.
 
 No process reads every score: pass one sketches each shard's scores in a DDSketch; the sketches are merged in a
 tree (per source, then over the corpus) and only the merged ones, a few tens of KB each, reach the client; pass
@@ -23,8 +24,8 @@ from base.workspace import BUCKETS_DIR
 from curation.quality import model_fingerprint
 from curation.schema import PREPARED, QUALITY_BUCKETS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
-from curation.stages.parts import all_parts, write_shard_rows
-from curation.stages.survivors import surviving_batches
+from curation.stages.parts import all_parts, shard_groups, write_shard_rows
+from curation.stages.survivors import partitions_for, surviving_batches
 
 ACCURACY = 0.001  # DDSketch relative accuracy on the odds: about 20,000 bins, ~170 KB a sketch
 EDGE = 1e-9  # scores are clipped to [EDGE, 1 - EDGE] before the odds
@@ -74,13 +75,43 @@ def merged(*sketches):
     return out
 
 
-def tree_merge(sketches: list, fan_in: int = 8):
+def group_sketches(ctx, shards: list) -> dict:
+    """Pass one for a run of shards (a task for many small ones): a sketch of each of their sources' scores."""
+    out = {}
+    for shard in shards:
+        name, sketch = shard.source.name, shard_sketch(ctx, shard)
+        out[name] = merged(out[name], sketch) if name in out else sketch
+    return out
+
+
+def merged_by_source(*parts: dict) -> dict:
+    """Sketches by source, of several runs of shards, merged by source."""
+    by_source = {}
+    for part in parts:
+        for name, sketch in part.items():
+            by_source.setdefault(name, []).append(sketch)
+    return {name: merged(*sketches) for name, sketches in by_source.items()}
+
+
+def cut_values(by_source: dict, quantiles: list[float], keep: dict) -> tuple:
+    """From the merged sketches by source: the corpus's scored count, its score at each quantile, and each
+    keep_fraction source's score at its quantile."""
+    corpus = merged(*by_source.values())
+    return (sketch_count(corpus), [quantile_score(corpus, q) for q in quantiles],
+            {name: quantile_score(by_source[name], q) for name, q in keep.items()})
+
+
+def select_group(ctx, shards: list, cuts: list[float], thresholds: dict) -> int:
+    return sum(select_shard(ctx, shard, cuts, thresholds) for shard in shards)
+
+
+def tree_merge(sketches: list, fan_in: int = 8, merge=merged):
     """Delayed sketches merged fan_in at a time, so no task holds more than fan_in of them."""
     import dask
 
     while len(sketches) > 1:
-        sketches = [dask.delayed(merged)(*sketches[i:i + fan_in]) for i in range(0, len(sketches), fan_in)]
-    return sketches[0] if sketches else dask.delayed(merged)()
+        sketches = [dask.delayed(merge)(*sketches[i:i + fan_in]) for i in range(0, len(sketches), fan_in)]
+    return sketches[0] if sketches else dask.delayed(merge)()
 
 
 def sketch_count(sketch) -> int:
@@ -155,23 +186,17 @@ class QualitySelect(GlobalStage):
         import dask
 
         config, ws = ctx.config.quality, ctx.workspace
-        by_source = {}
-        for shard in shards:
-            by_source.setdefault(shard.source.name, []).append(dask.delayed(shard_sketch)(ctx, shard))
-        per_source = {name: tree_merge(sketches) for name, sketches in by_source.items()}
-        corpus = tree_merge(list(per_source.values()))
+        groups = shard_groups(shards, partitions_for(ws, shards))  # many small shards: a task per run of them
+        by_source = tree_merge([dask.delayed(group_sketches)(ctx, group) for group in groups], merge=merged_by_source)
+        names = {s.source.name for s in shards}
         quantiles = [i / config.buckets for i in range(1, config.buckets)] if not config.cut_points else []
-        keep = {s.name: 1 - s.keep_fraction for s in ctx.config.sources if s.keep_fraction is not None and s.name in per_source}
+        keep = {s.name: 1 - s.keep_fraction for s in ctx.config.sources if s.keep_fraction is not None and s.name in names}
         # the sketches stay on the workers: the client gets the count and the cut points only
-        scored, *values = client.compute([dask.delayed(sketch_count)(corpus),
-                                          *(dask.delayed(quantile_score)(corpus, q) for q in quantiles),
-                                          *(dask.delayed(quantile_score)(per_source[n], q) for n, q in keep.items())],
-                                         sync=True)
-        corpus_cuts, thresholds = values[:len(quantiles)], dict(zip(keep, values[len(quantiles):]))
+        scored, corpus_cuts, thresholds = client.compute(dask.delayed(cut_values)(by_source, quantiles, keep), sync=True)
         cuts = list(config.cut_points) if config.cut_points else (corpus_cuts if scored else [])
         for folder in (self.buckets_folder(ws), self.removed_path(ws)):
             remove_tree(folder)  # a part of a shard that this run has not is a previous run's
-        removed = client.compute([dask.delayed(select_shard)(ctx, s, cuts, thresholds) for s in shards], sync=True)
+        removed = client.compute([dask.delayed(select_group)(ctx, group, cuts, thresholds) for group in groups], sync=True)
         stats = {"cut_points": cuts, "scored": scored, "removed": int(sum(removed)), "sketch_accuracy": ACCURACY}
         mark_done(self.marker(ws), fingerprint, stats)
         return stats

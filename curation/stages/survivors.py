@@ -7,15 +7,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from base.parquet_files import parquet_file, read_parquet
+from base.store import as_path
 from base.sql import duckdb_connect
 from curation.stages.base import removals_relation
-from curation.stages.parts import shard_part
+from curation.stages.parts import shard_part, shuffle_partitions
 from curation.stages.prepare import PREPARE
 
 
 def shard_rows(folder: Path, shard, columns: list[str]) -> pa.Table:
     """The rows of a table by shard that belong to one shard: its own part."""
     return read_parquet(shard_part(folder, shard.source.name, shard.index), columns=columns)
+
+
+def partitions_for(ws, shards: list, fixed: int | None = None) -> int:
+    """parts.shuffle_partitions for these shards, from the size of their prepared parts."""
+    return shuffle_partitions(sum(as_path(PREPARE.part_path(ws, s)).stat().st_size for s in shards), len(shards), fixed)
 
 
 def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:

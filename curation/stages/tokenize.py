@@ -11,6 +11,7 @@ from curation.schema import CURATED, PII_COLUMNS, curated_schema
 from curation.stages.annotate_buckets import ANNOTATE_BUCKETS
 from curation.stages.base import ShardStage
 from curation.stages.domains import DOMAINS
+from curation.stages.exact_dedup import EXACT_DEDUP
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.quality_select import QUALITY_SELECT
 from curation.stages.survivors import shard_rows, surviving_batches
@@ -29,7 +30,7 @@ class Tokenize(ShardStage):
         ws = ctx.workspace
         tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
         buckets = shard_rows(QUALITY_SELECT.buckets_folder(ws), shard, ["record", "quality_bucket"])
-        clusters = shard_rows(MINHASH_DEDUP.clusters_folder(ws), shard, ["record", "cluster_id"])
+        clusters = near_clusters(ctx, shard)
         counts, domains = dup_counts(ctx, shard), domain_assignments(ctx, shard)
         annotator_buckets = ANNOTATE_BUCKETS.bucket_rows(ctx, shard)
         schema = curated_schema(ctx.config.annotators)
@@ -53,8 +54,19 @@ class Tokenize(ShardStage):
         return stats
 
 
+def near_clusters(ctx, shard) -> pa.Table:
+    """`record` and `cluster_id` of the shard's documents in a near-duplicate cluster (none with dedup off)."""
+    if not MINHASH_DEDUP.enabled(ctx):
+        return pa.table({"record": pa.array([], pa.int64()), "cluster_id": pa.array([], pa.string())})
+    return shard_rows(MINHASH_DEDUP.clusters_folder(ctx.workspace), shard, ["record", "cluster_id"])
+
+
 def dup_counts(ctx, shard) -> pa.Table:
-    """`record` and `dup_count` of the shard's documents whose duplicate clusters held more than one (the rest: 1)."""
+    """`record` and `dup_count` of the shard's documents whose duplicate clusters held more than one (the rest: 1);
+    with MinHash dedup off, the exact copies alone."""
+    if not MINHASH_DEDUP.enabled(ctx):
+        copies = shard_rows(EXACT_DEDUP.copies_folder(ctx.workspace), shard, ["record", "copies"])
+        return copies.rename_columns(["record", "dup_count"])
     return shard_rows(MINHASH_DEDUP.dup_counts_folder(ctx.workspace), shard, ["record", "dup_count"])
 
 

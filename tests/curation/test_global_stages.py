@@ -16,6 +16,7 @@ from curation.stages import STAGES
 from curation.stages.dedup_components import ComponentsDidNotConverge, component_labels, round_cap
 from curation.stages.exact_dedup import ExactDedup
 from curation.stages.minhash_dedup import MinHashDedup
+from curation.stages.parts import PARTITION_BYTES, shard_groups, shuffle_partitions
 from curation.stages.quality_select import ACCURACY, merged, odds
 from base.workspace import Workspace
 from test_dedup import write_near_duplicate_corpus
@@ -94,6 +95,15 @@ def test_merged_sketches_give_quantiles_within_their_accuracy():
     for q in (0.05, 0.2, 0.5, 0.8, 0.95, 0.99):
         truth = exact[int(q * (len(exact) - 1))]
         assert abs(whole.get_quantile_value(q) - truth) <= ACCURACY * abs(truth) + 1e-12, q
+
+
+def test_many_small_shards_share_partitions_and_tasks_and_full_shards_do_not():
+    assert shuffle_partitions(300 * 5_000, 300) == 1  # 300 sources of 5 documents: one partition, not 300
+    assert shuffle_partitions(300 * PARTITION_BYTES, 300) == 300 == shuffle_partitions(10**15, 300)
+    assert shuffle_partitions(0, 0) == 1 and shuffle_partitions(1, 300, fixed=5) == 5
+    groups = shard_groups(list(range(10)), 3)
+    assert [x for g in groups for x in g] == list(range(10)) and len(groups) == 3 and min(map(len, groups)) == 3
+    assert shard_groups([1, 2], 5) == [[1], [2]]
 
 
 def curated_results(ws: Workspace) -> dict:

@@ -57,7 +57,7 @@ def test_funnel_and_documents_are_per_shard_parts_of_the_single_tables(curated_s
 @pytest.mark.slow  # a LocalCluster and a publish: 29-41 s on a loaded machine
 def test_publish_runs_on_the_workers_and_a_killed_one_rerun_ends_identical(curated_slice, slice_sources, slice_tokenizer, tmp_path):
     """The stages are all done in a copy of the curated slice; with its generations gone (but for a killed
-    publish's temporary folder), curate runs publish only: each shard's part is a task on a worker (the task stream
+    publish's temporary folder), curate runs publish only: each run of shards is a task on a worker (the task stream
     says where), the manifest comes out as before and the killed publish's folder is gone."""
     from distributed import get_task_stream
 
@@ -77,7 +77,8 @@ def test_publish_runs_on_the_workers_and_a_killed_one_rerun_ends_identical(curat
     ran = {}
     for task in stream.data:
         ran.setdefault(str(task["key"]).split("-")[0], set()).add(task["worker"])
-    assert sum(str(t["key"]).startswith("publish_shard-") for t in stream.data) == len(shards)
+    threads = 2  # small shards go a run to a task, two tasks per worker thread
+    assert sum(str(t["key"]).startswith("publish_shard-") for t in stream.data) == min(len(shards), 2 * threads)
     for name in ("publish_shard", "publish_manifest", "source_summary"):
         assert ran.get(name) and ran[name] <= workers, (name, sorted(ran))
     gen = ws.published()
