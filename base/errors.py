@@ -23,6 +23,11 @@ def reject_unknown_keys(table: dict, known, where: str) -> None:
                         f"{', '.join(sorted(known))}")
 
 
+def is_whole_number(value) -> bool:
+    """An int as a config table holds it, and not a bool (which Python counts as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def string_list(value, what: str) -> tuple[str, ...]:
     """A config value that lists strings (one string is a list of one); `what` names it in the error."""
     if isinstance(value, str):

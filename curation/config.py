@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from base.errors import UserError, did_you_mean, reject_unknown_keys, string_list
+from base.errors import UserError, did_you_mean, is_whole_number, reject_unknown_keys, string_list
 from base.names import NAME, NAME_RULE, is_name
 from base.small_files import read_toml
 from base.store import is_url
@@ -198,15 +198,14 @@ def _parse_domains(table, path: Path, source_names: list[str], base_dir: Path) -
     if not isinstance(table, dict):
         raise UserError(f"{where} must be a table")
     reject_unknown_keys(table, {f.name for f in fields(DomainsConfig)}, where)
-    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
     k = table.get("k")
-    if not whole(k) or k < 2:
+    if not is_whole_number(k) or k < 2:
         raise UserError(f"{where}: `k` must be a whole number of domains, at least 2 (got {k!r}); e.g. k = 24")
     sample = table.get("sample", DomainsConfig.sample)
-    if not whole(sample) or sample < k:
+    if not is_whole_number(sample) or sample < k:
         raise UserError(f"{where}: `sample` ({sample!r}) must be a whole number of documents, at least `k` ({k}); "
                         "raise it or lower k")
-    if not whole(seed := table.get("seed", 0)):
+    if not is_whole_number(seed := table.get("seed", 0)):
         raise UserError(f"{where}: `seed` must be a whole number")
     sources = string_list(table.get("sources", []), f"{where} `sources`")
     if unknown := [name for name in sources if name not in source_names]:
@@ -245,7 +244,7 @@ def _parse_dedup(table, path: Path) -> DedupConfig:
     checks = [
         (isinstance(config.enabled, bool), "`enabled` must be true or false"),
         (config.scope in ("global", "per-source"), "`scope` must be \"global\" or \"per-source\""),
-        (all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        (all(is_whole_number(v) and v >= 1
              for v in (config.ngram, config.bands, config.rows, config.max_cluster_size)),
          "`ngram`, `bands`, `rows` and `max_cluster_size` must be whole numbers of at least 1"),
         (isinstance(config.seed, int), "`seed` must be a whole number"),
@@ -264,7 +263,7 @@ def _parse_quality(table, path: Path) -> QualityConfig:
     reject_unknown_keys(table, QUALITY_KEYS, where)
     values = {key: string_list(table[key], f"{where} `{key}`") for key in ("positive", "negative") if key in table}
     buckets = table.get("buckets", 5)
-    if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 100:
+    if not is_whole_number(buckets) or not 1 <= buckets <= 100:
         raise UserError(f"{where}: `buckets` must be a whole number from 1 to 100")
     cuts = table.get("cut_points", [])
     if not isinstance(cuts, list) or not all(isinstance(c, (int, float)) and 0 <= c <= 1 for c in cuts) \
@@ -281,7 +280,7 @@ def _parse_inspect(table, path: Path) -> InspectConfig:
     sample = table.get("removed_sample", InspectConfig.removed_sample)
     if sample == "all":
         return InspectConfig(removed_sample=None)
-    if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+    if not is_whole_number(sample) or sample < 0:
         raise UserError(f"{where}: `removed_sample` must be a whole number of documents (0 keeps none) or \"all\"")
     return InspectConfig(removed_sample=sample)
 
@@ -325,10 +324,10 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         if value is not None and (not isinstance(value, (int, float)) or not (0 <= value <= 1) or (value == 0 and not low_inclusive)):
             raise UserError(f"{where}: `{key}` must be a number in {'[0, 1]' if low_inclusive else '(0, 1]'}")
     limit = values.get("max_doc_bytes", DEFAULT_MAX_DOC_BYTES)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+    if not is_whole_number(limit) or limit < 1:
         raise UserError(f"{where}: `max_doc_bytes` must be a whole number of bytes, at least 1 (default {DEFAULT_MAX_DOC_BYTES})")
     shard_bytes = values.get("shard_bytes", DEFAULT_SHARD_BYTES)
-    if not isinstance(shard_bytes, int) or isinstance(shard_bytes, bool) or shard_bytes < MIN_SHARD_BYTES:
+    if not is_whole_number(shard_bytes) or shard_bytes < MIN_SHARD_BYTES:
         raise UserError(f"{where}: `shard_bytes` must be a whole number of bytes, at least {MIN_SHARD_BYTES} "
                         f"(default {DEFAULT_SHARD_BYTES}, 128 MiB)")
     storage = values.get("storage_options", {})

@@ -4,7 +4,7 @@ is judged (curation/decontamination.py); every check, each a line naming the key
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from base.errors import UserError, reject_unknown_keys, string_list
+from base.errors import UserError, is_whole_number, reject_unknown_keys, string_list
 from base.names import check_name
 
 
@@ -54,14 +54,13 @@ def parse_decontaminate(table, path: Path, base_dir: Path) -> DecontaminationCon
         raise UserError(f"{where}: eval set '{next(n for n in names if names.count(n) > 1)}' is declared twice; "
                         "names must be unique")
     config = DecontaminationConfig(evals=evals, **{k: v for k, v in table.items() if k != "eval"})
-    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
     checks = [
-        (whole(config.ngram) and 1 <= config.ngram <= 64,
+        (is_whole_number(config.ngram) and 1 <= config.ngram <= 64,
          "`ngram` must be a whole number of words from 1 to 64 (default 8)"),
         (isinstance(config.threshold, (int, float)) and not isinstance(config.threshold, bool)
          and 0 < config.threshold <= 1, "`threshold` must be a number in (0, 1] (default 0.5)"),
         (config.scope in SCOPES, "`scope` must be \"paragraph\" or \"document\""),
-        (whole(config.min_words) and whole(config.ngram) and config.min_words >= config.ngram,
+        (is_whole_number(config.min_words) and is_whole_number(config.ngram) and config.min_words >= config.ngram,
          f"`min_words` must be a whole number, at least `ngram` ({config.ngram}) (default 20)"),
         (isinstance(config.false_positive_rate, float) and 0 < config.false_positive_rate < 0.5,
          "`false_positive_rate` must be a number in (0, 0.5) (default 1e-4)"),

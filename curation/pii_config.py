@@ -1,15 +1,11 @@
 """A source's personal-data settings in sources.toml (`pii`, `pii_kinds`, `max_pii`): every check, one line each,
 before any compute. The patterns and placeholders are curation.steps.pii_patterns'; the step is curation.steps.pii."""
 
-from base.errors import UserError, did_you_mean, string_list
+from base.errors import UserError, did_you_mean, is_whole_number, string_list
 from curation.steps.pii import TOTAL
 from curation.steps.pii_patterns import KINDS, check_kinds
 
 PII_MODES = ("redact", "count", "off")
-
-
-def whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def parse_pii(values: dict, where: str) -> None:
@@ -30,9 +26,9 @@ def parse_pii(values: dict, where: str) -> None:
 
 def max_pii_table(value, kinds, where: str) -> dict:
     """`max_pii` as {kind or TOTAL: the most spans a kept document may hold}."""
-    if whole(value):
+    if is_whole_number(value):
         value = {TOTAL: value}
-    if not isinstance(value, dict) or not all(whole(n) and n >= 0 for n in value.values()):
+    if not isinstance(value, dict) or not all(is_whole_number(n) and n >= 0 for n in value.values()):
         raise UserError(f"{where}: `max_pii` must be a whole number of spans (of every kind together) or a table "
                         "of them by kind, e.g. max_pii = {email = 5, secret = 0}")
     known = (*kinds, TOTAL)

@@ -4,7 +4,7 @@ problem is one line naming `annotator 'NAME'` and the fix (curation.config.load_
 import re
 from pathlib import Path
 
-from base.errors import UserError, did_you_mean, reject_unknown_keys
+from base.errors import UserError, did_you_mean, is_whole_number, reject_unknown_keys
 from base.store import is_url
 from curation.schema import CURATED
 from curation.steps.annotate import ANNOTATORS
@@ -56,10 +56,10 @@ def _parse_annotator(entry: dict, index: int, path: Path, source_names: list[str
     if None not in bounds.values() and bounds["min"] > bounds["max"]:
         raise UserError(f"{where}: `min` ({bounds['min']}) is above `max` ({bounds['max']}); swap them or drop one")
     buckets = entry.get("buckets", 0)
-    if not _whole(buckets) or not (buckets == 0 or 2 <= buckets <= MAX_BUCKETS):
+    if not is_whole_number(buckets) or not (buckets == 0 or 2 <= buckets <= MAX_BUCKETS):
         raise UserError(f"{where}: `buckets` must be 0 (none) or a whole number from 2 to {MAX_BUCKETS}")
     for key in ("batch_size", "max_length"):
-        if key in entry and not (_whole(entry[key]) and entry[key] >= 1):
+        if key in entry and not (is_whole_number(entry[key]) and entry[key] >= 1):
             raise UserError(f"{where}: `{key}` must be a whole number, at least 1")
         if key in entry:
             values[key] = entry[key]
@@ -95,7 +95,3 @@ def _number(value, key: str, where: str) -> float | None:
         raise UserError(f"{where}: `{key}` must be a number (a document scoring {'below' if key == 'min' else 'above'} "
                         "it is removed)")
     return float(value)
-
-
-def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
