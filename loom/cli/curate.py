@@ -114,6 +114,7 @@ def print_personal_data(ws: Workspace) -> None:
 
     from base.parquet_files import read_parquet
     from curation.steps.pii import TOTAL
+    from reports.pii import MODE_WORDS
 
     table = ws.published().manifest_table("pii")
     if not table.exists():
@@ -123,8 +124,7 @@ def print_personal_data(ws: Workspace) -> None:
         found = [f"{r['kind']} {r['spans']:,} in {r['documents']:,} document{'' if r['documents'] == 1 else 's'}"
                  for r in rows if r["kind"] != TOTAL and r["spans"]]
         removed = sum(r["removed"] for r in rows if r["kind"] != TOTAL)
-        verb = "redacted" if rows[0]["mode"] == "redact" else "counted"
-        console.print(f"Personal data: '{source}' {verb} {', '.join(found) or 'none'}"
+        console.print(f"Personal data: '{source}' {MODE_WORDS[rows[0]['mode']]} {', '.join(found) or 'none'}"
                       + (f"; max_pii removed {removed:,} documents" if removed else ""), markup=False)
 
 
