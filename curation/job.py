@@ -37,6 +37,7 @@ class JobContext:
     quality_model: str | None = None  # no model: no scores, no buckets
     removals: tuple[str, ...] = ()  # the removals tables of the global stages run so far (set by the runner)
     limit: int | None = None  # at most this many records per source (a sample), recorded in curation.json
+    prepared_bytes: int | None = None  # the prepared parts' size, measured once by the runner after prepare
 
 
 def plan_shards(sources: list[SourceConfig], limit: int | None = None) -> list[Shard]:

@@ -29,7 +29,7 @@ def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:
     in order."""
     import dask
 
-    n = max(partitions_for(ctx.workspace, shards), 2 * sum(client.nthreads().values()))
+    n = max(partitions_for(ctx, shards), 2 * sum(client.nthreads().values()))
     groups = shard_groups(list(enumerate(shards)), n)
     tasks = [dask.delayed(publish_group)(ctx, gen, group, dask_key_name=f"publish_shard-{gen.id}-{group[0][0]:05d}")
              for group in groups]

@@ -22,6 +22,7 @@ from curation.publish import generation_id, publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage
+from curation.stages.survivors import prepared_size
 from curation.steps.plugins import step_digests
 
 CODE_VERSION = "5"  # bump when a stage's output changes for the same inputs, so reruns redo it
@@ -119,16 +120,18 @@ def stage_fingerprints(shards: list[Shard], ctx: JobContext, stages=STAGES):
 
 
 def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
-               stages=STAGES) -> tuple[dict[str, dict], tuple[str, ...], int]:
-    """Runs every stage; returns the last stage's stats of each shard by key, the removals tables the stages
-    wrote, and how many tasks were run (0: every output was up to date). `progress(stage, total)` gives a callable
-    to advance per finished shard."""
+               stages=STAGES) -> tuple[dict[str, dict], JobContext, int]:
+    """Runs every stage; returns the last stage's stats of each shard by key, the context publish runs with (the
+    removals tables the stages wrote, the prepared parts' size), and how many tasks were run (0: every output was
+    up to date). `progress(stage, total)` gives a callable to advance per finished shard."""
     from distributed import as_completed
 
     ws = ctx.workspace
     removals: list[str] = []
     redone = 0
     for stage, fingerprint, upstream in stage_fingerprints(shards, ctx, stages):
+        if not isinstance(stage, ShardStage) and ctx.prepared_bytes is None:  # prepare is done: measured once
+            ctx = replace(ctx, prepared_bytes=prepared_size(ws, shards))
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):
             todo = [s for s in shards if stage.done(ws, s, fingerprint[s.key]) is None]
@@ -152,7 +155,8 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             if stage.removes:
                 removals.append(str(stage.removed_path(ws)))
     last = stages[-1]
-    return {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}, tuple(removals), redone
+    stats = {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}
+    return stats, replace(ctx, removals=tuple(removals)), redone
 
 
 def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Generation | None:
@@ -198,8 +202,8 @@ def curate(shards: list[Shard], ctx: JobContext, client, progress=None, stages=S
     if any(source.storage_options for source in ctx.config.sources):
         client.register_plugin(SourceStorageOptions(ctx.config.sources))
     before = ctx.workspace.published().id
-    stats, removals, redone = run_stages(shards, ctx, client, progress, stages)
-    gen = publish(replace(ctx, removals=removals), shards, stats, client)
+    stats, publish_ctx, redone = run_stages(shards, ctx, client, progress, stages)
+    gen = publish(publish_ctx, shards, stats, client)
     if note and not redone and gen.id == before:
         note(nothing_to_do(gen))
     return client.submit(source_summary, gen, key=f"source_summary-{gen.id}").result()  # read on a worker

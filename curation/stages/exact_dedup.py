@@ -108,7 +108,7 @@ class ExactDedup(GlobalStage):
         import dask
         import dask.dataframe as dd
 
-        partitions = partitions_for(ctx.workspace, shards, self.partitions)
+        partitions = partitions_for(ctx, shards, self.partitions)
         ids = dd.from_delayed([dask.delayed(group_ids)(ctx, group) for group in shard_groups(shards, partitions)],
                               meta=IDS, verify_meta=False)
         by_id = ids.shuffle(on="id", npartitions=partitions)

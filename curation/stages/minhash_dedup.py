@@ -52,7 +52,7 @@ class MinHashDedup(GlobalStage):
 
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         config, ws = ctx.config.dedup, ctx.workspace
-        partitions = partitions_for(ws, shards, self.partitions)
+        partitions = partitions_for(ctx, shards, self.partitions)
         shingle_files = [str(MINHASH.shingles_path(ws, s)) for s in shards]
         candidates = persisted(client, candidate_pairs([str(MINHASH.bands_path(ws, s)) for s in shards], partitions))
         edges = persisted(client, verified_pairs(candidates, shingle_files, config.threshold, partitions))

@@ -186,7 +186,7 @@ class QualitySelect(GlobalStage):
         import dask
 
         config, ws = ctx.config.quality, ctx.workspace
-        groups = shard_groups(shards, partitions_for(ws, shards))  # many small shards: a task per run of them
+        groups = shard_groups(shards, partitions_for(ctx, shards))  # many small shards: a task per run of them
         by_source = tree_merge([dask.delayed(group_sketches)(ctx, group) for group in groups], merge=merged_by_source)
         names = {s.source.name for s in shards}
         quantiles = [i / config.buckets for i in range(1, config.buckets)] if not config.cut_points else []

@@ -19,9 +19,16 @@ def shard_rows(folder: Path, shard, columns: list[str]) -> pa.Table:
     return read_parquet(shard_part(folder, shard.source.name, shard.index), columns=columns)
 
 
-def partitions_for(ws, shards: list, fixed: int | None = None) -> int:
-    """parts.shuffle_partitions for these shards, from the size of their prepared parts."""
-    return shuffle_partitions(sum(as_path(PREPARE.part_path(ws, s)).stat().st_size for s in shards), len(shards), fixed)
+def prepared_size(ws, shards: list) -> int:
+    """The bytes of these shards' prepared parts: one stat each (a HEAD request on an object store)."""
+    return sum(as_path(PREPARE.part_path(ws, s)).stat().st_size for s in shards)
+
+
+def partitions_for(ctx, shards: list, fixed: int | None = None) -> int:
+    """parts.shuffle_partitions for these shards, from the size of their prepared parts: the job context's, which
+    the runner measures once for every global stage and publish, else measured now."""
+    size = ctx.prepared_bytes if ctx.prepared_bytes is not None else prepared_size(ctx.workspace, shards)
+    return shuffle_partitions(size, len(shards), fixed)
 
 
 def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:
