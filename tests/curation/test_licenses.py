@@ -28,7 +28,7 @@ def test_a_licence_is_stored_as_spdx_spells_it(given, stored):
     ("cc-by-sa-4", "'cc-by-sa-4' is no SPDX licence id (did you mean 'CC-BY-SA-4.0'?)"),
     ("MIT OR", "`license` = 'MIT OR' is not a licence expression"),
     ("public domain", "'public domain' is no SPDX licence id"),
-    (3, "`license` must be a string"),
+    ("LLVM-exception", "an exception in a \"WITH exception\" statement"), (3, "`license` must be a non-empty string"),
 ])
 def test_a_wrong_licence_is_one_line_naming_the_source(given, message):
     with pytest.raises(UserError) as err:
