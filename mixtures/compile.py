@@ -85,7 +85,7 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
         "evals": compile_evals(spec, ws.root, m.tokenizer, m.gen, m.held_out, out),
         "manifest_fingerprint": manifest_fingerprint(m.gen), "tokenizer_fingerprint": m.curation["tokenizer_fingerprint"],
         "workspace": str(ws.root), "generation": m.gen.id,
-        "licenses": {s: source_license(m.provenance, s) for s in sorted({s for c in m.components for s in c.sources})},
+        **source_provenance(m),
     }
     write_parquet(m.held_out, out / VALIDATION_FILE)
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
@@ -96,6 +96,13 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     write_text(to_toml(resolved, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
     write_text(json.dumps(meta, indent=2), out / SCHEDULE_FILE)
     return meta
+
+
+def source_provenance(m: Measured) -> dict:
+    """What the schedule records of the sources it reads: each one's licence and origin (mixtures.licenses)."""
+    sources = sorted({s for c in m.components for s in c.sources})
+    return {"licenses": {s: source_license(m.provenance, s) for s in sources},
+            "origins": {s: m.provenance.get(s, {}).get("origin", "") for s in sources}}
 
 
 def curated_tokenizer(spec: MixtureSpec, ws: Workspace, curation: dict) -> Path:

@@ -136,6 +136,8 @@ def test_build_writes_the_plan_schedule_and_resolved_spec(built, mix_ws):
         assert sum(r["tokens"] for r in licenses if r["phase"] == phase) == sum(
             r["tokens"] for r in plan if r["phase"] == phase)
     assert meta["licenses"] == {"code": "unknown", "docs": "PSF-2.0", "web": web}
+    assert meta["origins"] == {"code": "", "docs": "debian:python3.11-doc=3.11.2-6+deb12u9",
+                               "web": "debian:debian-handbook=11.20220922"}
     assert f"Licences (tokens): {web} " in result.stdout
     page = (mix_ws / "mixtures" / "good" / "report.html").read_text()
     licences_table = page.split('<table id="licenses"')[1].split("</table>")[0]
