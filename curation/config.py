@@ -363,4 +363,4 @@ def _parse_provenance(values: dict, where: str) -> None:
         values["license"] = spdx_license(values["license"], where)
     for key in ("origin", "citation"):
         if not isinstance(values.get(key, ""), str):
-            raise UserError(f"{where}: `{key}` must be a string (free text), e.g. origin = \"https://example.org/corpus\"")
+            raise UserError(f"{where}: `{key}` must be a string (free text: a URL, \"debian:PACKAGE=VERSION\", ...)")

@@ -54,7 +54,8 @@ def _closest(word: str) -> str:
 
 def allows(allowed, license: str) -> bool:
     """Whether a list of allowed licences admits `license`: named in it whole, or an OR with one side admitted, or
-    an AND (or WITH) whose every side is admitted. "unknown" only when the list names it."""
+    an AND whose every side is admitted (a licence WITH an exception only when named whole). "unknown" only when
+    the list names it."""
     if license in allowed:
         return True
     if license == UNKNOWN:

@@ -89,8 +89,8 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
     }
     write_parquet(m.held_out, out / VALIDATION_FILE)
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
-    licenses = license_rows(rows, {c.key: source_tokens(m.con, c, spec.rehydration(c.key), m.stats) for c in m.components},
-                            m.provenance)
+    tokens = {c.key: source_tokens(m.con, c, spec.rehydration(c.key), m.stats) for c in m.components}
+    licenses = license_rows(rows, tokens, m.provenance)
     write_parquet(pa.Table.from_pylist(licenses, schema=LICENSES), out / LICENSES_FILE)
     resolved = dataclasses.replace(spec, tokenizer=inside_workspace(m.tokenizer, ws))
     write_text(to_toml(resolved, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)

@@ -36,8 +36,9 @@ def check_allowed(spec, sources: list[str], recorded: dict[str, dict]) -> None:
     if refused:
         named = ", ".join(f"'{source}' ({license})" for source, license in refused)
         allowed = ", ".join(spec.allow_licenses) or "none"
-        raise UserError(f"mixture '{spec.name}': allow_licenses ({allowed}) does not allow source{'s' * (len(refused) > 1)} "
-                        f"{named}; drop {'them' if len(refused) > 1 else 'it'} from the weights, add the licence to "
+        plural = len(refused) > 1
+        raise UserError(f"mixture '{spec.name}': allow_licenses ({allowed}) does not allow source{'s' * plural} "
+                        f"{named}; drop {'them' if plural else 'it'} from the weights, add the licence to "
                         "allow_licenses, or set the source's `license` in sources.toml and re-run `loom curate`")
 
 

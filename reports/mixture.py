@@ -1,6 +1,6 @@
 """The sections of a mixture's report that are its own: the headline, the phases on a token timeline, the tokens
-each source gives the whole mixture, its licences, and the plan's tables. Components and sources are coloured as on every page
-of the workspace (reports.colors); beyond the TOP_N largest they are drawn together as "other"."""
+each source gives the whole mixture, its licences, and the plan's tables. Components and sources are coloured as on
+every page of the workspace (reports.colors); beyond the TOP_N largest they are drawn together as "other"."""
 
 
 from base.digests import file_digest

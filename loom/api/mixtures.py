@@ -14,8 +14,8 @@ STALE = "stale (curated since)"
 @dataclass(frozen=True)
 class MixtureBuild:
     """A published build: its plan (one dict per phase and component, as plan.parquet holds it), its schedule's
-    meta (steps, tokens, phases, validation, evals, cells, each source's licence), the spec's batch shape, the
-    mixture's report, and the tokens it trains per phase and licence (one dict each, as licenses.parquet holds)."""
+    meta (steps, tokens, phases, validation, evals, cells, each source's licence and origin), the spec's batch
+    shape, the mixture's report, and the tokens it trains per phase and licence (as licenses.parquet holds them)."""
 
     mixture: str
     id: str

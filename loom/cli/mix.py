@@ -77,7 +77,8 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
     for e in meta["evals"]:
         console.print(f"Eval set '{e['name']}': {e['documents']:,} documents, {e['sequences']:,} sequences, "
                       f"{e['scored_bytes']:,} bytes scored")
-    console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {LICENSES_FILE}, {SEQUENCES_DIR}/, {VALIDATION_FILE}")
+    console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {LICENSES_FILE}, {SEQUENCES_DIR}/, "
+                  f"{VALIDATION_FILE}")
     console.print(f"Report:   {build.report}")
     return build.mixture
 

@@ -17,7 +17,8 @@ from curation.run import stage_fingerprints
 @pytest.mark.parametrize("given, stored", [
     ("MIT", "MIT"), ("mit", "MIT"), ("Unknown", "unknown"), ("gpl-2.0+", "GPL-2.0-or-later"),
     ("GPL-2.0+ or CC-BY-SA-3.0", "GPL-2.0-or-later OR CC-BY-SA-3.0"),
-    ("apache-2.0 WITH llvm-exception", "Apache-2.0 WITH LLVM-exception"), ("LicenseRef-our-crawl", "LicenseRef-our-crawl"),
+    ("apache-2.0 WITH llvm-exception", "Apache-2.0 WITH LLVM-exception"),
+    ("LicenseRef-our-crawl", "LicenseRef-our-crawl"),
 ])
 def test_a_licence_is_stored_as_spdx_spells_it(given, stored):
     assert spdx_license(given, "sources.toml: source 'web'") == stored
@@ -46,7 +47,8 @@ def test_allow_licenses_admits_an_or_by_either_side_and_an_and_only_by_both():
 
 def test_origin_and_citation_must_be_text(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
-    (tmp_path / "sources.toml").write_text('[[source]]\nname = "a"\nformat = "jsonl"\npaths = ["a.jsonl"]\norigin = 3\n')
+    (tmp_path / "sources.toml").write_text('[[source]]\nname = "a"\nformat = "jsonl"\npaths = ["a.jsonl"]\n'
+                                           'origin = 3\n')
     with pytest.raises(UserError, match=r"source 'a': `origin` must be a string"):
         load_config(tmp_path / "sources.toml")
 
