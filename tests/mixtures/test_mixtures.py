@@ -127,6 +127,21 @@ def test_build_writes_the_plan_schedule_and_resolved_spec(built, mix_ws):
     resolved = load_spec(out / "mixture.toml")
     assert resolved.steps == steps and resolved.phases[1].weights == (("docs", 0.5), ("web:lang=de", 0.5))
     assert "Plan of good" in result.stdout
+    licenses = pq.read_table(out / "licenses.parquet").to_pylist()  # docs PSF-2.0, code unknown (tests/helpers.py)
+    web = "GPL-2.0-or-later OR CC-BY-SA-3.0"
+    assert {(r["phase"], r["license"], r["sources"]) for r in licenses} == {
+        ("pretrain", web, "web"), ("pretrain", "PSF-2.0", "docs"), ("pretrain", "unknown", "code"),
+        ("midtrain", web, "web"), ("midtrain", "PSF-2.0", "docs")}
+    for phase in ("pretrain", "midtrain"):
+        assert sum(r["tokens"] for r in licenses if r["phase"] == phase) == sum(
+            r["tokens"] for r in plan if r["phase"] == phase)
+    assert meta["licenses"] == {"code": "unknown", "docs": "PSF-2.0", "web": web}
+    assert meta["origins"] == {"code": "", "docs": "debian:python3.11-doc=3.11.2-6+deb12u9",
+                               "web": "debian:debian-handbook=11.20220922"}
+    assert f"Licences (tokens): {web} " in result.stdout
+    page = (mix_ws / "mixtures" / "good" / "report.html").read_text()
+    licences_table = page.split('<table id="licenses"')[1].split("</table>")[0]
+    assert licences_table.count("<tr>") == 1 + len(licenses) and "GPL-2.0-or-later OR CC-BY-SA-3.0" in licences_table
     shown = run_loom("-w", mix_ws, "mix", "show", "good")
     assert "web:lang=de" in shown.stdout
     listed = run_loom("-w", mix_ws, "mix", "list")
@@ -181,6 +196,8 @@ ERRORS = [
     ("unknownkey", GOOD_SPEC.replace('"web:lang=de"', '"blog"'), "weight key 'blog' is not a source, a tag or a slice"),
     ("tokenizer", 'tokenizer = "other.json"\n' + GOOD_SPEC, "differs from the one the data was curated with"),
     ("badspec", "seq_len = 64\nglobal_batch = 8\n[weights]\nweb = 1\n", "give exactly one of `total_tokens` or `steps`"),
+    ("licences", 'allow_licenses = ["psf-2.0", "CC-BY-SA-3.0"]\n' + GOOD_SPEC,  # web's is an OR: CC-BY-SA-3.0 does
+     "allow_licenses (PSF-2.0, CC-BY-SA-3.0) does not allow source 'code' (unknown); drop it from the weights"),
 ]
 
 
@@ -230,3 +247,25 @@ def test_a_mixture_compiled_before_builds_is_read_as_it_is_then_rebuilt_as_a_bui
     run_loom("-w", mix_ws, "mix", "build", "legacy")
     build = current_build(folder)
     assert build.id and build.schedule.is_file() and not (folder / "schedule.json").exists()
+
+
+def test_allow_licenses_is_spelt_as_spdx_and_kept_in_the_resolved_spec(tmp_path):
+    from mixtures.spec import to_toml
+
+    spec = parse_spec({"name": "m", "steps": 4, "weights": {"web": 1}, "allow_licenses": ["mit", "Unknown", "MIT"]},
+                      "m.toml")
+    assert spec.allow_licenses == ("MIT", "unknown")
+    (tmp_path / "m.toml").write_text(to_toml(spec, {"steps": 4}, "test"))
+    assert load_spec(tmp_path / "m.toml").allow_licenses == ("MIT", "unknown")
+    with pytest.raises(UserError, match=r"m.toml: `allow_licenses` = 'BSD': 'BSD' is no SPDX licence id"):
+        parse_spec({"name": "m", "steps": 4, "weights": {"web": 1}, "allow_licenses": ["BSD"]}, "m.toml")
+
+
+def test_a_components_tokens_split_over_its_licences_add_up_to_the_plans():
+    from mixtures.licenses import license_rows
+
+    plan = [{"phase": "a", "component": "tag:docs", "tokens": 1001}, {"phase": "a", "component": "web", "tokens": 7}]
+    recorded = {"docs": {"license": "PSF-2.0"}, "reference": {"license": "GPL-2.0-or-later"}}  # web: none recorded
+    rows = license_rows(plan, {"tag:docs": {"docs": 2, "reference": 1}, "web": {"web": 5}}, recorded)
+    assert sorted((r["license"], r["tokens"], r["sources"]) for r in rows) == [
+        ("GPL-2.0-or-later", 334, "reference"), ("PSF-2.0", 667, "docs"), ("unknown", 7, "web")]

@@ -51,6 +51,12 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
     funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
     assert raw == [sum(1 for f in funnel if f["source"] == s) for s in sorted({f["source"] for f in funnel})]
+    licenses = pq.read_table(compiled(ws, "five") / "licenses.parquet").to_pylist()  # examples/sources.toml's
+    order = {"pretrain": 0, "midtrain": 1}  # the table's rows: phase by phase, the most tokens first
+    assert [int(r[2]) for r in dom.tables["licenses"] if r] == [
+        r["tokens"] for r in sorted(licenses, key=lambda r: (order[r["phase"]], -r["tokens"], r["license"]))]
+    shown = text.split('<table id="licenses"')[1].split("</table>")[0]
+    assert all(name in shown for name in ("GPL-2.0-or-later", "BSD-3-Clause", "PSF-2.0"))  # reference, fortunes, docs
 
 
 def test_the_mixture_reports_phases_are_as_wide_as_their_tokens(five_source_mixture):
