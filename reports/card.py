@@ -12,7 +12,7 @@ from base.atomic_files import write_text
 from base.errors import UserError, did_you_mean
 from base.names import check_name
 from base.workspace import RUN_FILE, Workspace
-from mixtures import compiled_mixtures, load_meta, read_plan, reading
+from mixtures import compiled_mixtures, load_meta, read_licenses, read_plan, reading
 from reports import card_sections as cs
 from reports.html import number
 from reports.mixture import source_tokens, tokenizer_shown, tokens_by
@@ -39,10 +39,19 @@ TASK_CATEGORIES = ["text-generation"]
 
 
 def hf_license(spdx: str) -> str:
-    """The Hub's id for an SPDX licence id ("unknown" stays unknown; an expression or an id it lacks is "other")."""
-    lowered = re.sub(r"-(only|or-later)$", "", spdx.strip().lower())
+    """The Hub's id for one SPDX licence id ("unknown" stays unknown; an id the Hub lacks is "other")."""
+    lowered = re.sub(r"(-only|-or-later|\+)$", "", spdx.strip().lower())
     lowered = SPDX_RENAMED.get(lowered, lowered)
     return lowered if lowered in HF_LICENSES else "other"
+
+
+def hf_licenses(expression: str) -> list[str]:
+    """The Hub's ids for the licences an SPDX expression names (`GPL-2.0-or-later OR CC-BY-SA-3.0`: both; an
+    exception after WITH is no licence)."""
+    words = re.findall(r"[^\s()]+", expression)
+    ids = [w for i, w in enumerate(words) if w.upper() not in ("AND", "OR", "WITH")
+           and (i == 0 or words[i - 1].upper() != "WITH")]
+    return [hf_license(i) for i in ids] or ["unknown"]
 
 
 def size_category(documents: int) -> str:
@@ -74,7 +83,7 @@ def card_markdown(ws: Workspace, mixture: str | None = None) -> str:
     folder = checked_mixture(ws, mixture)
     with reading(folder) as build:
         meta, plan = load_meta(build), read_plan(build.root)
-        licenses = []  # the build's licenses table, once merged
+        licenses = read_licenses(build.root)
     if meta.get("generation", "") != gen.id:
         raise UserError(f"mixture '{mixture}' was built on curated data the workspace has since replaced; run "
                         f"`loom mix build {mixture}` first")
@@ -137,7 +146,7 @@ def assemble(ws: Workspace, con, views: list[str], info: dict, stats: dict, titl
                                  fingerprint, vocabulary),
             cs.rebuild_section(commands),
             f"*Written by `loom card` from the workspace's manifest{' and plan' if composition else ''}.*\n"]
-    licences = sorted({hf_license(origins.get(s, cs.Provenance()).license) for s in sources})
+    licences = sorted({i for s in sources for i in hf_licenses(origins.get(s, cs.Provenance()).license)})
     return header(title, licences, [code for code, _ in spoken], size_category(documents)) + "\n".join(body)
 
 
