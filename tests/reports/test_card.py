@@ -106,7 +106,7 @@ def test_the_quickstart_card_is_a_hub_dataset_card_with_the_manifests_figures(qu
     recorded = {s: (license, origin, citation) for s, license, origin, citation in con.execute(
         "SELECT source, license, origin, citation FROM provenance").fetchall() if s in sources}
     assert data["license"] == sorted({hub for license, _, _ in recorded.values() for hub in hf_licenses(license)})
-    assert "gpl-2.0" in data["license"]  # the bundled corpora have their licences
+    assert "gpl-2.0" in data["license"] and data["license_name"] == "psf-2.0"  # the bundled corpora's licences
     assert {r["source"]: (r["license"], r["origin"], r["citation"]) for r in tables(card.text)["Sources"]} == recorded
     check_curation_figures(card.text, con, sources)
     licenses = [(r["phase"], r["license"], int(r["tokens"]), r["sources"]) for r in tables(card.text)["By license"]]
