@@ -121,7 +121,7 @@ def mixture_card(ws: Workspace, con, views: list[str], info: dict, meta: dict, p
     sources = sorted({s for c in meta["components"] for s in c["sources"]})
     stats = source_stats(con, sources)
     documents = con.execute("SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "
-                            "WHERE mixture = ?)", [name]).fetchone()[0]
+                            "WHERE mixture = ?)", [name]).fetchall()[0][0]
     intro = (f"Mixture `{name}` (build `{build_id or '(before builds)'}`): {number(meta['tokens'])} training "
              f"tokens in {number(meta['steps'])} steps of {meta['global_batch']} sequences of {meta['seq_len']} "
              f"tokens, from {number(documents)} documents of {len(sources)} sources; manifest fingerprint "
