@@ -16,7 +16,7 @@ from base.workspace import RUN_FILE, Workspace
 from mixtures import compiled_mixtures, load_meta, read_licenses, read_plan, reading
 from reports import card_sections as cs
 from reports.html import number
-from reports.mixture import source_tokens, tokenizer_shown, tokens_by
+from reports.mixture import OUTSIDE_WORKSPACE, source_tokens, tokenizer_shown, tokens_by
 from reports.sections import load_json, source_stats
 from reports.views import connect, workspace_root
 
@@ -170,7 +170,7 @@ def vocab_size(ws: Workspace, info: dict) -> int | None:
 
     path = info.get("tokenizer") or ""
     shown = tokenizer_shown(path, info.get("tokenizer_fingerprint", ""), ws, [workspace_root(ws.root)])
-    local = ws.root / shown if not shown.endswith("(outside this workspace)") else Path(path)
+    local = ws.root / shown if not shown.endswith(OUTSIDE_WORKSPACE) else Path(path)
     return Tokenizer.from_file(str(local)).get_vocab_size() if not ws.remote and local.is_file() else None
 
 

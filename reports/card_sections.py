@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from mixtures import cell_label
 from reports.contamination import contaminated_per_set
 from reports.html import number
+from reports.mixture import OUTSIDE_WORKSPACE
 from reports.pii import MODE_WORDS
 from reports.sections import SourceStats
 
@@ -145,7 +146,8 @@ def languages_section(rows: list[tuple[str, int]], least_share: float) -> str:
 
 def tokenizer_section(shown: str, fingerprint: str, vocab_size: int | None) -> str:
     size = number(vocab_size) if vocab_size is not None else "unknown (the tokenizer file is not in this workspace)"
-    return f"## Tokenizer\n\n- file: `{shown}`\n- fingerprint: `{fingerprint}`\n- vocabulary: {size} tokens\n"
+    path = shown.removesuffix(OUTSIDE_WORKSPACE)
+    return f"## Tokenizer\n\n- file: `{path}`{shown[len(path):]}\n- fingerprint: `{fingerprint}`\n- vocabulary: {size} tokens\n"
 
 
 def rebuild_section(commands: list[str]) -> str:

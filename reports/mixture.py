@@ -27,6 +27,9 @@ def headline(meta: dict, curation: dict, documents: int, sources: list[str], ws:
             f'{esc(meta["manifest_fingerprint"])}</p>')
 
 
+OUTSIDE_WORKSPACE = " (outside this workspace)"  # after a path tokenizer_shown cannot give relative
+
+
 def tokenizer_shown(path: str, fingerprint: str, ws: Workspace, roots: list) -> str:
     """The tokenizer the data was curated with, as this workspace holds it: relative to the first of `roots` (the
     workspace now, the one the mixture was compiled in) under which it lies; else the workspace's own
@@ -39,7 +42,7 @@ def tokenizer_shown(path: str, fingerprint: str, ws: Workspace, roots: list) -> 
     own = ws.tokenizer
     if not ws.remote and own.is_file() and file_digest(own) == fingerprint:
         return str(own.relative_to(ws.root))
-    return f"{path} (outside this workspace)"
+    return f"{path}{OUTSIDE_WORKSPACE}"
 
 
 def plan_rows(con, name: str) -> list[dict]:
