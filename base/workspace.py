@@ -34,6 +34,7 @@ SPILL_DIR = ".duckdb_tmp"  # where DuckDB spills a `loom sql` query larger than 
 CURATED_DIR, MANIFEST_DIR, QUARANTINE_DIR = "curated", "manifest", "quarantine"
 PART_TABLES = ("documents", "funnel", "removed")  # manifest tables written per shard, as folders of parts
 CURATION_INFO_FILE, DEDUP_REPORT_FILE = "curation.json", "dedup_report.json"  # in manifest/
+PROVENANCE_TABLE = "provenance"  # manifest/provenance.parquet: each source's licence, origin and citation
 DONE_MARKER = "_done"  # a stage's done-marker, beside its outputs
 REMOVALS_DIR = "removals"  # a removing stage's removals table (curation.stages.base)
 REMOVED_SAMPLE_DIR = "removed_sample"  # prepare's removed documents' text, per shard (curation.stages.prepare)
@@ -51,6 +52,7 @@ CURRENT_FILE, BUILDS_DIR = "current.json", "builds"
 READERS_LOCK = "readers.lock"  # in a local build: each reader holds a shared flock on it while it reads
 MIXTURE_SPEC_FILE, SCHEDULE_FILE, PLAN_FILE = "mixture.toml", "schedule.json", "plan.parquet"
 SEQUENCES_DIR, VALIDATION_FILE = "sequences", "validation.parquet"
+LICENSES_FILE = "licenses.parquet"  # a build's tokens per phase and licence (mixtures.licenses)
 
 # In a run's folder (what they hold: trainer.metrics, trainer.checkpoint).
 RUN_FILE, METRICS_FILE = "run.json", "metrics.jsonl"

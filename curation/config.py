@@ -10,6 +10,7 @@ from base.store import is_url
 from curation import model_folders
 from curation.decontamination_config import DecontaminationConfig, parse_decontaminate
 from curation.languages import is_language, unknown_language
+from curation.licenses import UNKNOWN, spdx_license
 from curation.model_folders import TFIDF
 from curation.pii_config import check_pii_runs, parse_pii
 from curation.readers import READERS
@@ -56,6 +57,12 @@ class SourceConfig:
     pii: str | None = None  # "redact", "count" or "off" (curation.steps.pii); None (not set): "redact" for web text
     pii_kinds: tuple[str, ...] = PII_KINDS  # what the pii step looks for (curation.steps.pii_patterns)
     max_pii: dict = field(default_factory=dict)  # kind or "total" -> the most spans a kept document may hold
+    # provenance (curation.licenses): an SPDX licence id or expression as SPDX spells it, or "unknown"; where the
+    # data came from (a URL, "debian:PACKAGE=VERSION", a crawl id); how to cite it. Carried by each curated row
+    # (license, origin) and manifest/provenance.parquet, not by the stages before tokenize
+    license: str = UNKNOWN
+    origin: str = ""
+    citation: str = ""
 
     def __post_init__(self):
         if self.filters is None:  # not set: every heuristic filter for web text, none for any other
@@ -73,6 +80,9 @@ class SourceConfig:
 
 
 SOURCE_KEYS = {f.name for f in fields(SourceConfig)} - {"base_dir"}
+# What only the curated rows' own columns (and the manifest) say of a source, not what any stage does with its
+# documents: in the tokenize stage's fingerprint alone (citation in none: the generation's id holds it)
+PROVENANCE_KEYS = ("license", "origin", "citation")
 
 
 @dataclass(frozen=True)
@@ -336,6 +346,7 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
     if values.get("quality_threshold") is not None and values.get("keep_fraction") is not None:
         raise UserError(f"{where}: set `quality_threshold` or `keep_fraction`, not both")
     parse_pii(values, where)
+    _parse_provenance(values, where)
     source = SourceConfig(**values, base_dir=str(base_dir))
     check_pii_runs(source, where, "pii" in values)
     if unused := [name for name in options if name not in source.filters]:
@@ -344,3 +355,12 @@ def _parse_source(entry: dict, index: int, path: Path, base_dir: Path) -> Source
         raise UserError(f"{where}: filter_options.{unused[0]} is set but {unused[0]} does not run: {why}; add "
                         f"\"{unused[0]}\" to `filters`")
     return source
+
+
+def _parse_provenance(values: dict, where: str) -> None:
+    """`license` normalized to SPDX's spelling (curation.licenses); `origin` and `citation` free text."""
+    if "license" in values:
+        values["license"] = spdx_license(values["license"], where)
+    for key in ("origin", "citation"):
+        if not isinstance(values.get(key, ""), str):
+            raise UserError(f"{where}: `{key}` must be a string (free text), e.g. origin = \"https://example.org/corpus\"")

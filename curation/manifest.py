@@ -5,7 +5,8 @@
 - funnel:    one row per input record with its fate, so that inputs == sum of fates per source;
 - contamination: one row per contaminated document and eval set it overlaps (empty without [decontaminate]);
 - domains:   one row per topic domain and clustered source (empty without [domains]);
-- pii:       one row per source and kind of personal data its pii step looked for (curation.steps.pii).
+- pii:       one row per source and kind of personal data its pii step looked for (curation.steps.pii);
+- provenance: one row per source: its licence, origin and citation, as sources.toml says (curation.licenses).
 
 documents and funnel are folders of parts, one per shard, written on the workers (curation.manifest_parts); the
 small tables here are written by one task once those are in place.
@@ -22,10 +23,11 @@ from base.filenames import escaped_path
 from base.parquet_files import write_parquet
 from base.small_files import read_text
 from base.sql import duckdb_connect, literal
-from base.workspace import DEDUP_REPORT_FILE, Generation, SUCCESS_FILE
+from base.workspace import DEDUP_REPORT_FILE, PROVENANCE_TABLE, Generation, SUCCESS_FILE
 from curation.document import SUMMARY_FATES
 from curation.funnel_warnings import curation_warnings
-from curation.schema import CONTAMINATION, DOMAINS_TABLE, NEAR_DUPLICATE_CLUSTERS, PII_COLUMNS, PII_TABLE, empty_relation
+from curation.schema import (CONTAMINATION, DOMAINS_TABLE, NEAR_DUPLICATE_CLUSTERS, PII_COLUMNS, PII_TABLE, PROVENANCE,
+                             empty_relation)
 from curation.stages.annotate_buckets import annotators_record
 from curation.stages.decontaminate import DECONTAMINATE, stage_stats
 from curation.stages.domains import DOMAINS
@@ -69,6 +71,7 @@ def write_manifest(ctx, gen: Generation, shards: list, stats: dict[str, dict], c
     write_parquet(_shards_table(gen, shards, stats), gen.manifest_table("shards"))
     write_parquet(domains_table(con, gen, domains), gen.manifest_table("domains"))
     write_parquet(pii_table(con, gen, list(configs.values())), gen.manifest_table("pii"))
+    write_parquet(provenance_table(list(configs.values())), gen.manifest_table(PROVENANCE_TABLE))
     if decontaminated:
         _copy(con, f"SELECT * FROM read_parquet({literal(DECONTAMINATE.evidence_path(ws))}) ORDER BY ALL",
               gen.manifest_table("contamination"))
@@ -130,6 +133,12 @@ def pii_table(con, gen: Generation, sources: list) -> pa.Table:
              "spans": counts.get((s.name, kind), (0, 0))[1], "removed": removals.get((s.name, kind), 0)}
             for s in sources if s.pii != "off" for kind in (*s.pii_kinds, TOTAL)]
     return pa.Table.from_pylist(rows, schema=PII_TABLE)
+
+
+def provenance_table(sources: list) -> pa.Table:
+    """A row per source: its licence (SPDX, or "unknown"), origin and citation."""
+    return pa.Table.from_pylist([{"source": s.name, "license": s.license, "origin": s.origin, "citation": s.citation}
+                                 for s in sources], schema=PROVENANCE)
 
 
 def decontamination_info(stats: dict) -> dict:

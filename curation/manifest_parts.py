@@ -69,7 +69,7 @@ def documents_query(gen: Generation, part, published_part, annotator_columns: li
     annotators = "".join(f", {name}" for name in annotator_columns)  # names checked: lowercase letters, digits, _
     pii = "".join(f", {name}" for name in PII_COLUMNS.values())
     return f"""
-        SELECT id, source, {literal(gen.relative(published_part))} AS shard, file_row_number AS row, lang, lang_score,
+        SELECT id, source, license, origin, {literal(gen.relative(published_part))} AS shard, file_row_number AS row, lang, lang_score,
                n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance{pii}{annotators}
         FROM read_parquet({literal(part)}, file_row_number = true)
         ORDER BY file_row_number

@@ -37,7 +37,10 @@ def generation_id(ctx, shards: list, stats: dict[str, dict]) -> str:
     parts = [f"{s.key}:{s.rank}:{stats[s.key]['fingerprint']}" for s in shards]
     sample = removed_sample_setting(ctx.config.inspect)  # what removed text it keeps, in no stage's chain
     kept_text = [sample] if sample else []
-    return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), LAYOUT, *kept_text, length=16)
+    sources = {s.source.name: s.source for s in shards}  # their citations are in no stage's chain
+    provenance = [f"{name}:{s.license}:{s.origin}:{s.citation}" for name, s in sources.items()]
+    return "g-" + text_digest(*parts, str(ctx.tokenizer), str(ctx.quality_model), LAYOUT, *kept_text, *provenance,
+                              length=16)
 
 
 def publish(ctx, shards: list, stats: dict[str, dict], client) -> Generation:

@@ -16,6 +16,7 @@ from base.done_markers import done_stats
 from base.errors import UserError
 from base.inputs import listing
 from base.workspace import Generation
+from curation.config import PROVENANCE_KEYS
 from curation.job import JobContext, Shard
 from curation.manifest import source_summary
 from curation.publish import generation_id, publish
@@ -24,7 +25,7 @@ from curation.stages import STAGES
 from curation.stages.base import ShardStage
 from curation.steps.plugins import step_digests
 
-CODE_VERSION = "5"  # bump when a stage's output changes for the same inputs, so reruns redo it
+CODE_VERSION = "6"  # bump when a stage's output changes for the same inputs, so reruns redo it
 
 
 @contextmanager
@@ -84,9 +85,10 @@ def input_fingerprint(shard: Shard) -> str:
     """What a shard's first stage depends on: the source's config, the part of the input it reads, the input's
     files, sizes and times, and the source code of its own `steps`. `shard_bytes` counts only through the span it
     gave, so a shard that a new size does not change is not redone; a source without `steps` has the fingerprint
-    it had before they existed."""
+    it had before they existed. Its licence, origin and citation are not in it: they redo tokenize alone
+    (Tokenize.shard_inputs), and the generation's id holds the citation."""
     config = {k: v for k, v in asdict(shard.source).items()
-              if k not in ("base_dir", "shard_bytes", "storage_options", "steps")}
+              if k not in ("base_dir", "shard_bytes", "storage_options", "steps", *PROVENANCE_KEYS)}
     files = getattr(shard.span, "files", None)
     inputs = [entry for f in files for entry in listing(f)] if files is not None else listing(shard.input)
     return text_digest(CODE_VERSION, json.dumps(config, sort_keys=True), str(shard.index), repr(shard.span), *inputs,
@@ -107,7 +109,7 @@ def stage_fingerprints(shards: list[Shard], ctx: JobContext, stages=STAGES):
     for stage in (s for s in stages if s.enabled(ctx)):
         extra = stage.inputs(ctx)
         if isinstance(stage, ShardStage):
-            chained = {s.key: text_digest(stage.name, upstream[s.key], extra) for s in shards}
+            chained = {s.key: text_digest(stage.name, upstream[s.key], extra, *stage.shard_inputs(s)) for s in shards}
             own = stage.own_inputs(ctx)
             fingerprints = {key: text_digest(value, own) for key, value in chained.items()} if own else chained
             yield stage, fingerprints, chained

@@ -27,6 +27,10 @@ CURATED = pa.schema(
     [
         ("id", pa.string()),
         ("source", pa.string()),
+        # the source's SPDX licence (or "unknown") and origin (sources.toml): one value per part, which Parquet's
+        # dictionary encoding stores once per row group
+        ("license", pa.string()),
+        ("origin", pa.string()),
         ("text", pa.string()),
         ("lang", pa.string()),
         ("lang_score", pa.float32()),
@@ -183,6 +187,11 @@ PII_TABLE = pa.schema(
         ("spans", pa.int64()),  # in the kept documents: redacted, or counted
         ("removed", pa.int64()),  # documents max_pii removed for the kind (reason pii_KIND; pii_total for "total")
     ]
+)
+
+PROVENANCE = pa.schema(
+    # manifest/provenance.parquet: a row per source of the generation, as sources.toml says (curation.licenses)
+    [("source", pa.string()), ("license", pa.string()), ("origin", pa.string()), ("citation", pa.string())]
 )
 
 DOMAINS_TABLE = pa.schema(

@@ -10,7 +10,8 @@ from base.workspace import Generation, Workspace, mixture_lock
 from mixtures.builds import current_schedule, load_meta, publish_build, reading
 from mixtures.cells import cell_label, cell_wildcards
 from mixtures.compile import check_current, compile_mixture, mixture_tokenizer
-from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_plan
+from mixtures.compiled import (PLAN_FILE, SCHEDULE_FILE, Build, compiled_mixtures, current_build, read_licenses,
+                               read_plan)
 from mixtures.manifest import shard_sources
 from mixtures.schedule import Schedule, SequenceIndex, schedule_fingerprint, target_shares
 from mixtures.sequences import RowGroupCache, SequenceReader

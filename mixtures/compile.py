@@ -17,10 +17,11 @@ from base.parquet_files import write_parquet
 from base.store import as_path, path_text
 from base.workspace import Generation, Workspace
 from curation.tokenizer import tokenizer_fingerprint
-from mixtures.compiled import PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, VALIDATION_FILE, sequences_file
+from mixtures.compiled import LICENSES_FILE, PLAN_FILE, SCHEDULE_FILE, SPEC_FILE, VALIDATION_FILE, sequences_file
 from mixtures.cells import Expansion, domain_names, expand
 from mixtures.evalsets import compile_evals
 from mixtures.heldout import hold_out, validation_counts
+from mixtures.licenses import LICENSES, check_allowed, license_rows, provenance, source_license
 from mixtures.manifest import documents, manifest_fingerprint, read_curation
 from mixtures.plan import PLAN, Component, component_stats, plan_phases, plan_rows, resolve, weight_keys
 from mixtures.spec import MixtureSpec, to_toml
@@ -40,6 +41,7 @@ class Measured:
     held_out: pa.Table
     validation: dict[str, dict]
     stats: dict[str, dict]  # per weight key: documents, tokens, available and pool sequences, validation tokens
+    provenance: dict[str, dict]  # per source: its licence, origin and citation (mixtures.licenses)
 
 
 def measure(spec: MixtureSpec, ws: Workspace, whole_batches: bool = True) -> Measured:
@@ -52,6 +54,8 @@ def measure(spec: MixtureSpec, ws: Workspace, whole_batches: bool = True) -> Mea
     names = domain_names(curation)
     sources = sorted({s for key in weight_keys(spec) for s in resolve(key, curation["sources"], names).sources})
     check_eval_sources(spec, sources)
+    recorded = provenance(gen)
+    check_allowed(spec, sources, recorded)
     con = documents(gen)
     held_out = hold_out(con, spec, sources)
     expansion = expand(spec, con, names, curation["sources"], whole_batches)
@@ -61,7 +65,7 @@ def measure(spec: MixtureSpec, ws: Workspace, whole_batches: bool = True) -> Mea
     check_dup_counts(spec, con)
     stats = {c.key: measured_stats(spec, con, c, validation) for c in components}
     return Measured(expansion.spec, expansion, gen, curation, tokenizer, keys, components, con, held_out, validation,
-                    stats)
+                    stats, recorded)
 
 
 def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
@@ -81,9 +85,13 @@ def compile_mixture(spec: MixtureSpec, ws: Workspace, out: Path) -> dict:
         "evals": compile_evals(spec, ws.root, m.tokenizer, m.gen, m.held_out, out),
         "manifest_fingerprint": manifest_fingerprint(m.gen), "tokenizer_fingerprint": m.curation["tokenizer_fingerprint"],
         "workspace": str(ws.root), "generation": m.gen.id,
+        "licenses": {s: source_license(m.provenance, s) for s in sorted({s for c in m.components for s in c.sources})},
     }
     write_parquet(m.held_out, out / VALIDATION_FILE)
     write_parquet(pa.Table.from_pylist(rows, schema=PLAN), out / PLAN_FILE)
+    licenses = license_rows(rows, {c.key: source_tokens(m.con, c, spec.rehydration(c.key), m.stats) for c in m.components},
+                            m.provenance)
+    write_parquet(pa.Table.from_pylist(licenses, schema=LICENSES), out / LICENSES_FILE)
     resolved = dataclasses.replace(spec, tokenizer=inside_workspace(m.tokenizer, ws))
     write_text(to_toml(resolved, {"steps": steps}, f"{meta['tokens']:,} tokens"), out / SPEC_FILE)
     write_text(json.dumps(meta, indent=2), out / SCHEDULE_FILE)
@@ -171,6 +179,15 @@ def count(con: duckdb.DuckDBPyConnection, component: Component,
         f"SELECT count(*), coalesce(sum(n_tokens * {repeats_sql(rules)}), 0), coalesce(sum(n_tokens), 0) "
         f"FROM training_documents WHERE {component.where}").fetchall()[0]
     return documents, int(tokens), int(natural)
+
+
+def source_tokens(con: duckdb.DuckDBPyConnection, component: Component, rules: tuple[tuple[int, int], ...],
+                  stats: dict[str, dict]) -> dict[str, int]:
+    """A component's training tokens per source, as the mixture reads them (count's)."""
+    if len(component.sources) == 1:
+        return {component.sources[0]: stats[component.key]["tokens"]}
+    return dict(con.execute(f"SELECT source, coalesce(sum(n_tokens * {repeats_sql(rules)}), 0)::BIGINT "
+                            f"FROM training_documents WHERE {component.where} GROUP BY source ORDER BY source").fetchall())
 
 
 def write_sequence_indexes(con: duckdb.DuckDBPyConnection, components: list[Component], stats: dict[str, dict],

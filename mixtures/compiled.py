@@ -10,18 +10,19 @@ from pathlib import Path
 from base.parquet_files import read_parquet
 from base.small_files import read_text
 from base.store import as_path, is_remote
-from base.workspace import (BUILDS_DIR, CURRENT_FILE, EVALS_DIR, PLAN_FILE, READERS_LOCK, SCHEDULE_FILE,  # noqa: F401
-                            SEQUENCES_DIR, SUCCESS_FILE, VALIDATION_FILE)
+from base.workspace import (BUILDS_DIR, CURRENT_FILE, EVALS_DIR, LICENSES_FILE, PLAN_FILE,  # noqa: F401
+                            READERS_LOCK, SCHEDULE_FILE, SEQUENCES_DIR, SUCCESS_FILE, VALIDATION_FILE)
 from base.workspace import MIXTURE_SPEC_FILE as SPEC_FILE
 
 # The files of a build (their names: base.workspace): the spec as resolved (SPEC_FILE); phases, components and
 # fingerprints, what Schedule loads (SCHEDULE_FILE); phase x component, schema mixtures.plan.PLAN (PLAN_FILE); a
 # sequence index per component (SEQUENCES_DIR); the held-out documents of each source, schema
-# mixtures.heldout.hold_out (VALIDATION_FILE); a tokenized eval set per [eval.NAME], mixtures.evalsets (EVALS_DIR).
+# mixtures.heldout.hold_out (VALIDATION_FILE); a tokenized eval set per [eval.NAME], mixtures.evalsets (EVALS_DIR);
+# the tokens the plan trains per phase and licence, schema mixtures.licenses.LICENSES (LICENSES_FILE).
 # In the mixture's folder: CURRENT_FILE, {"build": ID}, the build readers see, and BUILDS_DIR, one folder per build.
 # In a local build, READERS_LOCK, empty: each reader holds a shared flock on it while it reads; in a build on an
 # object store, SUCCESS_FILE, written last: the build's commit.
-BUILD_FILES = (SPEC_FILE, SCHEDULE_FILE, PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, EVALS_DIR)
+BUILD_FILES = (SPEC_FILE, SCHEDULE_FILE, PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, EVALS_DIR, LICENSES_FILE)
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,9 @@ def eval_file(name: str) -> str:
 def read_plan(folder: Path) -> list[dict]:
     """The plan of a build (its root)."""
     return read_parquet(as_path(folder) / PLAN_FILE).to_pylist()
+
+
+def read_licenses(folder: Path) -> list[dict]:
+    """The tokens per phase and licence of a build (its root); none for a build made before licenses.parquet."""
+    path = as_path(folder) / LICENSES_FILE
+    return read_parquet(path).to_pylist() if path.exists() else []

@@ -10,11 +10,12 @@ from base.names import check_name
 from base.small_files import read_toml
 from base.store import as_path
 from base.workspace import MIXTURES_DIR, MODELS_DIR, SPEC_GLOB, TOKENIZER_FILE
+from curation.licenses import spdx_license
 
 DEFAULT_PHASES = (("pretrain", 0.8, "weights"), ("midtrain", 0.2, "midtrain"))
 SPEC_KEYS = {"name", "tokenizer", "seq_len", "total_tokens", "steps", "global_batch", "seed", "max_epochs",
              "validation_sequences", "validation_tokens", "target_tokens", "weights", "midtrain", "phase", "eval",
-             "rehydrate"}
+             "rehydrate", "allow_licenses"}
 EVAL_KEYS = {"path", "text", "source"}
 PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a phase's name is a label, never a path
 EVAL_NAME = re.compile(r"[A-Za-z0-9_-]+")  # names evals/NAME.parquet and a metrics key
@@ -58,6 +59,8 @@ class MixtureSpec:
     # FineWeb-2's rehydration: per weight key, (dup_count threshold, repeats) rules, thresholds ascending; a document
     # is repeated as often as the rule with the largest threshold its dup_count reaches says (once below them all)
     rehydrate: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
+    # the licences (SPDX, as curation.licenses spells them, or "unknown") a build may read; None: any
+    allow_licenses: tuple[str, ...] | None = None
 
     def rehydration(self, key: str) -> tuple[tuple[int, int], ...]:
         """The rehydrate rules of a component: its own key's entry, else the first wildcard entry it was expanded
@@ -112,7 +115,18 @@ def parse_spec(raw: dict, where: str) -> MixtureSpec:
     phases = _phases(raw, where)
     return MixtureSpec(name=name, phases=phases, tokenizer=tokenizer, max_epochs=float(max_epochs),
                        evals=_evals(raw.get("eval", {}), where),
-                       rehydrate=_rehydrate(raw.get("rehydrate", {}), phases, where), **ints)
+                       rehydrate=_rehydrate(raw.get("rehydrate", {}), phases, where),
+                       allow_licenses=_allow_licenses(raw, where), **ints)
+
+
+def _allow_licenses(raw: dict, where: str) -> tuple[str, ...] | None:
+    """`allow_licenses`: a list of SPDX licences (or "unknown"), each spelt as SPDX does; None when not set."""
+    if "allow_licenses" not in raw:
+        return None
+    value = raw["allow_licenses"]
+    if not isinstance(value, list):
+        raise UserError(f'{where}: `allow_licenses` must be a list of SPDX licences, e.g. ["MIT", "CC-BY-4.0"]')
+    return tuple(dict.fromkeys(spdx_license(entry, where, "allow_licenses") for entry in value))
 
 
 def rehydrate_covers(entry: str, key: str) -> bool:
@@ -321,6 +335,8 @@ def to_toml(spec: MixtureSpec, extra: dict, note: str, by: str = "`loom mix buil
 
 
 def _toml_value(value) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return repr(value)

@@ -16,9 +16,10 @@ from base.errors import UserError
 from base.inputs import expand_glob
 from base.sql import duckdb_connect, literal
 from base.store import as_path, is_remote
-from base.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, PLAN_FILE, QUARANTINE_FILES, RUN_METRICS,
-                            SCHEDULE_FILE, SPILL_DIR, SEQUENCE_FILES, VALIDATION_FILE, Workspace, manifest_files)
-from curation.schema import PII_TABLE, REMOVED_SAMPLE, empty_relation
+from base.workspace import (BUILDS_DIR, CURATED_FILES, LADDER_POINTS, LICENSES_FILE, PLAN_FILE, PROVENANCE_TABLE,
+                            QUARANTINE_FILES, RUN_METRICS, SCHEDULE_FILE, SPILL_DIR, SEQUENCE_FILES, VALIDATION_FILE,
+                            Workspace, manifest_files)
+from curation.schema import PII_TABLE, PROVENANCE, REMOVED_SAMPLE, empty_relation
 from mixtures import compiled_mixtures
 
 # What `loom sql` runs, a fence behind the sandbox: SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM and VALUES parse as
@@ -92,12 +93,15 @@ VIEWS = (
     manifest_view("domains"),
     View("pii", manifest_files("pii"), "SELECT * FROM read_parquet({files})", reads=PUBLISHED,
          older=manifest_files("funnel"), empty=f"SELECT * FROM {empty_relation(PII_TABLE)}"),
+    View("provenance", manifest_files(PROVENANCE_TABLE), "SELECT * FROM read_parquet({files})", reads=PUBLISHED,
+         older=manifest_files("funnel"), empty=f"SELECT * FROM {empty_relation(PROVENANCE)}"),
     View("mixtures", SCHEDULE_FILE, """
         SELECT name, steps, tokens, seq_len, global_batch, seed, len(phases) AS n_phases,
                len(components) AS n_components, manifest_fingerprint, tokenizer_fingerprint
         FROM read_json({files})""", reads=BUILDS),
     View("ladder", LADDER_POINTS, "SELECT * FROM read_parquet({files}, union_by_name = true)"),
     mixture_table_view("mixture_plan", PLAN_FILE),
+    mixture_table_view("mixture_licenses", LICENSES_FILE),
     View("mixture_validation", VALIDATION_FILE, f"SELECT {mixture_of(VALIDATION_FILE)} AS mixture, "
          "* EXCLUDE (filename) FROM read_parquet({files}, filename = true)", reads=BUILDS),
     View("mixture_documents", SEQUENCE_FILES, f"""

@@ -132,6 +132,8 @@ name = "web"
 format = "html-dir"
 paths = ["web/*"]
 tags = ["web"]
+license = "gpl-2.0+ OR cc-by-sa-3.0"  # two licences, spelt loosely: stored as SPDX spells them
+origin = "debian:debian-handbook=11.20220922"
 
 [[source]]
 name = "docs"
@@ -139,6 +141,9 @@ format = "jsonl.gz"
 paths = ["docs/*.jsonl.gz"]
 id_field = "id"
 filters = []
+license = "PSF-2.0"
+origin = "debian:python3.11-doc=3.11.2-6+deb12u9"
+citation = "Python 3.11 documentation"
 
 [[source]]
 name = "code"

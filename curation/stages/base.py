@@ -56,6 +56,11 @@ class ShardStage:
         (how much removed text `prepare` keeps): it redoes this stage when it changes, and no stage after it."""
         return ""
 
+    def shard_inputs(self, shard) -> tuple[str, ...]:
+        """What the stage's output of this one shard reads besides the stage before it and `inputs` (tokenize: its
+        source's licence and origin, which only its rows carry): in the chain of that shard alone."""
+        return ()
+
     def marker(self, ws: Workspace, shard) -> Path:
         return ws.stage_part(self.name, shard.source.name, shard.index, "done")
 

@@ -26,6 +26,9 @@ class Tokenize(ShardStage):
     def inputs(self, ctx) -> str:
         return tokenizer_fingerprint(ctx.tokenizer)
 
+    def shard_inputs(self, shard) -> tuple[str, ...]:
+        return f"license={shard.source.license}", f"origin={shard.source.origin}"
+
     def run(self, ctx, shard, fingerprint: str) -> dict:
         ws = ctx.workspace
         tokenizer, eos_id = load_tokenizer(ctx.tokenizer)
@@ -46,7 +49,7 @@ class Tokenize(ShardStage):
                          "domain": by_record(domains, docs, "domain"),
                          "domain_distance": by_record(domains, docs, "domain_distance"),
                          **annotator_columns(ctx.config.annotators, docs, annotator_buckets)}
-                writer.write_table(curated_table(shard.source.name, docs, input_ids, lengths, found, schema))
+                writer.write_table(curated_table(shard.source, docs, input_ids, lengths, found, schema))
                 n_docs += docs.num_rows
                 n_tokens += pc.sum(lengths).as_py()
         stats = {"docs": n_docs, "tokens": n_tokens, "bytes": out.stat().st_size}
@@ -88,11 +91,14 @@ def by_record(table: pa.Table, docs: pa.Table, column: str):
     return pc.take(table[column], pc.index_in(docs["record"], table["record"]))
 
 
-def curated_table(source: str, docs: pa.Table, input_ids, lengths, found: dict, schema=CURATED) -> pa.Table:
-    """The curated rows of a batch of `docs`; `found` holds the columns looked up by record in the stages' tables."""
+def curated_table(source, docs: pa.Table, input_ids, lengths, found: dict, schema=CURATED) -> pa.Table:
+    """The curated rows of a batch of `docs` of a source (its SourceConfig); `found` holds the columns looked up by
+    record in the stages' tables."""
     n = docs.num_rows
+    constant = lambda value: pa.array([value] * n, pa.string())  # noqa: E731
     columns = {
-        "id": docs["id"], "source": pa.array([source] * n, pa.string()), "text": docs["text"],
+        "id": docs["id"], "source": constant(source.name), "license": constant(source.license),
+        "origin": constant(source.origin), "text": docs["text"],
         "lang": docs["lang"], "lang_score": docs["lang_score"], "quality": docs["quality"], **found,
         "n_chars": docs["n_chars"], "n_tokens": lengths, "input_ids": input_ids, "meta": docs["meta"],
         **{column: docs[column] for column in PII_COLUMNS.values()},

@@ -14,7 +14,8 @@ STALE = "stale (curated since)"
 @dataclass(frozen=True)
 class MixtureBuild:
     """A published build: its plan (one dict per phase and component, as plan.parquet holds it), its schedule's
-    meta (steps, tokens, phases, validation, evals, cells), the spec's batch shape and the mixture's report."""
+    meta (steps, tokens, phases, validation, evals, cells, each source's licence), the spec's batch shape, the
+    mixture's report, and the tokens it trains per phase and licence (one dict each, as licenses.parquet holds)."""
 
     mixture: str
     id: str
@@ -27,6 +28,7 @@ class MixtureBuild:
     target_tokens: int | None
     simulates_epochs: bool
     report: Path
+    licenses: list[dict] = dataclasses.field(default_factory=list)
 
     def plan_table(self):
         """The plan as a pyarrow.Table."""
@@ -93,7 +95,7 @@ def builtin_mixtures() -> Path:
 
 def build_mixture(ws, name: str, total_tokens=None, steps=None, target_tokens=None) -> MixtureBuild:
     from mixtures import build_mixture as compile_and_publish
-    from mixtures import find_spec, load_meta, load_spec, read_plan, reading, schedule_fingerprint
+    from mixtures import find_spec, load_meta, load_spec, read_licenses, read_plan, reading, schedule_fingerprint
     from reports.build import mixture_report
 
     for option, value in (("total_tokens", total_tokens), ("steps", steps), ("target_tokens", target_tokens)):
@@ -110,13 +112,13 @@ def build_mixture(ws, name: str, total_tokens=None, steps=None, target_tokens=No
     former = build_fingerprint(out)
     build, meta = compile_and_publish(spec, files, ws.note)  # under the mixture's lock
     with reading(out, build.id) as held:  # no other rebuild removes the build while its plan is read
-        plan, meta = read_plan(held.root), load_meta(held)
+        plan, meta, licenses = read_plan(held.root), load_meta(held), read_licenses(held.root)
     for line in orphaned_runs(files, spec.name, former, schedule_fingerprint(meta)):
         ws.note(line)
     return MixtureBuild(mixture=spec.name, id=build.id, folder=build.root, schedule=build.schedule, plan=plan,
                         meta=meta, global_batch=spec.global_batch, seq_len=spec.seq_len,
                         target_tokens=spec.target_tokens, simulates_epochs=spec.simulates_epochs(),
-                        report=mixture_report(files.root, spec.name))
+                        report=mixture_report(files.root, spec.name), licenses=licenses)
 
 
 def build_fingerprint(out: Path) -> str | None:

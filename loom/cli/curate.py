@@ -9,8 +9,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from base.store import as_path
-from base.workspace import (MODELS_DIR, PART_GLOB, PART_TABLES, QUALITY_MODEL_FILE, SOURCES_FILE, TOKENIZER_FILE,
-                            Workspace)
+from base.workspace import (MODELS_DIR, PART_GLOB, PART_TABLES, PROVENANCE_TABLE, QUALITY_MODEL_FILE, SOURCES_FILE,
+                            TOKENIZER_FILE, Workspace)
 from loom.cli.console import api_workspace, console, progress_bars
 from loom.cli.options import registry, sources_option, workers_option
 from loom.cli.report import write_curation_pages
@@ -70,6 +70,7 @@ def run_curation(ws: Workspace, sources_file: Path | None, tokenizer: Path | Non
                                            announce)
     print_summary(summary)
     print_personal_data(ws)
+    print_unlicensed(ws)
     console.print(f"Curated in {time.monotonic() - started:.1f}s")
     if limit is not None:
         console.print(f"A sample: at most {int(limit):,} records per source (--limit); `loom curate` without it "
@@ -126,6 +127,20 @@ def print_personal_data(ws: Workspace) -> None:
         removed = sum(r["removed"] for r in rows if r["kind"] != TOTAL)
         console.print(f"Personal data: '{source}' {MODE_WORDS[rows[0]['mode']]} {', '.join(found) or 'none'}"
                       + (f"; max_pii removed {removed:,} documents" if removed else ""), markup=False)
+
+
+def print_unlicensed(ws: Workspace) -> None:
+    """One line naming every source whose licence sources.toml does not record (the published provenance table)."""
+    from base.parquet_files import read_parquet
+    from curation.licenses import UNKNOWN
+
+    table = ws.published().manifest_table(PROVENANCE_TABLE)
+    unknown = [row["source"] for row in read_parquet(table).to_pylist() if row["license"] == UNKNOWN] \
+        if table.exists() else []
+    if unknown:
+        console.print(f"warning: no licence recorded for {', '.join(repr(name) for name in unknown)}: set `license` "
+                      "(an SPDX id such as \"MIT\", or an expression) and `origin` in its [[source]] in sources.toml; "
+                      "until then its mixtures and exports say \"unknown\"", soft_wrap=True, markup=False)
 
 
 def print_outputs(ws: Workspace) -> None:

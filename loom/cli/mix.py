@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from base.names import check_name
-from base.workspace import PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace
+from base.workspace import LICENSES_FILE, PLAN_FILE, SEQUENCES_DIR, VALIDATION_FILE, Workspace
 from loom.api.mixtures import builtin_mixtures, compiled_state
 from loom.cli.console import LoomGroup, api_workspace, console
 from loom.cli.report import write_index
@@ -68,12 +68,16 @@ def build_mixture(ws: Workspace, name: str, total_tokens=None, steps=None, targe
         console.print(f"Simulated epoching: each component reads {meta['tokens']:,} / {build.target_tokens:,} of its "
                       "sequences, as often as the target run reads all of them")
     print_cells(meta)
+    if build.licenses:
+        from mixtures.licenses import licenses_line
+
+        console.print(f"Licences (tokens): {licenses_line(build.licenses)}", markup=False)
     held_out = ", ".join(f"{name} {v['tokens']:,}" for name, v in meta["validation"]["sources"].items())
     console.print(f"Validation: whole documents held out per source (tokens): {held_out}")
     for e in meta["evals"]:
         console.print(f"Eval set '{e['name']}': {e['documents']:,} documents, {e['sequences']:,} sequences, "
                       f"{e['scored_bytes']:,} bytes scored")
-    console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {SEQUENCES_DIR}/, {VALIDATION_FILE}")
+    console.print(f"Build {build.id}: {build.schedule}, {PLAN_FILE}, {LICENSES_FILE}, {SEQUENCES_DIR}/, {VALIDATION_FILE}")
     console.print(f"Report:   {build.report}")
     return build.mixture
 

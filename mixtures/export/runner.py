@@ -32,6 +32,7 @@ from mixtures import (Build, RowGroupCache, Schedule, SequenceReader, current_bu
                       mixture_tokenizer, reading, schedule_fingerprint)
 from mixtures.export.formats import FORMATS
 from mixtures.export.writer import FormatWriter
+from mixtures.licenses import exported_licenses
 
 CHUNK_TOKENS = 1 << 23  # tokens per chunk: the unit of resuming, of a Parquet part, and of memory (<= 32 MB)
 CACHE_BYTES = 1 << 28  # curated row groups kept between chunks (decoded): an export of less data reads it once
@@ -92,6 +93,9 @@ def plan_export(ws: Workspace, name: str, fmt: str, phase: str | None = None, ou
     width = schedule.meta["seq_len"] + 1
     steps_per_chunk = chunk_steps or max(1, CHUNK_TOKENS // (schedule.global_batch * width))
     info = sidecar(schedule, fmt, start, end, steps_per_chunk, eos_id(ws, build))
+    info["provenance"] = exported_licenses(build.root, data, sorted({s for c in schedule.meta["components"]
+                                                                     for s in c["sources"]}),
+                                           [p["name"] for p in info["phases"]])
     check_holds_only_an_export(target, writer_for(fmt, target, info))
     return ExportPlan(target, Path(ws.root).resolve(), folder, build, schedule, data, info)
 

@@ -146,6 +146,27 @@ def test_the_personal_data_found_is_printed_per_source_whose_pii_step_ran(curate
         assert f"{row['kind']} {row['spans']:,} in {row['documents']:,} document" in lines["web"]
 
 
+# What tests/helpers.py's slice records of its sources: two licences (web's spelt loosely in sources.toml), the
+# other two not set
+LICENSES = {"web": "GPL-2.0-or-later OR CC-BY-SA-3.0", "docs": "PSF-2.0", "code": "unknown", "fortunes": "unknown"}
+ORIGINS = {"web": "debian:debian-handbook=11.20220922", "docs": "debian:python3.11-doc=3.11.2-6+deb12u9", "code": "",
+           "fortunes": ""}
+
+
+def test_every_row_and_the_manifest_carry_their_sources_licence_and_origin(outputs, curated_slice):
+    workspace, curated, _, documents, _ = outputs
+    for table in (curated, documents):
+        rows = set(zip(*(table[c].to_pylist() for c in ("source", "license", "origin"))))
+        assert rows == {(s, LICENSES[s], ORIGINS[s]) for s in SOURCES}
+    provenance = pq.read_table(published(workspace) / "manifest" / "provenance.parquet").to_pylist()
+    assert {r["source"]: (r["license"], r["origin"], r["citation"]) for r in provenance} == {
+        s: (LICENSES[s], ORIGINS[s], "Python 3.11 documentation" if s == "docs" else "") for s in SOURCES}
+    warning = [line for line in curated_slice[1].stdout.splitlines() if "no licence recorded" in line]
+    assert warning == ["warning: no licence recorded for 'code', 'fortunes': set `license` (an SPDX id such as "
+                       "\"MIT\", or an expression) and `origin` in its [[source]] in sources.toml; until then its "
+                       "mixtures and exports say \"unknown\""]
+
+
 def test_curate_writes_the_curation_page_and_the_index_and_says_what_to_run_next(curated_slice):
     workspace, result = curated_slice
     report, index = published(workspace) / "manifest" / "report.html", workspace / "index.html"

@@ -95,6 +95,14 @@ def test_every_format_read_back_by_its_own_reader_is_the_trainers_stream(export_
         assert (info["steps"]["start"], info["steps"]["end"]) == (steps[0], steps[-1] + 1)
         assert info["sequences"] == len(want) and info["tokens"] == want.size and info["vocab_size"] == 2000
         assert [p["name"] for p in info["phases"]] == ([phase] if phase else ["pretrain", "midtrain"])
+        licenses = {s["source"]: (s["license"], s["origin"]) for s in info["provenance"]["sources"]}
+        assert licenses == {"web": ("GPL-2.0-or-later OR CC-BY-SA-3.0", "debian:debian-handbook=11.20220922"),
+                            "docs": ("PSF-2.0", "debian:python3.11-doc=3.11.2-6+deb12u9"), "code": ("unknown", ""),
+                            "fortunes": ("unknown", "")}  # tests/helpers.py's slice: two licences, two not set
+        tokens = info["provenance"]["tokens_per_license"]  # the plan's: seq_len tokens a sequence
+        assert sum(tokens.values()) == info["sequences"] * (info["tokens_per_sequence"] - 1)
+        web = "GPL-2.0-or-later OR CC-BY-SA-3.0"  # pretrain only
+        assert set(tokens) == ({"PSF-2.0", "unknown"} if phase else {web, "PSF-2.0", "unknown"})
 
 
 @pytest.mark.parametrize("row_group_rows", [None, 3])

@@ -127,6 +127,16 @@ def test_build_writes_the_plan_schedule_and_resolved_spec(built, mix_ws):
     resolved = load_spec(out / "mixture.toml")
     assert resolved.steps == steps and resolved.phases[1].weights == (("docs", 0.5), ("web:lang=de", 0.5))
     assert "Plan of good" in result.stdout
+    licenses = pq.read_table(out / "licenses.parquet").to_pylist()  # docs PSF-2.0, code unknown (tests/helpers.py)
+    web = "GPL-2.0-or-later OR CC-BY-SA-3.0"
+    assert {(r["phase"], r["license"], r["sources"]) for r in licenses} == {
+        ("pretrain", web, "web"), ("pretrain", "PSF-2.0", "docs"), ("pretrain", "unknown", "code"),
+        ("midtrain", web, "web"), ("midtrain", "PSF-2.0", "docs")}
+    for phase in ("pretrain", "midtrain"):
+        assert sum(r["tokens"] for r in licenses if r["phase"] == phase) == sum(
+            r["tokens"] for r in plan if r["phase"] == phase)
+    assert meta["licenses"] == {"code": "unknown", "docs": "PSF-2.0", "web": web}
+    assert f"Licences (tokens): {web} " in result.stdout
     shown = run_loom("-w", mix_ws, "mix", "show", "good")
     assert "web:lang=de" in shown.stdout
     listed = run_loom("-w", mix_ws, "mix", "list")
@@ -181,6 +191,8 @@ ERRORS = [
     ("unknownkey", GOOD_SPEC.replace('"web:lang=de"', '"blog"'), "weight key 'blog' is not a source, a tag or a slice"),
     ("tokenizer", 'tokenizer = "other.json"\n' + GOOD_SPEC, "differs from the one the data was curated with"),
     ("badspec", "seq_len = 64\nglobal_batch = 8\n[weights]\nweb = 1\n", "give exactly one of `total_tokens` or `steps`"),
+    ("licences", 'allow_licenses = ["psf-2.0", "CC-BY-SA-3.0"]\n' + GOOD_SPEC,  # web's is an OR: CC-BY-SA-3.0 does
+     "allow_licenses (PSF-2.0, CC-BY-SA-3.0) does not allow source 'code' (unknown); drop it from the weights"),
 ]
 
 
