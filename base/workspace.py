@@ -25,6 +25,8 @@ MIXTURES_DIR, RUNS_DIR, EXPORTS_DIR, LADDERS_DIR, SEARCHES_DIR = "mixtures", "ru
 COMPARE_DIR = ("reports", "compare")  # `loom report compare NAME`: reports/compare/NAME.html
 REPORT_FILE = "report.html"  # a mixture's, run's, ladder's or search's page in its folder; a generation's in manifest/
 INDEX_FILE = "index.html"  # the workspace's index page
+CARD_FILE = "README.md"  # `loom card`: a data card, Hugging Face's dataset-card file name; a mixture's in its folder,
+# the curated data's in its generation's manifest/
 PAGE_GLOB = "*.html"
 SUCCESS_FILE = "_SUCCESS"  # on an object store, written last into a generation or a build: its commit
 PART_GLOB = "part-*"  # a table's parts (part_name), any suffix
@@ -240,6 +242,10 @@ class Workspace:
         """A mixture's folder: its builds and current.json (the paths inside are mixtures.compiled's), report.html."""
         return self.mixtures / name
 
+    def mixture_card(self, name: str) -> Path:
+        """`loom card NAME`: the mixture's data card, beside its report.html."""
+        return self.mixture_dir(name) / CARD_FILE
+
     @property
     def runs(self) -> Path:
         return self.root / RUNS_DIR
@@ -320,6 +326,11 @@ class Generation:
     @property
     def curation_report(self) -> Path:
         return self.manifest / REPORT_FILE
+
+    @property
+    def card(self) -> Path:
+        """`loom card`: the data card of this generation's curated data, beside its report.html."""
+        return self.manifest / CARD_FILE
 
     @property
     def quarantine(self) -> Path:

@@ -36,9 +36,14 @@ def per_source(con) -> str:
                     [[s, c, n, f"{c / n:.2%}"] for s, c, n in rows], "contamination-sources", numeric={1, 2}))
 
 
+def contaminated_per_set(con) -> dict[str, int]:
+    """{eval set: the documents overlapping it}; a document overlapping several sets counts in each."""
+    return dict(con.sql("SELECT eval_set, count(DISTINCT (source, shard, record)) FROM contamination "
+                        "GROUP BY 1").fetchall())
+
+
 def per_set(con, info: dict) -> str:
-    counts = dict(con.sql("SELECT eval_set, count(DISTINCT (source, shard, record)) FROM contamination "
-                          "GROUP BY 1").fetchall())
+    counts = contaminated_per_set(con)
     rows = [[s["name"], counts.get(s["name"], 0), s["documents"], s["ngrams"], s["bits"],
              f"{s['false_positive_rate']:g}"] for s in info["eval_sets"]]
     return ("<h3>Per eval set</h3><p class=\"note\">A document that overlaps several sets counts in each.</p>"

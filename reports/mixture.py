@@ -89,21 +89,41 @@ def phases(meta: dict, rows: list[dict], colors: SourceColors) -> str:
 def source_tokens(con, name: str, meta: dict, rows: list[dict]) -> dict[str, float]:
     """The tokens each source gives the whole mixture: a component's tokens go to its source, a tag's shared by the
     tokens each of its sources has in the component's documents."""
+    split = {}
+    if any(len(c["sources"]) > 1 for c in meta["components"]):
+        split = component_split(con, name, "SELECT d.component, s.source, sum(d.n_tokens) FROM mixture_documents d "
+                                           "JOIN shards s ON d.shard = s.path WHERE d.mixture = ? GROUP BY ALL")
+    return shared_out(rows, split, {c["key"]: c["sources"][0] for c in meta["components"]})
+
+
+def tokens_by(con, name: str, rows: list[dict], column: str) -> dict:
+    """The tokens each value of the manifest's per-document `column` (domain, quality_bucket) gives the whole
+    mixture: each component's tokens shared by the tokens its documents hold per value (None: no value)."""
+    return shared_out(rows, component_split(con, name, f"""
+        SELECT d.component, s.{column}, sum(d.n_tokens) FROM mixture_documents d
+        JOIN doc_stats s ON d.shard = s.shard AND d.row = s.row WHERE d.mixture = ? GROUP BY ALL"""), {})
+
+
+def component_split(con, name: str, query: str) -> dict[str, dict]:
+    """{component: {value: tokens}} from `query`'s rows (component, value, tokens) for mixture `name`."""
+    split = {}
+    for component, value, n in con.execute(query, [name]).fetchall():
+        split.setdefault(component, {})[value] = n
+    return split
+
+
+def shared_out(rows: list[dict], split: dict[str, dict], whole_to: dict[str, str]) -> dict:
+    """Each component's tokens over all phases shared among values by `split[component]`'s weights; a component
+    without a split gives them all to `whole_to[component]` (or to no one)."""
     by_component = {}
     for r in rows:
         by_component[r["component"]] = by_component.get(r["component"], 0) + r["tokens"]
-    split = {}
-    if any(len(c["sources"]) > 1 for c in meta["components"]):
-        for component, source, n in con.execute("""
-                SELECT d.component, s.source, sum(d.n_tokens) FROM mixture_documents d JOIN shards s ON d.shard = s.path
-                WHERE d.mixture = ? GROUP BY ALL""", [name]).fetchall():
-            split.setdefault(component, {})[source] = n
     totals = {}
-    for c in meta["components"]:
-        shares = split.get(c["key"]) or {c["sources"][0]: 1}
+    for component, tokens in by_component.items():
+        shares = split.get(component) or ({whole_to[component]: 1} if component in whole_to else {})
         whole = sum(shares.values()) or 1
-        for source, n in shares.items():
-            totals[source] = totals.get(source, 0) + by_component.get(c["key"], 0) * n / whole
+        for value, n in shares.items():
+            totals[value] = totals.get(value, 0) + tokens * n / whole
     return totals
 
 

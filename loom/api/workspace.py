@@ -67,6 +67,13 @@ class Workspace:
 
         return sql(self, query)
 
+    def card(self, mixture: str | None = None) -> Path:
+        """`loom card [MIXTURE]`: the data card (Hugging Face's dataset-card layout) written; its path. See
+        loom.api.card."""
+        from loom.api.card import card
+
+        return card(self, mixture)
+
     def train(self, mixture: str, *, nproc: int = 1, log: Callable[[str], None] | None = None, **options):
         """`loom train --mixture MIXTURE`, TrainConfig's fields as keywords; returns the run. See loom.api.train."""
         from loom.api.train import train
