@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
+from markdown_it import MarkdownIt
+
 from base.atomic_files import TEMPORARY_GLOB, remove_tree, replace_folder, write_text
 from base.errors import UserError
 from base.lock import exclusive
@@ -24,13 +26,17 @@ from base.names import check_name
 from base.parquet_files import parquet_file, parquet_writer
 from base.store import as_path
 from base.workspace import INDEX_FILE, MANIFEST_DIR, PAGE_GLOB, PART_GLOB, PART_TABLES, Workspace, site_lock, staging_name
-from reports.html import Html, esc, table
+from mixtures import compiled_mixtures
+from reports.card import card_markdown, card_path
+from reports.html import Html, esc, page, table
 from reports.index import comparison_pages, index_page, run_summaries
 from reports.pages import page_writers, write_pages
 from reports.run import REFRESH_SECONDS
+from sweeps.ownership import marked_by
 from trainer.metrics import METRICS_FILE, RUN_FILE, RUNNING
 
 LEFT_OUT_TABLES = {"removed"}  # the removed documents' own text: data, not the manifest's account of it
+FRONT_MATTER = re.compile(r"---\n(.*?\n)---\n", re.DOTALL)  # a card's YAML header
 ANCHOR = re.compile(r'<a\s+href="([^"]*)"[^>]*>(.*?)</a>', re.DOTALL)
 
 
@@ -74,6 +80,8 @@ def site_workspace(root, name: str) -> Workspace:
     if ws.remote:
         raise UserError(f"`loom publish` needs a local workspace ({ws.root} is on object storage): copy it to a "
                         "local folder and publish from there")
+    if not ws.root.is_dir():
+        raise UserError(f"no workspace at {ws.root}: `loom quickstart` or `loom init` starts one, or name one with -w")
     return ws
 
 
@@ -105,9 +113,10 @@ def build_site(ws: Workspace, site: Path) -> list[str]:
     for run in runs:
         if (run["dir"] / METRICS_FILE).exists():
             copy_whole_lines(run["dir"] / METRICS_FILE, site / run["dir"].relative_to(ws.root) / METRICS_FILE)
+    cards = data_cards(ws, site, skipped)
     downloads = manifest_downloads(ws, site)
     live = any(run["status"] == RUNNING for run in runs)
-    write_text(index_page(ws, (downloads_section(ws, downloads),), REFRESH_SECONDS if live else None),
+    write_text(index_page(ws, (downloads_section(ws, cards, downloads),), REFRESH_SECONDS if live else None),
                site / INDEX_FILE)
     for page in site.rglob(PAGE_GLOB):
         unlink_dead_links(page, site)
@@ -127,6 +136,41 @@ def copy_whole_lines(source: Path, target: Path) -> None:
     data = source.read_bytes()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data[:data.rfind(b"\n") + 1])
+
+
+class Card(NamedTuple):
+    what: str  # "the curated data", "mixture 'sample'"
+    path: str  # its Markdown, relative to the site; its page is beside it, .html
+
+
+def data_cards(ws: Workspace, site: Path, skipped: list[str]) -> list[Card]:
+    """The data card (reports.card) of the curated data and of each compiled mixture that no sweep made, at the
+    paths `loom card` writes them in the workspace, each also as a page; one that cannot be written is skipped."""
+    if not ws.published().manifest_table("shards").exists():
+        return []
+    cards = []
+    mine = [name for name in compiled_mixtures(ws.mixtures) if marked_by(ws.mixture_dir(name)) is None]
+    for mixture in [None, *mine]:
+        what = f"mixture '{mixture}'" if mixture else "the curated data"
+        try:
+            text = card_markdown(ws, mixture)
+        except UserError as err:
+            skipped.append(f"the card of {what}: {err}")
+            continue
+        out = site / card_path(ws, mixture).relative_to(ws.root)
+        write_text(text, out)
+        write_text(card_page(text, f"Data card: {what}"), out.with_suffix(".html"))
+        cards.append(Card(what, out.relative_to(site).as_posix()))
+    return cards
+
+
+def card_page(markdown: str, title: str) -> str:
+    """A card as a page: its YAML header as written, then its Markdown rendered (raw HTML in it escaped)."""
+    header = FRONT_MATTER.match(markdown)
+    body = markdown[header.end():] if header else markdown
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(body)
+    shown = [f"<pre>{esc(header.group(1))}</pre>"] if header else []
+    return page(title, [*shown, rendered])
 
 
 class Download(NamedTuple):
@@ -170,12 +214,15 @@ def join_parts(parts: list[Path], target: Path) -> None:
                 writer.write_table(file.read_row_group(group).cast(schema))
 
 
-def downloads_section(ws: Workspace, downloads: list[Download]) -> str:
+def downloads_section(ws: Workspace, cards: list[Card], downloads: list[Download]) -> str:
     if not downloads:
         return "<h2>Downloads</h2><p>Nothing curated yet, so no manifest to download.</p>"
     rows = [[Html(f'<a href="{esc(quote(d.path))}">{esc(d.table)}</a>'), d.rows, d.bytes] for d in downloads]
     generation = ws.published().id or "(before generations)"
-    return ("<h2>Downloads</h2>"
+    card_items = "".join(f'<li>{esc(c.what)}: <a href="{esc(quote(str(Path(c.path).with_suffix(".html"))))}">the card'
+                         f'</a> (<a href="{esc(quote(c.path))}">Markdown</a>, Hugging Face\'s dataset-card layout)</li>'
+                         for c in cards)
+    return ("<h2>Downloads</h2>" + (f'<p>Data cards:</p><ul id="data-cards">{card_items}</ul>' if cards else "") +
             f"<p>The published manifest (generation {esc(generation)}), a Parquet file per table: what was kept of "
             "every source, document by document, and why the rest was not. The curated text, the mixtures' "
             "sequences and the checkpoints are not in this site. Each run's metrics.jsonl is linked from its page.</p>"
