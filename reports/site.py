@@ -28,7 +28,7 @@ from base.store import as_path
 from base.workspace import INDEX_FILE, MANIFEST_DIR, PAGE_GLOB, PART_GLOB, PART_TABLES, Workspace, site_lock, staging_name
 from mixtures import compiled_mixtures
 from reports.card import card_markdown, card_path
-from reports.html import Html, esc, page, table
+from reports.html import REPORT_FILE, Html, esc, page, table
 from reports.index import comparison_pages, index_page, run_summaries
 from reports.pages import page_writers, write_pages
 from reports.run import REFRESH_SECONDS
@@ -105,17 +105,15 @@ def publish(ws: Workspace, name: str) -> Site:
 def build_site(ws: Workspace, site: Path) -> list[str]:
     """Every page (written first where the workspace has the data but not the page), each run's metrics, the
     downloads and the index into `site`; returns why any page could not be written."""
-    writers = page_writers(ws)
-    skipped = write_pages([w for w in writers if not w.path.exists()]).skipped
+    writers, runs = page_writers(ws), run_summaries(ws)
+    live = {run["dir"] / REPORT_FILE for run in runs if run["status"] == RUNNING}  # its trainer writes its page
+    skipped = write_pages([w for w in writers if not w.path.exists() and w.path not in live]).skipped
     for path in [w.path for w in writers if w.path.exists()] + comparison_pages(ws):
         copy_into(site, ws, path)
-    runs = run_summaries(ws)
     for run in runs:
-        if (run["dir"] / METRICS_FILE).exists():
-            copy_whole_lines(run["dir"] / METRICS_FILE, site / run["dir"].relative_to(ws.root) / METRICS_FILE)
+        copy_whole_lines(run["dir"] / METRICS_FILE, site / run["dir"].relative_to(ws.root) / METRICS_FILE)
     cards = data_cards(ws, site, skipped)
     downloads = manifest_downloads(ws, site)
-    live = any(run["status"] == RUNNING for run in runs)
     write_text(index_page(ws, (downloads_section(ws, cards, downloads),), REFRESH_SECONDS if live else None),
                site / INDEX_FILE)
     for page in site.rglob(PAGE_GLOB):
@@ -128,12 +126,18 @@ def copy_into(site: Path, ws: Workspace, path: Path) -> None:
     the workspace."""
     target = site / path.relative_to(ws.root)
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, target)
+    try:
+        shutil.copyfile(path, target)
+    except FileNotFoundError:
+        pass  # removed meanwhile (`loom runs rm`): its links become text
 
 
 def copy_whole_lines(source: Path, target: Path) -> None:
     """A metrics log as far as its last whole line: a training run may be appending to it right now."""
-    data = source.read_bytes()
+    try:
+        data = source.read_bytes()
+    except FileNotFoundError:
+        return  # its run removed meanwhile
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data[:data.rfind(b"\n") + 1])
 

@@ -7,7 +7,10 @@ import os
 import pytest
 
 from base.atomic_files import replace_folder
-from reports.site import card_page, unlink_dead_links
+from base.errors import UserError
+from base.lock import exclusive
+from base.workspace import Workspace, site_lock
+from reports.site import card_page, publish_site, unlink_dead_links
 
 
 def test_a_link_to_anything_not_published_outside_the_site_or_elsewhere_becomes_its_text(tmp_path):
@@ -65,3 +68,10 @@ def test_a_site_name_that_is_a_path_or_a_missing_workspace_is_one_line_and_write
     assert status == 2 and err == (f"error: no workspace at {tmp_path / 'none'}: `loom quickstart` or `loom init` "
                                    "starts one, or name one with -w\n")
     assert os.listdir(ws) == [] and not (tmp_path / "none").exists()
+
+
+def test_a_second_publish_of_a_site_being_published_is_refused_in_one_line(tmp_path):
+    with exclusive(Workspace(tmp_path).lock_file(site_lock("s")), "site 's'"):
+        with pytest.raises(UserError, match=r"^site 's' is in use by pid \d+ "):
+            publish_site(tmp_path, "s")
+    assert not (tmp_path / "sites").exists()
