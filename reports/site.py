@@ -62,16 +62,15 @@ def watch_site(root, name: str, every: float, published: Callable[[Site, list[st
         raise UserError(f"--every {every} is not a number of seconds above 0; give e.g. --every 5")
     ws = site_workspace(root, name)
     with exclusive(ws.lock_file(site_lock(name)), f"site '{name}'", note):
+        seen = input_state(ws)  # taken before each publish: a change while it runs is caught at the next poll
         published(publish(ws, name), [])
-        seen = input_state(ws)
         while True:
             sleep(every)
             now = input_state(ws)
             if now != seen:
                 changed = sorted(path for path in now.keys() | seen.keys() if now.get(path) != seen.get(path))
-                site = publish(ws, name)
-                seen = input_state(ws)  # after publishing: the pages it wrote are not a change
-                published(site, changed)
+                seen = now
+                published(publish(ws, name), changed)
 
 
 def site_workspace(root, name: str) -> Workspace:

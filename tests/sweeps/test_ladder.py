@@ -100,6 +100,9 @@ def test_the_published_site_of_a_ladder_holds_every_rung_s_page_and_metrics_and_
     assert {"index.html", "ladders/toy/report.html", "manifest/documents.parquet", "manifest/shards.parquet",
             *(f"runs/{r}/report.html" for r in runs), *(f"runs/{r}/metrics.jsonl" for r in runs)} <= set(walked["files"])
     assert any(f.startswith("reports/compare/") for f in walked["files"])
+    card = f"{published(ws).relative_to(ws).as_posix()}/manifest/README"  # the curated data's card, and as a page
+    assert {f"{card}.md", f"{card}.html"} <= set(walked["files"])
+    assert (site / f"{card}.md").read_text().startswith("---\nlanguage:")
     assert (site / "runs/toy-r0/metrics.jsonl").read_bytes() == (ws / "runs/toy-r0/metrics.jsonl").read_bytes()
     documents = pq.read_table(site / "manifest" / "documents.parquet")
     assert documents.num_rows == pq.read_table(published(ws) / "manifest" / "documents").num_rows
