@@ -32,12 +32,12 @@ def spdx_license(value, where: str, key: str = "license") -> str:
 
     fix = f"use an SPDX licence id or expression ({EXAMPLES}), a LicenseRef-NAME of your own, or \"{UNKNOWN}\""
     if not isinstance(value, str) or not value.strip():
-        raise UserError(f"{where}: `{key}` must be a string; {fix}")
+        raise UserError(f"{where}: `{key}` must be a non-empty string; {fix}")
     if value.strip().lower() == UNKNOWN:
         return UNKNOWN
     try:
-        parsed = _licensing().parse(value)
-    except ExpressionError as err:
+        parsed = _licensing().parse(value, strict=True)  # strict: an exception only after WITH, a licence never
+    except ExpressionError as err:  # its parse errors too
         raise UserError(f"{where}: `{key}` = {value!r} is not a licence expression ({err}); {fix}") from None
     symbols = _licensing().license_symbols(parsed, unique=True, decompose=True)
     if unknown := [s.key for s in symbols if s.key.lower() not in spdx_ids() and not s.key.startswith(OWN_PREFIX)]:

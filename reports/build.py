@@ -47,7 +47,7 @@ def mixture_report(root: Path, name: str) -> Path:
     if meta is None:
         raise UserError(f"mixture '{name}' is not compiled in {root}; run `loom mix build {name}`")
     curation = sections.load_json(ws.generation(meta.get("generation", "")).curation_info)
-    con, _ = connect(root)
+    con, views = connect(root)
     colors = workspace_colors(root)
     sources = sorted({s for c in meta["components"] for s in c["sources"]})
     documents = con.execute("SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "
@@ -59,7 +59,8 @@ def mixture_report(root: Path, name: str) -> Path:
     body = [f"<h1>Mixture {esc(name)}</h1>", mixture.headline(meta, curation, documents, sources, ws),
             mixture.phases(meta, rows, colors),
             mixture.source_totals(totals, {s: st.tokens for s, st in stats.items()}, colors),
-            mixture.cells(meta, rows), mixture.composition(meta, rows), sections.funnel(stats, colors),
+            mixture.licenses(con, views, name, meta), mixture.cells(meta, rows), mixture.composition(meta, rows),
+            sections.funnel(stats, colors),
             sections.distributions(con, shown, colors, sources), sections.spot_checks(con, shown, meta["seed"], len(sources))]
     out = folder / REPORT_FILE
     write_text(page(f"Loom mixture {name}", body), out)

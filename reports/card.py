@@ -6,13 +6,14 @@ curated data alone (WORKSPACE/generations/G/manifest/README.md); with one, what 
 asks to reach the Hub."""
 
 import re
+import shlex
 from pathlib import Path
 
 from base.atomic_files import write_text
 from base.errors import UserError, did_you_mean
 from base.names import check_name
 from base.workspace import RUN_FILE, Workspace
-from mixtures import compiled_mixtures, load_meta, read_plan, reading
+from mixtures import compiled_mixtures, load_meta, read_licenses, read_plan, reading
 from reports import card_sections as cs
 from reports.html import number
 from reports.mixture import source_tokens, tokenizer_shown, tokens_by
@@ -39,10 +40,22 @@ TASK_CATEGORIES = ["text-generation"]
 
 
 def hf_license(spdx: str) -> str:
-    """The Hub's id for an SPDX licence id ("unknown" stays unknown; an expression or an id it lacks is "other")."""
-    lowered = re.sub(r"-(only|or-later)$", "", spdx.strip().lower())
+    """The Hub's id for one SPDX licence id ("unknown" stays unknown; an id the Hub lacks is "other")."""
+    lowered = re.sub(r"(-only|-or-later|\+)$", "", spdx.strip().lower())
     lowered = SPDX_RENAMED.get(lowered, lowered)
     return lowered if lowered in HF_LICENSES else "other"
+
+
+def hf_licenses(expression: str) -> list[str]:
+    """The Hub's ids for the licences an SPDX expression names (`GPL-2.0-or-later OR CC-BY-SA-3.0`: both)."""
+    return [hf_license(i) for i in licence_ids(expression)] or ["unknown"]
+
+
+def licence_ids(expression: str) -> list[str]:
+    """The licence ids in an SPDX expression, in order (an exception after WITH is no licence)."""
+    words = re.findall(r"[^\s()]+", expression)
+    return [w for i, w in enumerate(words) if w.upper() not in ("AND", "OR", "WITH")
+            and (i == 0 or words[i - 1].upper() != "WITH")]
 
 
 def size_category(documents: int) -> str:
@@ -74,7 +87,7 @@ def card_markdown(ws: Workspace, mixture: str | None = None) -> str:
     folder = checked_mixture(ws, mixture)
     with reading(folder) as build:
         meta, plan = load_meta(build), read_plan(build.root)
-        licenses = []  # the build's licenses table, once merged
+        licenses = read_licenses(build.root)
     if meta.get("generation", "") != gen.id:
         raise UserError(f"mixture '{mixture}' was built on curated data the workspace has since replaced; run "
                         f"`loom mix build {mixture}` first")
@@ -93,14 +106,13 @@ def checked_mixture(ws: Workspace, name: str) -> Path:
 
 def curated_card(ws: Workspace, con, views: list[str], info: dict) -> str:
     stats = source_stats(con)
-    sources = list(stats)
     documents = sum(s.documents for s in stats.values())
     title = f"Loom curated data ({len(stats)} sources)"
     intro = (f"The curated data of generation `{ws.published().id or '(before generations)'}`: "
              f"{number(documents)} documents and {number(sum(s.tokens or 0 for s in stats.values()))} tokens "
              f"kept from {number(sum(s.raw for s in stats.values()))} records of {len(stats)} sources.\n")
     return assemble(ws, con, views, info, stats, title, intro, documents,
-                    [], vocab_size(ws, info), curate_commands(ws, info, sources))
+                    [], vocab_size(ws, info), curate_commands(ws, info))
 
 
 def mixture_card(ws: Workspace, con, views: list[str], info: dict, meta: dict, plan: list[dict],
@@ -109,14 +121,14 @@ def mixture_card(ws: Workspace, con, views: list[str], info: dict, meta: dict, p
     sources = sorted({s for c in meta["components"] for s in c["sources"]})
     stats = source_stats(con, sources)
     documents = con.execute("SELECT count(*) FROM (SELECT DISTINCT shard, row FROM mixture_documents "
-                            "WHERE mixture = ?)", [name]).fetchone()[0]
+                            "WHERE mixture = ?)", [name]).fetchall()[0][0]
     intro = (f"Mixture `{name}` (build `{build_id or '(before builds)'}`): {number(meta['tokens'])} training "
              f"tokens in {number(meta['steps'])} steps of {meta['global_batch']} sequences of {meta['seq_len']} "
              f"tokens, from {number(documents)} documents of {len(sources)} sources; manifest fingerprint "
              f"`{meta['manifest_fingerprint']}`.\n")
     composition = cs.composition_sections(meta, plan, source_tokens(con, name, meta, plan), licenses,
                                           tokens_by(con, name, plan, "domain"), tokens_by(con, name, plan, "quality_bucket"))
-    commands = curate_commands(ws, info, sources) + [f"loom mix build {name}"] + train_commands(ws, name)
+    commands = curate_commands(ws, info) + [f"loom mix build {name}"] + train_commands(ws, name)
     return assemble(ws, con, views, info, stats, f"Loom mixture {name}", intro, documents, composition,
                     meta["vocab_size"], commands, meta["tokenizer_fingerprint"])
 
@@ -137,15 +149,18 @@ def assemble(ws: Workspace, con, views: list[str], info: dict, stats: dict, titl
                                  fingerprint, vocabulary),
             cs.rebuild_section(commands),
             f"*Written by `loom card` from the workspace's manifest{' and plan' if composition else ''}.*\n"]
-    licences = sorted({hf_license(origins.get(s, cs.Provenance()).license) for s in sources})
-    return header(title, licences, [code for code, _ in spoken], size_category(documents)) + "\n".join(body)
+    spdx = {origins.get(s, cs.Provenance()).license for s in sources}
+    return header(title, spdx, [code for code, _ in spoken], size_category(documents)) + "\n".join(body)
 
 
-def header(title: str, licences: list[str], languages: list[str], size: str) -> str:
+def header(title: str, spdx: set[str], languages: list[str], size: str) -> str:
+    """The YAML header; `license_name` (the Hub's field for a licence it does not list) where one such licence is."""
     from huggingface_hub import DatasetCardData
 
-    data = DatasetCardData(license=licences, language=languages or None, size_categories=[size],
-                           task_categories=TASK_CATEGORIES, pretty_name=title, tags=["loom"])
+    others = sorted({i.lower() for expression in spdx for i in licence_ids(expression) if hf_license(i) == "other"})
+    data = DatasetCardData(license=sorted({hub for e in spdx for hub in hf_licenses(e)}), language=languages or None,
+                           size_categories=[size], task_categories=TASK_CATEGORIES, pretty_name=title, tags=["loom"],
+                           **({"license_name": others[0]} if len(others) == 1 else {}))
     return f"---\n{data.to_yaml()}\n---\n\n"
 
 
@@ -159,13 +174,13 @@ def vocab_size(ws: Workspace, info: dict) -> int | None:
     return Tokenizer.from_file(str(local)).get_vocab_size() if not ws.remote and local.is_file() else None
 
 
-def curate_commands(ws: Workspace, info: dict, sources: list[str]) -> list[str]:
-    """`loom curate` as this data was curated (the tokenizer and quality model it recorded, as the workspace holds
-    them)."""
+def curate_commands(ws: Workspace, info: dict) -> list[str]:
+    """`loom curate` as this data was curated: with the tokenizer and quality model it recorded (inside the
+    workspace: relative to it)."""
     root = str(workspace_root(ws.root)).rstrip("/") + "/"
-    options = [f"--tokenizer {info['tokenizer'].removeprefix(root)}" if info.get("tokenizer") else "",
-               f"--quality-model {info['quality_model'].removeprefix(root)}" if info.get("quality_model") else ""]
-    return [" ".join(["loom curate --sources sources.toml", *filter(None, options)])]
+    options = [f"{flag} {shlex.quote(info[key].removeprefix(root))}"
+               for flag, key in (("--tokenizer", "tokenizer"), ("--quality-model", "quality_model")) if info.get(key)]
+    return [" ".join(["loom curate --sources sources.toml", *options])]
 
 
 def train_commands(ws: Workspace, mixture: str) -> list[str]:
@@ -180,6 +195,9 @@ def train_commands(ws: Workspace, mixture: str) -> list[str]:
         if config.get("mixture") != mixture:
             continue
         options = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items() if k != "workspace"}
-        args = config_to_args(config_from_options(ws.root, options))[2:]  # without --workspace
-        commands.append(" ".join(["loom train", *args]))
+        try:
+            args = config_to_args(config_from_options(ws.root, options))[2:]  # without --workspace
+        except (KeyError, TypeError):  # a run.json of an older Loom, without every option of today's
+            args = ["--mixture", mixture, "--run-name", run_file.parent.name]
+        commands.append(shlex.join(["loom", "train", *args]))
     return commands

@@ -99,7 +99,7 @@ def dedup_section(con, views: list[str], sources: list[str]) -> str:
                               [[s, *(removed[s].get(st, 0) for st in stages)] for s in sorted(removed)]))
     if "dedup_clusters" in views:
         clusters, members = con.execute("""SELECT count(DISTINCT cluster_id), count(*) FROM dedup_clusters
-                                           WHERE list_contains(?, source)""", [sources]).fetchone()
+                                           WHERE list_contains(?, source)""", [sources]).fetchall()[0]
         parts.append(f"\nNear-duplicate clusters: {number(clusters)}, holding {number(members)} documents.\n")
     return "".join(parts)
 

@@ -1,5 +1,5 @@
 """The sections of a mixture's report that are its own: the headline, the phases on a token timeline, the tokens
-each source gives the whole mixture, and the plan's tables. Components and sources are coloured as on every page
+each source gives the whole mixture, its licences, and the plan's tables. Components and sources are coloured as on every page
 of the workspace (reports.colors); beyond the TOP_N largest they are drawn together as "other"."""
 
 
@@ -194,3 +194,24 @@ def composition(meta: dict, rows: list[dict]) -> str:
                      + table(["component", f"{first} share", f"{last} share", "change"], changes, "phase-changes",
                              sortable=True))
     return "<h2>The plan</h2>" + "".join(parts)
+
+
+def licenses(con, views: list[str], name: str, meta: dict) -> str:
+    """The tokens each phase trains per licence (the build's licenses.parquet) with their share of the phase and the
+    sources of that licence, largest first; each source's licence as the generation records it. Empty for a build
+    made before licenses.parquet."""
+    if "mixture_licenses" not in views:
+        return ""
+    found = con.execute("SELECT phase, license, tokens, sources FROM mixture_licenses WHERE mixture = ?",
+                        [name]).fetchall()
+    if not found:
+        return ""
+    order = {phase["name"]: i for i, phase in enumerate(meta["phases"])}
+    phase_tokens = {}
+    for phase, _, tokens, _ in found:
+        phase_tokens[phase] = phase_tokens.get(phase, 0) + tokens
+    rows = [[phase, license, tokens, tokens / (phase_tokens[phase] or 1), sources.replace(",", ", ")]
+            for phase, license, tokens, sources in sorted(found, key=lambda r: (order.get(r[0], 0), -r[2], r[1]))]
+    return ("<h2>Licences</h2><p>The tokens each phase trains per licence, as sources.toml records each source's "
+            "(SPDX; \"unknown\" where it records none), and their share of the phase.</p>"
+            + table(["phase", "licence", "tokens", "share of phase", "sources"], rows, "licenses", sortable=True))

@@ -167,6 +167,8 @@ SOURCE_ERRORS = [
      'did you mean "de" (German)?'),
     ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlanguages = ["xx"]',
      "in `languages`, 'xx' is not a lid.176 language code; use codes such as \"en\""),
+    ('name = "web"\nformat = "jsonl"\npaths = ["ok.jsonl"]\nlicense = "Apache 2.0"',
+     "source 'web': `license` = 'Apache 2.0': 'Apache 2.0' is no SPDX licence id (did you mean 'Apache-2.0'?)"),
 ]
 
 

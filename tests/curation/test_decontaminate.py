@@ -18,6 +18,8 @@ from curation.samples import source_texts
 from curation.steps.normalize import normalize_text
 from helpers import EXAMPLES, published, run_loom
 from base.small_files import read_records
+from base.workspace import Workspace
+from reports.card import card_markdown
 
 JARGON = EXAMPLES / "decontamination" / "jargon.jsonl"
 CONFIG = DecontaminationConfig(evals=(EvalSetConfig("jargon", (str(JARGON),)),))
@@ -178,6 +180,8 @@ def test_sql_and_the_curation_report_show_the_contamination(decontaminated):
     page = (published(ws) / "manifest" / "report.html").read_text(encoding="utf-8")
     assert "<h2>Decontamination</h2>" in page and 'id="contamination-sets"' in page
     assert page.count("contamination-span") >= 1
+    card = card_markdown(Workspace(ws))  # `loom card`: the set's contaminated documents, as the manifest counts them
+    assert "| eval set | contaminated documents | set's documents |" in card and "\n| jargon | 4 | " in card
 
 
 def stage_finished(ws, stage: str) -> float:

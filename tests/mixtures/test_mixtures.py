@@ -137,6 +137,9 @@ def test_build_writes_the_plan_schedule_and_resolved_spec(built, mix_ws):
             r["tokens"] for r in plan if r["phase"] == phase)
     assert meta["licenses"] == {"code": "unknown", "docs": "PSF-2.0", "web": web}
     assert f"Licences (tokens): {web} " in result.stdout
+    page = (mix_ws / "mixtures" / "good" / "report.html").read_text()
+    licences_table = page.split('<table id="licenses"')[1].split("</table>")[0]
+    assert licences_table.count("<tr>") == 1 + len(licenses) and "GPL-2.0-or-later OR CC-BY-SA-3.0" in licences_table
     shown = run_loom("-w", mix_ws, "mix", "show", "good")
     assert "web:lang=de" in shown.stdout
     listed = run_loom("-w", mix_ws, "mix", "list")
@@ -242,3 +245,25 @@ def test_a_mixture_compiled_before_builds_is_read_as_it_is_then_rebuilt_as_a_bui
     run_loom("-w", mix_ws, "mix", "build", "legacy")
     build = current_build(folder)
     assert build.id and build.schedule.is_file() and not (folder / "schedule.json").exists()
+
+
+def test_allow_licenses_is_spelt_as_spdx_and_kept_in_the_resolved_spec(tmp_path):
+    from mixtures.spec import to_toml
+
+    spec = parse_spec({"name": "m", "steps": 4, "weights": {"web": 1}, "allow_licenses": ["mit", "Unknown", "MIT"]},
+                      "m.toml")
+    assert spec.allow_licenses == ("MIT", "unknown")
+    (tmp_path / "m.toml").write_text(to_toml(spec, {"steps": 4}, "test"))
+    assert load_spec(tmp_path / "m.toml").allow_licenses == ("MIT", "unknown")
+    with pytest.raises(UserError, match=r"m.toml: `allow_licenses` = 'BSD': 'BSD' is no SPDX licence id"):
+        parse_spec({"name": "m", "steps": 4, "weights": {"web": 1}, "allow_licenses": ["BSD"]}, "m.toml")
+
+
+def test_a_components_tokens_split_over_its_licences_add_up_to_the_plans():
+    from mixtures.licenses import license_rows
+
+    plan = [{"phase": "a", "component": "tag:docs", "tokens": 1001}, {"phase": "a", "component": "web", "tokens": 7}]
+    recorded = {"docs": {"license": "PSF-2.0"}, "reference": {"license": "GPL-2.0-or-later"}}  # web: none recorded
+    rows = license_rows(plan, {"tag:docs": {"docs": 2, "reference": 1}, "web": {"web": 5}}, recorded)
+    assert sorted((r["license"], r["tokens"], r["sources"]) for r in rows) == [
+        ("GPL-2.0-or-later", 334, "reference"), ("PSF-2.0", 667, "docs"), ("unknown", 7, "web")]

@@ -51,6 +51,10 @@ def test_the_mixture_report_renders_its_charts_and_the_plans_numbers(five_source
     funnel = pq.read_table(published(ws) / "manifest" / "funnel").to_pylist()
     raw = [int(row[1]) for row in dom.tables["funnel-table"] if row]  # per source, alphabetically
     assert raw == [sum(1 for f in funnel if f["source"] == s) for s in sorted({f["source"] for f in funnel})]
+    licenses = pq.read_table(compiled(ws, "five") / "licenses.parquet").to_pylist()  # examples/sources.toml's
+    shown = {(r[0], r[1]): int(r[2]) for r in dom.tables["licenses"] if r}
+    assert shown == {(r["phase"], r["license"]): r["tokens"] for r in licenses}
+    assert ("midtrain", "GPL-2.0-or-later") in shown and ("pretrain", "BSD-3-Clause") in shown  # reference, fortunes
 
 
 def test_the_mixture_reports_phases_are_as_wide_as_their_tokens(five_source_mixture):
