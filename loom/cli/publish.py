@@ -3,11 +3,12 @@ size on the last line; with --watch, published again whenever a run trains on or
 until Ctrl-C."""
 
 import time
+from contextlib import contextmanager
 
 import click
 
 from base.workspace import Workspace
-from loom.cli.console import Interrupted, api_workspace, console
+from loom.cli.console import Interrupted, api_workspace, console, interrupted_query
 
 SHOWN_CHANGES = 3  # the changed paths a --watch line names before "and N more"
 
@@ -19,19 +20,32 @@ SHOWN_CHANGES = 3  # the changed paths a --watch line names before "and N more"
               help="With --watch: how often to look for changes")
 @click.pass_obj
 def publish(ws: Workspace, name, watch, every):
-    """Write WORKSPACE/sites/NAME: every page of the workspace with its links, the published manifest's tables as
-    Parquet, each run's metrics.jsonl; no curated data. Open its index.html, or copy the folder to host it."""
+    """Write WORKSPACE/sites/NAME: every page of the workspace with its links, the data cards, the published
+    manifest's tables as Parquet, each run's metrics.jsonl; no curated data. Open its index.html, or copy the
+    folder to host it."""
     api = api_workspace(ws)
-    if not watch:
+    if watch:
+        with interrupted(f"stopped watching; {ws.site_dir(name)} holds the last site published, whole"):
+            api.publish_watch(name, every, print_publish)
+        return  # it returns only by Ctrl-C
+    with interrupted(f"interrupted; {ws.site_dir(name)} is as it was: run the same command again to publish"):
         site = api.publish(name)
-        print_skipped(site.skipped)
-        console.print(f"Published {site.files:,} files, {site.bytes:,} bytes to {site.folder} (open index.html; copy "
-                      "this folder to host it)", soft_wrap=True, markup=False)
-        return
+    print_skipped(site.skipped)
+    console.print(f"Published {site.files:,} files, {site.bytes:,} bytes to {site.folder} (open index.html; copy "
+                  "this folder to host it)", soft_wrap=True, markup=False)
+
+
+@contextmanager
+def interrupted(line: str):
+    """Ctrl-C, in Python or inside a DuckDB query (a card's), as `line` and exit status 130."""
     try:
-        api.publish_watch(name, every, print_publish)
+        yield
     except KeyboardInterrupt:
-        raise Interrupted(f"stopped watching; {ws.site_dir(name)} holds the last site published, whole") from None
+        raise Interrupted(line) from None
+    except Exception as err:
+        if interrupted_query(err):
+            raise Interrupted(line) from None
+        raise
 
 
 def print_publish(site, changed: list[str]) -> None:
