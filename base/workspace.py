@@ -73,7 +73,8 @@ LOGS_DIR = "logs"  # a rung's or a proxy's `loom train` output
 SWEEP_MARK_FILE = "sweep.json"  # in a mixture's and a run's folder a sweep made: which sweep (sweeps.ownership)
 
 # A published site (`loom publish NAME`: reports.site): sites/NAME/, the workspace's pages at their own paths (so
-# their relative links hold), its index.html, and the published manifest's tables as manifest/TABLE.parquet.
+# their relative links hold), its index.html, and the published manifest's tables as one file each beside the
+# curation report (generations/G/manifest/TABLE.parquet).
 SITES_DIR = "sites"
 
 

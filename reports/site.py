@@ -1,6 +1,6 @@
 """`loom publish NAME`: the workspace as a static site in WORKSPACE/sites/NAME, to copy anywhere and open. Every
-page at its own path (so their relative links hold), an index with downloads (the data card, the published
-manifest's tables as Parquet), each run's metrics.jsonl beside its page. Nothing else: the curated data, sequences
+page at its own path (so their relative links hold), an index with downloads (the data cards, the published
+manifest's tables as Parquet beside the curation report), each run's metrics.jsonl beside its page. Nothing else: the curated data, sequences
 and checkpoints stay in the workspace, so the site's size follows the manifest's and the pages', not the data's.
 A link to anything not published is turned into its text, and no link leaves the folder.
 
@@ -25,7 +25,7 @@ from base.lock import exclusive
 from base.names import check_name
 from base.parquet_files import parquet_file, parquet_writer
 from base.store import as_path
-from base.workspace import INDEX_FILE, MANIFEST_DIR, PAGE_GLOB, PART_GLOB, PART_TABLES, Workspace, site_lock, staging_name
+from base.workspace import INDEX_FILE, PAGE_GLOB, PART_GLOB, PART_TABLES, Workspace, site_lock, staging_name
 from mixtures import compiled_mixtures
 from reports.card import card_markdown, card_path
 from reports.html import REPORT_FILE, Html, esc, page, table
@@ -92,7 +92,7 @@ def publish(ws: Workspace, name: str) -> Site:
             remove_tree(leftover)
     staging = ws.sites / staging_name(name)
     try:
-        skipped = build_site(ws, staging)
+        skipped = build_site(ws, staging, ws.site_dir(name))
         files, size = folder_size(staging)
         replace_folder(staging, ws.site_dir(name))
     except BaseException:
@@ -101,9 +101,10 @@ def publish(ws: Workspace, name: str) -> Site:
     return Site(ws.site_dir(name), files, size, skipped)
 
 
-def build_site(ws: Workspace, site: Path) -> list[str]:
+def build_site(ws: Workspace, site: Path, previous: Path) -> list[str]:
     """Every page (written first where the workspace has the data but not the page), each run's metrics, the
-    downloads and the index into `site`; returns why any page could not be written."""
+    downloads and the index into `site` (`previous`: the site it replaces); returns why any page could not be
+    written."""
     writers, runs = page_writers(ws), run_summaries(ws)
     live = {run["dir"] / REPORT_FILE for run in runs if run["status"] == RUNNING}  # its trainer writes its page
     skipped = write_pages([w for w in writers if not w.path.exists() and w.path not in live]).skipped
@@ -112,7 +113,7 @@ def build_site(ws: Workspace, site: Path) -> list[str]:
     for run in runs:
         copy_whole_lines(run["dir"] / METRICS_FILE, site / run["dir"].relative_to(ws.root) / METRICS_FILE)
     cards = data_cards(ws, site, skipped)
-    downloads = manifest_downloads(ws, site)
+    downloads = manifest_downloads(ws, site, previous)
     write_text(index_page(ws, (downloads_section(ws, cards, downloads),), REFRESH_SECONDS if live else None),
                site / INDEX_FILE)
     for page in site.rglob(PAGE_GLOB):
@@ -183,26 +184,37 @@ class Download(NamedTuple):
     bytes: int
 
 
-def manifest_downloads(ws: Workspace, site: Path) -> list[Download]:
-    """Each table of the published generation's manifest as one Parquet file in site/manifest/ (a per-document
-    table's parts joined in order), but the removed documents' text."""
-    manifest = ws.published().manifest
-    if not manifest.is_dir():
+def manifest_downloads(ws: Workspace, site: Path, previous: Path) -> list[Download]:
+    """Each table of the published generation's manifest as one Parquet file beside the curation report (a
+    per-document table's parts joined in order), but the removed documents' text. A generation never changes once
+    published, so a file the previous site has for it is linked, not rebuilt: --watch stays cheap on a large one."""
+    gen = ws.published()
+    if not gen.manifest.is_dir():
         return []
     downloads = []
-    for entry in sorted(manifest.iterdir()):
+    for entry in sorted(gen.manifest.iterdir()):
         name = entry.stem if entry.is_file() and entry.suffix == ".parquet" else entry.name
         if name in LEFT_OUT_TABLES or not (entry.suffix == ".parquet" or name in PART_TABLES):
             continue
-        target = site / MANIFEST_DIR / f"{name}.parquet"
+        relative = entry.parent.relative_to(ws.root) / f"{name}.parquet"
+        target = site / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        if entry.is_file():
+        if gen.id and (previous / relative).is_file():
+            link_or_copy(previous / relative, target)
+        elif entry.is_file():
             shutil.copyfile(entry, target)
         else:
             join_parts(sorted(p for p in entry.glob(PART_GLOB) if p.suffix == ".parquet"), target)
         rows = parquet_file(target).metadata.num_rows
-        downloads.append(Download(name, f"{MANIFEST_DIR}/{name}.parquet", rows, target.stat().st_size))
+        downloads.append(Download(name, relative.as_posix(), rows, target.stat().st_size))
     return downloads
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def join_parts(parts: list[Path], target: Path) -> None:

@@ -97,19 +97,20 @@ def test_the_published_site_of_a_ladder_holds_every_rung_s_page_and_metrics_and_
     ws = toy_ladder[0]
     site, walked = published_site(ws, "ladder", tmp_path / "first")
     runs = sorted(p.name for p in (ws / "runs").iterdir())
-    assert {"index.html", "ladders/toy/report.html", "manifest/documents.parquet", "manifest/shards.parquet",
+    manifest = f"{published(ws).relative_to(ws).as_posix()}/manifest"
+    assert {"index.html", "ladders/toy/report.html", f"{manifest}/documents.parquet", f"{manifest}/shards.parquet",
             *(f"runs/{r}/report.html" for r in runs), *(f"runs/{r}/metrics.jsonl" for r in runs)} <= set(walked["files"])
     assert any(f.startswith("reports/compare/") for f in walked["files"])
-    card = f"{published(ws).relative_to(ws).as_posix()}/manifest/README"  # the curated data's card, and as a page
-    assert {f"{card}.md", f"{card}.html"} <= set(walked["files"])
-    assert (site / f"{card}.md").read_text().startswith("---\nlanguage:")
+    assert {f"{manifest}/README.md", f"{manifest}/README.html"} <= set(walked["files"])  # the curated data's card
+    assert (site / f"{manifest}/README.md").read_text().startswith("---\nlanguage:")
     assert (site / "runs/toy-r0/metrics.jsonl").read_bytes() == (ws / "runs/toy-r0/metrics.jsonl").read_bytes()
-    documents = pq.read_table(site / "manifest" / "documents.parquet")
-    assert documents.num_rows == pq.read_table(published(ws) / "manifest" / "documents").num_rows
-    assert not (site / "manifest" / "removed.parquet").exists()  # the removed documents' text is data
-    first = site.stat().st_ino
+    documents = site / manifest / "documents.parquet"
+    assert pq.read_table(documents).num_rows == pq.read_table(published(ws) / "manifest" / "documents").num_rows
+    assert not (site / manifest / "removed.parquet").exists()  # the removed documents' text is data
+    first, joined = site.stat().st_ino, documents.stat().st_ino
     run_loom("-w", ws, "publish", "ladder")
     assert site.stat().st_ino != first and sorted(os.listdir(ws / "sites")) == ["ladder"]  # swapped, nothing left
+    assert documents.stat().st_ino == joined  # the same generation's table linked from the site it replaced
 
 
 def test_publish_watch_republishes_a_live_run_as_it_trains_and_stops_whole_on_ctrl_c(toy_ladder, tmp_path):
