@@ -2,6 +2,8 @@
 store the object is written by one PUT (or one completed multipart upload), which is already all or nothing. Files
 are copied whole, and folders removed whole, the same way on both."""
 
+import ctypes
+import errno
 import os
 import shutil
 import tempfile
@@ -81,3 +83,36 @@ def remove_tree(folder) -> None:
         folder.unlink(missing_ok=True)
     else:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+RENAME_EXCHANGE = 2  # renameat2's flag (linux/fs.h): swap two paths in one step
+AT_FDCWD = -100
+
+
+def replace_folder(staging: Path, target: Path) -> None:
+    """The local folder `staging` put at `target` whole, replacing what is there in one step where the kernel can
+    (renameat2's exchange: a reader sees the old folder or the new, never neither), else renamed away first. What
+    was at `target` is removed after, as a link if it was one (never followed)."""
+    if not target.exists() and not target.is_symlink():
+        os.rename(staging, target)
+        return
+    if not _exchange(staging, target):
+        old = target.with_name(f"{staging.name}.old")
+        os.rename(target, old)
+        os.rename(staging, target)
+        staging = old
+    remove_tree(staging)  # now the old folder
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Whether the kernel swapped the two paths (False where renameat2 or its exchange is not supported)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))

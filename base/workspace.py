@@ -72,6 +72,11 @@ SEARCH_SPEC_FILE, SEARCH_FILE = "search.toml", "search.json"
 LOGS_DIR = "logs"  # a rung's or a proxy's `loom train` output
 SWEEP_MARK_FILE = "sweep.json"  # in a mixture's and a run's folder a sweep made: which sweep (sweeps.ownership)
 
+# A published site (`loom publish NAME`: reports.site): sites/NAME/, the workspace's pages at their own paths (so
+# their relative links hold), its index.html, and the published manifest's tables as one file each beside the
+# curation report (generations/G/manifest/TABLE.parquet).
+SITES_DIR = "sites"
+
 
 def checkpoint_name(step: int) -> str:
     """A checkpoint's folder in CHECKPOINTS_DIR (CHECKPOINT_GLOB finds them; the name orders them by step)."""
@@ -130,6 +135,10 @@ def ladder_lock(name: str) -> str:
 
 def search_lock(name: str) -> str:
     return f"search-{name}"
+
+
+def site_lock(name: str) -> str:
+    return f"site-{name}"
 
 
 def part_name(index: int, suffix: str | None = "parquet") -> str:
@@ -256,6 +265,14 @@ class Workspace:
     def search_dir(self, name: str) -> Path:
         """A mixture search's folder: search.toml as resolved, search.json, report.html, logs/."""
         return self.root / SEARCHES_DIR / name
+
+    @property
+    def sites(self) -> Path:
+        return self.root / SITES_DIR
+
+    def site_dir(self, name: str) -> Path:
+        """A published site (`loom publish NAME`): a static folder to copy anywhere and open (reports.site)."""
+        return self.sites / name
 
 
 @dataclass(frozen=True)

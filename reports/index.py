@@ -33,13 +33,19 @@ def index_path(root) -> Path:
 def workspace_index(root) -> Path:
     """Write the workspace's index page and return its path."""
     ws = Workspace(as_path(root))
+    out = ws.root / INDEX_FILE
+    write_text(index_page(ws), out)
+    return out
+
+
+def index_page(ws: Workspace, more: tuple[str, ...] = (), refresh_seconds: int | None = None) -> str:
+    """The index page's HTML, its links relative to the workspace; `more` sections after the curated data (a
+    published site's downloads)."""
     body = [f"<h1>Loom workspace {esc(ws.root.name)}</h1>",
             f'<p class="note">{esc(ws.root)} · written {time.strftime("%Y-%m-%d %H:%M:%S")}</p>',
-            curation_section(ws), mixtures_section(ws), runs_section(ws), sweeps_section(ws, "ladders"),
+            curation_section(ws), *more, mixtures_section(ws), runs_section(ws), sweeps_section(ws, "ladders"),
             sweeps_section(ws, "searches"), comparisons_section(ws)]
-    out = ws.root / INDEX_FILE
-    write_text(page(f"Loom workspace {ws.root.name}", body), out)
-    return out
+    return page(f"Loom workspace {ws.root.name}", body, refresh_seconds)
 
 
 def named_page(root, name: str) -> Path:
@@ -233,9 +239,13 @@ def sweep_summary(kind: str, results: dict) -> tuple[str, str]:
     return str(results.get("from") or results.get("mixture", "")), f"{done} of {len(proxies)} proxies finished{chosen}"
 
 
-def comparisons_section(ws: Workspace) -> str:
+def comparison_pages(ws: Workspace) -> list[Path]:
     folder = ws.root.joinpath(*COMPARE_DIR)
-    pages = sorted(folder.glob(PAGE_GLOB)) if folder.exists() else []
+    return sorted(folder.glob(PAGE_GLOB)) if folder.exists() else []
+
+
+def comparisons_section(ws: Workspace) -> str:
+    pages = comparison_pages(ws)
     if not pages:
         return ""
     return "<h2>Comparisons</h2><ul>" + "".join(f"<li>{link(ws, p, p.stem, '')}</li>" for p in pages) + "</ul>"

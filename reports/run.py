@@ -116,7 +116,9 @@ def headline(info: dict, records: list[dict], status: str) -> str:
     return (f'<div class="headline">{cards}</div><p class="note">Mixture {esc(info[MIXTURE])}, '
             f"{info[GLOBAL_BATCH]} x {info[SEQ_LEN]} tokens per step on {info.get(WORLD_SIZE, 1)} rank(s) "
             f"({esc(info.get(DEVICE, '?'))}{esc(', ' + info[PRECISION] if PRECISION in info else '')}); "
-            f"{esc(shape)}. {esc(branch_note(info))}{esc(mfu_note(recent))}</p>")
+            f"{esc(shape)}. {esc(branch_note(info))}{esc(mfu_note(recent))}</p>"
+            f'<p class="note" id="metrics-file">Every step\'s metrics, a JSON line each: '
+            f'<a href="{METRICS_FILE}">{METRICS_FILE}</a>.</p>')
 
 
 def branch_note(info: dict) -> str:

@@ -103,3 +103,76 @@ def run_in_page(path: Path, tmp: Path, script: str) -> tuple[Dom, str]:
     copy = tmp / f"scripted-{path.name}"
     copy.write_text(f"{text[:end]}<script>{script}</script>\n{text[end:]}", encoding="utf-8")
     return open_page(copy, tmp)
+
+
+# A crawler run inside Chromium from a page at the site's root: every link of every page followed from index.html
+# (read by the browser itself: synchronous requests, which --allow-file-access-from-files permits on file://), then
+# each page it found opened in a frame, so that a console error of any page reaches Chromium's log.
+SITE_WALKER = """<!DOCTYPE html><html><body><pre id="test-result"></pre><script>
+const root = new URL('.', location.href).href, short = url => url.slice(root.length);
+const seen = new Set(), pages = [], broken = [], outside = [], external = [], queue = [root + 'index.html'];
+function read(url) {
+  const request = new XMLHttpRequest();
+  try { request.open('GET', url, false); request.send(); return request.responseText; } catch (e) { return null; }
+}
+while (queue.length) {
+  const url = queue.shift();
+  if (seen.has(url)) continue;
+  seen.add(url);
+  const text = read(url);
+  if (text === null) { broken.push(short(url)); continue; }
+  if (!url.endsWith('.html')) continue;
+  pages.push(url);
+  for (const element of new DOMParser().parseFromString(text, 'text/html').querySelectorAll('[href], [src]')) {
+    const ref = element.getAttribute('href') ?? element.getAttribute('src');
+    if (ref.startsWith('#')) continue;
+    const target = new URL(ref, url);
+    if (target.protocol !== 'file:') external.push(short(url) + ' -> ' + ref);
+    else if (!target.href.startsWith(root)) outside.push(short(url) + ' -> ' + ref);
+    else queue.push(target.href.split('#')[0]);
+  }
+}
+for (const url of pages) { const frame = document.createElement('iframe'); frame.src = url; document.body.appendChild(frame); }
+document.getElementById('test-result').textContent = JSON.stringify({files: [...seen].map(short), broken, outside, external});
+</script></body></html>
+"""
+
+
+def walk_site(site: Path, tmp: Path) -> tuple[dict, str]:
+    """Every file reachable by links from a published site's index.html, as Chromium follows them in a copy of the
+    site: {"files": relative paths, "broken": links to nothing, "outside": links out of the folder, "external":
+    links or sources on another scheme (http, https ...)}, and the console lines of every page it opened."""
+    import json
+
+    copy = tmp / "site-copy"
+    shutil.copytree(site, copy)
+    (copy / "walk-site.html").write_text(SITE_WALKER, encoding="utf-8")
+    result = chromium((copy / "walk-site.html").as_uri(), tmp, "--allow-file-access-from-files", "--dump-dom")
+    assert result.returncode == 0, result.stderr
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
+    return json.loads(Dom(result.stdout).pre["test-result"]), "\n".join(console)
+
+
+def published_site(ws: Path, name: str, tmp: Path) -> tuple[Path, dict]:
+    """`loom publish NAME` on the workspace and its site walked in Chromium: the size its last line states is the
+    folder's; every file of the site is reached by links from its index and every link resolves inside the folder;
+    no page links or loads anything on another scheme, or logs a console error; no curated data, sequences or
+    checkpoints are in it, so it is no larger than the workspace's pages, metrics and manifest together."""
+    from helpers import run_loom
+
+    result = run_loom("-w", ws, "publish", name)
+    site = ws / "sites" / name
+    files = {p.relative_to(site).as_posix(): p.stat().st_size for p in site.rglob("*") if p.is_file()}
+    assert result.stdout.strip().splitlines()[-1] == (f"Published {len(files):,} files, {sum(files.values()):,} bytes "
+                                                      f"to {site} (open index.html; copy this folder to host it)")
+    walked, console = walk_site(site, tmp)
+    assert (walked["broken"], walked["outside"], walked["external"]) == ([], [], []), walked
+    assert console == "", console
+    assert sorted(walked["files"]) == sorted(files)
+    assert not [p for p in files if p.split("/")[0] in ("work", "curated", "quarantine")
+                or any(part in ("curated", "sequences", "checkpoints", "builds") for part in p.split("/"))]
+    workspace_record = sum(p.stat().st_size for pattern in ("**/*.html", "runs/*/metrics.jsonl")
+                           for p in ws.glob(pattern) if "sites" not in p.relative_to(ws).parts)
+    manifest = sum(p.stat().st_size for p in ws.glob("generations/*/manifest/**/*") if p.is_file())
+    assert sum(files.values()) < workspace_record + manifest
+    return site, walked

@@ -93,15 +93,17 @@ def test_the_readme_python_example_runs_and_equals_the_cli(docs_folder):
 
 def test_the_api_pages_examples_run_in_order(docs_folder):
     blocks = PYTHON_BLOCKS.findall((REPO / "docs" / "api.md").read_text(encoding="utf-8"))
-    assert len(blocks) == 10  # open, curate, sql, mixtures.build, mixtures.export, train, show, status, card, gc
+    assert len(blocks) == 11  # open, curate, sql, mixtures.build, mixtures.export, train, show, status, card, gc,
+                              # publish
     body = "\n".join(blocks)  # the page's cells, as a notebook runs them: a script puts them under the guard
     done = run_python('if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in body.splitlines()),
                       docs_folder)
     printed = done.stdout.splitlines()
     assert "limit 0: give a whole number of records per source, 1 or more" in done.stdout
     assert "train has no option 'max_step'" in done.stdout
-    assert printed[-5].startswith("200 [")  # status: the sample's limit, then the sources
-    assert printed[-2] == "README.md ---"  # card: the mixture's, its YAML header first
-    assert printed[-1].startswith("gc would free ")
+    assert printed[-6].startswith("200 [")  # status: the sample's limit, then the sources
+    assert printed[-3] == "README.md ---"  # card: the mixture's, its YAML header first
+    assert printed[-2].startswith("gc would free ")
+    assert re.fullmatch(r"published \d+ files, \d+ bytes in site", printed[-1])
     assert "True" in printed  # a finished export is not written twice
     assert any(line.startswith("kept /") and line.endswith("]") for line in printed)  # show: a kept document's story

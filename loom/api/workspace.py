@@ -106,6 +106,20 @@ class Workspace:
 
         return gc(self, force, dry_run)
 
+    def publish(self, name: str):
+        """`loom publish NAME`: every page, the manifest's tables and each run's metrics as a static site in
+        sites/NAME; returns the Site (folder, files, bytes, skipped). See loom.api.publish."""
+        from loom.api.publish import publish
+
+        return publish(self, name)
+
+    def publish_watch(self, name: str, every: float = 5.0, published: Callable | None = None) -> None:
+        """`loom publish NAME --watch`: publishes, then again whenever an input changes (polled every `every`
+        seconds), calling `published(site, changed_paths)`; runs until interrupted. See loom.api.publish."""
+        from loom.api.publish import publish_watch
+
+        publish_watch(self, name, every, published or (lambda site, changed: None))
+
     def show(self, record: str, text_chars: int = 2000):
         """`loom show INPUT#RECORD` (or a doc id): that record's story as a RecordStory (`.as_dict()` for JSON).
         See loom.api.show."""

@@ -14,10 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers import compiled, LOOM, TOY_LADDER as TOY, copy_curated, run_loom, training_spec, write_spec
-from report_pages import needs_chromium, open_page
+import pyarrow.parquet as pq
+
+from helpers import compiled, LOOM, TOY_LADDER as TOY, copy_curated, published, run_loom, training_spec, write_spec
+from report_pages import needs_chromium, open_page, published_site
 from base.errors import UserError
+from base.lock import exclusive
+from reports.run import run_report
 from sweeps.spec import parse_ladder_spec
+from trainer.metrics import run_lock_file
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the training tests' slice mixture, allowed to repeat
 # each rung's own run and cooldowns at half and three quarters of its steps: 9 points (N, D), 8 of them fitted
@@ -83,6 +88,69 @@ def test_a_toy_ladder_trains_every_rung_and_its_cooldowns_and_fits_every_point(t
 
 
 @needs_chromium()
+@needs_chromium()
+def test_the_published_site_of_a_ladder_holds_every_rung_s_page_and_metrics_and_each_link_resolves(toy_ladder,
+                                                                                                  tmp_path):
+    """`loom publish` after a ladder (report_pages.published_site: every link walked in Chromium, no console error,
+    no external URL, the size stated): the ladder's page, each rung's and cooldown's run page with its metrics, the
+    comparison of the rungs, the manifest's tables; a second publish of the same name replaces the first whole."""
+    ws = toy_ladder[0]
+    site, walked = published_site(ws, "ladder", tmp_path / "first")
+    runs = sorted(p.name for p in (ws / "runs").iterdir())
+    manifest = f"{published(ws).relative_to(ws).as_posix()}/manifest"
+    assert {"index.html", "ladders/toy/report.html", f"{manifest}/documents.parquet", f"{manifest}/shards.parquet",
+            *(f"runs/{r}/report.html" for r in runs), *(f"runs/{r}/metrics.jsonl" for r in runs)} <= set(walked["files"])
+    assert any(f.startswith("reports/compare/") for f in walked["files"])
+    assert {f"{manifest}/README.md", f"{manifest}/README.html"} <= set(walked["files"])  # the curated data's card
+    assert (site / f"{manifest}/README.md").read_text().startswith("---\nlanguage:")
+    assert (site / "runs/toy-r0/metrics.jsonl").read_bytes() == (ws / "runs/toy-r0/metrics.jsonl").read_bytes()
+    documents = site / manifest / "documents.parquet"
+    assert pq.read_table(documents).num_rows == pq.read_table(published(ws) / "manifest" / "documents").num_rows
+    assert not (site / manifest / "removed.parquet").exists()  # the removed documents' text is data
+    first, joined = site.stat().st_ino, documents.stat().st_ino
+    run_loom("-w", ws, "publish", "ladder")
+    assert site.stat().st_ino != first and sorted(os.listdir(ws / "sites")) == ["ladder"]  # swapped, nothing left
+    assert documents.stat().st_ino == joined  # the same generation's table linked from the site it replaced
+
+
+def test_publish_watch_republishes_a_live_run_as_it_trains_and_stops_whole_on_ctrl_c(toy_ladder, tmp_path):
+    """A live run (run.json says running, its lock held): its page and the site's index reload themselves in the
+    published copy; a metrics line appended is published at the next poll, with one line saying why; Ctrl-C
+    stops with exit 130, the site whole and no staging folder left."""
+    ws = tmp_path / "ws"
+    run = ws / "runs" / "toy-r0"
+    shutil.copytree(toy_ladder[0] / "runs" / "toy-r0", run, ignore=shutil.ignore_patterns("checkpoints", "branches"))
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "status": "running"}))
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join(lines[:5]))
+    published_metrics = ws / "sites" / "live" / "runs" / "toy-r0" / "metrics.jsonl"
+
+    def wait_for(expected: str, watch: subprocess.Popen) -> None:
+        deadline = time.time() + 60
+        while not (published_metrics.exists() and published_metrics.read_text() == expected):
+            assert watch.poll() is None and time.time() < deadline, watch.communicate()
+            time.sleep(0.05)
+
+    with exclusive(run_lock_file(run), "run 'toy-r0'"):
+        run_report(run)
+        watch = subprocess.Popen([*map(str, LOOM), "-w", str(ws), "publish", "live", "--watch", "--every", "0.2"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for("".join(lines[:5]), watch)
+        for page in ("runs/toy-r0/report.html", "index.html"):
+            assert '<meta http-equiv="refresh"' in (ws / "sites" / "live" / page).read_text()
+        with (run / "metrics.jsonl").open("a") as metrics:
+            metrics.write(lines[5] + '{"step": 6, "lo')  # a line being written is not published until whole
+        wait_for("".join(lines[:6]), watch)
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=30)
+    assert watch.returncode == 130, (out, err)
+    assert err.strip() == f"stopped watching; {ws / 'sites' / 'live'} holds the last site published, whole"
+    said = out.splitlines()
+    assert [" published: " in said[0], " republished after runs/toy-r0/metrics.jsonl: " in said[1]] == [True, True]
+    assert sorted(os.listdir(ws / "sites")) == ["live"] and (ws / "sites" / "live" / "index.html").exists()
+
+
 def test_the_page_of_a_ladder_with_cooldowns_draws_every_point_the_law_and_the_frontier(toy_ladder, tmp_path):
     ws, _ = toy_ladder
     dom, console = open_page(ws / "ladders" / "toy" / "report.html", tmp_path)

@@ -18,6 +18,7 @@ import pytest
 from base.errors import UserError
 from base.workspace import Workspace
 from helpers import compiled, LOOM, TOY_LADDER, as_in_a_terminal, copy_curated, run_loom, training_spec, write_spec
+from report_pages import needs_chromium, published_site
 from trainer.metrics import read_metrics, read_run
 
 MIXTURE = "max_epochs = 64\n" + training_spec(10)  # the slice's training mixture (pretrain: web docs code fortunes)
@@ -159,6 +160,19 @@ def test_confirm_trains_the_chosen_mixture_and_the_baselines_alike(toy_search):
         assert (ws / "reports" / "compare" / f"search-toys-{kind}.html").is_file()
     assert all(f'>{r["run"]}</a>' in (ws / "reports" / "compare" / "search-toys-confirm.html").read_text()
                for r in confirm["runs"])
+
+
+@needs_chromium()
+def test_the_published_site_of_a_search_holds_its_page_its_runs_and_their_comparisons(toy_search, tmp_path):
+    """`loom publish` after a search (report_pages.published_site: every link walked in Chromium, no console error,
+    no external URL, the size stated): the search's page, each proxy's and confirm run's page and metrics, the
+    comparisons its page links, every mixture's page."""
+    ws, _, _, search = toy_search
+    _, walked = published_site(ws, "search", tmp_path)
+    runs = [p["run"] for p in search["proxies"]] + [r["run"] for r in search["confirm"]["runs"]]
+    assert {"searches/toys/report.html", "reports/compare/search-toys-proxies.html",
+            "reports/compare/search-toys-confirm.html", *(f"runs/{r}/metrics.jsonl" for r in runs),
+            *(f"mixtures/{m.name}/report.html" for m in (ws / "mixtures").iterdir() if m.is_dir())} <= set(walked["files"])
 
 
 def test_a_rerun_trains_nothing_and_another_kl_pull_only_refits(toy_search):
