@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 from base.atomic_files import TEMPORARY_GLOB, remove_tree, replace_folder, write_text
 from base.errors import UserError
 from base.lock import exclusive
-from base.names import check_name
+from base.names import check_name, suggest
 from base.parquet_files import parquet_file, parquet_writer
 from base.store import as_path
 from base.workspace import INDEX_FILE, PAGE_GLOB, PART_GLOB, PART_TABLES, Workspace, site_lock, staging_name
@@ -75,6 +75,9 @@ def watch_site(root, name: str, every: float, published: Callable[[Site, list[st
 
 def site_workspace(root, name: str) -> Workspace:
     ws = Workspace(as_path(root))
+    if "/" in name or name in (".", ".."):
+        raise UserError(f"site name {name!r} is a path: `loom publish NAME` writes the site inside the workspace, "
+                        f"in sites/NAME; give a name, e.g. {suggest(name)!r}, and copy that folder to host it")
     check_name("site", name)
     if ws.remote:
         raise UserError(f"`loom publish` needs a local workspace ({ws.root} is on object storage): copy it to a "
@@ -116,8 +119,8 @@ def build_site(ws: Workspace, site: Path, previous: Path) -> list[str]:
     downloads = manifest_downloads(ws, site, previous)
     write_text(index_page(ws, (downloads_section(ws, cards, downloads),), REFRESH_SECONDS if live else None),
                site / INDEX_FILE)
-    for page in site.rglob(PAGE_GLOB):
-        unlink_dead_links(page, site)
+    for html_file in site.rglob(PAGE_GLOB):
+        unlink_dead_links(html_file, site)
     return skipped
 
 

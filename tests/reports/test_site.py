@@ -63,7 +63,9 @@ def test_a_site_name_that_is_a_path_or_a_missing_workspace_is_one_line_and_write
     ws.mkdir()
     for name in ("../out", "a/b", ".."):
         status, err = loom_in_process(capsys, "-w", ws, "publish", name)
-        assert status == 2 and err.startswith(f"error: site name {name!r} is invalid: a name is ") and err.count("\n") == 1
+        assert status == 2 and err.startswith(f"error: site name {name!r} is a path: ") and err.count("\n") == 1
+    status, err = loom_in_process(capsys, "-w", ws, "publish", "My Site")
+    assert status == 2 and err.startswith("error: site name 'My Site' is invalid: a name is ") and err.count("\n") == 1
     status, err = loom_in_process(capsys, "-w", tmp_path / "none", "publish", "site")
     assert status == 2 and err == (f"error: no workspace at {tmp_path / 'none'}: `loom quickstart` or `loom init` "
                                    "starts one, or name one with -w\n")
