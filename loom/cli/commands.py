@@ -8,8 +8,8 @@ import click
 from base.errors import UserError
 from base.workspace import Workspace
 from loom.api.workspace import check_location
-from loom.cli import (cleanup, curate, init, ladder, mix, mix_export, quality, quickstart, report, search, show,
-                      sql, status, tokenizer, train)
+from loom.cli import (cleanup, curate, init, ladder, mix, mix_export, quality, quickstart, report, reproduce, search,
+                      show, sql, status, tokenizer, train)
 from loom.cli.console import LoomGroup
 from loom.cli.version import version_line
 
@@ -81,6 +81,7 @@ mix.mix.add_command(search.search)
 mix.mix.add_command(mix_export.export)
 mix.mix.add_command(cleanup.mix_rm)
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, sql.sql, train.train,
-                ladder.ladder, quickstart.quickstart, init.init, status.status, show.show, cleanup.runs, cleanup.gc):
+                ladder.ladder, quickstart.quickstart, reproduce.reproduce, init.init, status.status, show.show, cleanup.runs,
+                cleanup.gc):
     cli.add_command(command)
 accept_workspace_anywhere(cli)

@@ -1,0 +1,51 @@
+"""What a curation read, recorded in its generation's manifest (inputs.json): the sources.toml (its path and text),
+every input file with its size and SHA-256, the tokenizer and the quality model with theirs, the eval files of
+[decontaminate], and the sample limit. A run copies it into its own folder (trainer.recorded_inputs), and `loom
+reproduce` checks each file against it before it curates again. The files are digested on the cluster, once per
+generation built."""
+
+import json
+
+from base.atomic_files import write_text
+from base.digests import file_digest
+from base.inputs import file_size, files_under
+from base.store import as_path, path_text
+from base.workspace import Generation
+
+SOURCES_FILE_KEY, SOURCES_TEXT, FILES, TOKENIZER, QUALITY_MODEL, LIMIT = (
+    "sources_file", "sources_toml", "files", "tokenizer", "quality_model", "limit")
+PATH, SIZE, SHA256 = "path", "size", "sha256"
+
+
+def file_record(path) -> dict:
+    """A file as the record holds it: its path, size and whole SHA-256."""
+    return {PATH: path_text(as_path(path)), SIZE: file_size(path), SHA256: file_digest(path, length=64)}
+
+
+def shard_files(shard) -> list[str]:
+    """The files a shard reads, as its fingerprint lists them (curation.run.input_fingerprint): a folder's files, a
+    glob's, or the one file."""
+    if (files := getattr(shard.span, "files", None)) is not None:
+        return [str(f) for f in files]
+    path = as_path(shard.input)
+    return [str(f) for f in files_under(path)] if path.is_dir() else [str(shard.input)]
+
+
+def input_files(ctx, shards: list) -> list[str]:
+    """Every file the job reads, each once: the sources' inputs and [decontaminate]'s eval files."""
+    from curation.readers.inputs import eval_set_files
+
+    files = [f for shard in shards for f in shard_files(shard)]
+    if ctx.config.decontaminate is not None:
+        files += [f for e in ctx.config.decontaminate.evals for f in eval_set_files(e)]
+    return sorted(set(files))
+
+
+def write_inputs_record(ctx, gen: Generation, shards: list, client) -> None:
+    """The generation's inputs.json: the files digested by the cluster's workers, the models here."""
+    paths = input_files(ctx, shards)
+    files = client.gather(client.map(file_record, paths, key=[f"digest-{gen.id}-{i}" for i in range(len(paths))]))
+    record = {SOURCES_FILE_KEY: ctx.config.file, SOURCES_TEXT: ctx.config.text, LIMIT: ctx.limit, FILES: files,
+              TOKENIZER: file_record(ctx.tokenizer),
+              QUALITY_MODEL: file_record(ctx.quality_model) if ctx.quality_model else None}
+    write_text(json.dumps(record, indent=2), gen.inputs_record)
