@@ -11,11 +11,12 @@ from pathlib import Path
 from base.atomic_files import write_text
 from base.digests import file_digest
 from base.errors import UserError
-from base.inputs import expand_glob
+from base.inputs import expand_glob, file_size
 from base.small_files import read_text
 from base.store import as_path
 from base.workspace import INPUTS_FILE, Workspace
-from curation.inputs_record import FILES, PATH, QUALITY_MODEL, SHA256, SOURCES_FILE_KEY, SOURCES_TEXT, TOKENIZER
+from curation.inputs_record import (FILES, PATH, QUALITY_MODEL, SHA256, SIZE, SOURCES_FILE_KEY, SOURCES_TEXT,
+                                    TOKENIZER)
 from curation.inputs_record import file_record
 from trainer import metrics
 
@@ -55,6 +56,9 @@ def read_run_inputs(run_dir: Path) -> dict:
     if not (run_dir / INPUTS_FILE).is_file():
         raise UserError(f"run {run_dir} has no {INPUTS_FILE}: it was trained before Loom recorded a run's inputs; "
                         "train it again to make it reproducible")
+    if (status := metrics.run_status(run_dir)) not in (metrics.FINISHED, metrics.STOPPED):
+        raise UserError(f"run {run_dir.name} is {status}, not finished: its losses are not all there to compare; "
+                        f"finish it first (`loom train --resume`), then reproduce it")
     record = json.loads(read_text(run_dir / INPUTS_FILE))
     if record.get(CURATION) is None:
         raise UserError(f"run {run_dir} trained on a curation that recorded no {INPUTS_FILE} (curated by an older "
@@ -71,9 +75,10 @@ def recorded_files(record: dict) -> list[dict]:
     return list({f[PATH]: f for f in files}.values())
 
 
-def input_differences(record: dict) -> list[str]:
-    """One line per recorded input that differs now: `missing: PATH` or `changed: PATH (sha256 ... recorded, ...
-    now)`, the sources.toml's text included. Empty when every input matches."""
+def input_differences(record: dict, advance=lambda n=1: None) -> list[str]:
+    """One line per recorded input that differs now: `missing: PATH`, or `changed: PATH (...)` by its size (no need
+    to read it) or its SHA-256, the sources.toml's text included. Empty when every input matches. `advance()` is
+    called as each file is checked (the inputs of a large corpus take a while to digest)."""
     lines = []
     sources = as_path(record[CURATION][SOURCES_FILE_KEY])
     if not sources.is_file():
@@ -81,12 +86,21 @@ def input_differences(record: dict) -> list[str]:
     elif read_text(sources) != record[CURATION][SOURCES_TEXT]:
         lines.append(f"changed: {sources} (its text is not the recorded sources.toml)")
     for recorded in recorded_files(record):
-        path = as_path(recorded[PATH])
-        if not path.is_file():
-            lines.append(f"missing: {recorded[PATH]}")
-        elif (now := file_digest(path, length=64)) != recorded[SHA256]:
-            lines.append(f"changed: {recorded[PATH]} (sha256 {recorded[SHA256][:12]}… recorded, {now[:12]}… now)")
+        if line := file_difference(recorded):
+            lines.append(line)
+        advance()
     return lines
+
+
+def file_difference(recorded: dict) -> str | None:
+    path = as_path(recorded[PATH])
+    if not path.is_file():
+        return f"missing: {recorded[PATH]}"
+    if (size := file_size(path)) != recorded[SIZE]:
+        return f"changed: {recorded[PATH]} ({recorded[SIZE]:,} bytes recorded, {size:,} now)"
+    if (now := file_digest(path, length=64)) != recorded[SHA256]:
+        return f"changed: {recorded[PATH]} (sha256 {recorded[SHA256][:12]}… recorded, {now[:12]}… now)"
+    return None
 
 
 # ---- losses compared ----

@@ -35,7 +35,8 @@ class Reproduction:
 
 def reproduce(ws, run, workers: int | None = None, anyway: bool = False, log=None, progress=None) -> Reproduction:
     """Makes run folder `run` again in this workspace (new or empty, or one this run's reproduction began). `log(line)`
-    hears a line per step and the trainer's lines; progress(stage, total) -> advance(n) counts curation's shards.
+    hears a line per step and the trainer's lines; progress(stage, total) -> advance(n) counts the inputs checked
+    (stage `check inputs`) and each curation stage's shards.
     Differing inputs raise a UserError before any compute unless `anyway`."""
     from trainer.recorded_inputs import input_differences, read_run_inputs, recorded_files
 
@@ -45,9 +46,10 @@ def reproduce(ws, run, workers: int | None = None, anyway: bool = False, log=Non
     check_target(ws.files, recorded)
     seconds = {}
     began = time.perf_counter()
-    differences = input_differences(record)
+    files = recorded_files(record)
+    differences = input_differences(record, progress("check inputs", len(files)) if progress else lambda n=1: None)
     seconds["check"] = time.perf_counter() - began
-    log(f"checked {len(recorded_files(record)) + 1} recorded inputs of {recorded}: "
+    log(f"checked {len(files) + 1} recorded inputs of {recorded}: "
         f"{len(differences) or 'none'} differ")
     for line in differences:
         log(line)

@@ -4,8 +4,7 @@ step, then whether its losses are bit-identical to the recorded run's; exit 0 on
 import click
 
 from base.workspace import Workspace
-from loom.cli.console import Interrupted, api_workspace, console
-from loom.cli.curate import stage_progress
+from loom.cli.console import Interrupted, api_workspace, console, progress_bars
 from loom.cli.options import workers_option
 
 NOT_IDENTICAL = 1  # the run was made again and its losses differ (2 is a user's mistake, as for every command)
@@ -22,7 +21,7 @@ def reproduce(ws: Workspace, run: str, workers, anyway: bool):
     check every recorded input, curate, build the mixture and train as recorded, and compare the losses step by
     step. Stopped part way, the same command goes on."""
     try:
-        with stage_progress() as progress:
+        with step_progress() as progress:
             done = api_workspace(ws).reproduce(run, workers=workers, anyway=anyway, log=console.print,
                                                progress=progress)
     except KeyboardInterrupt:
@@ -34,3 +33,10 @@ def reproduce(ws: Workspace, run: str, workers, anyway: bool):
     console.print(f"Run:      {done.run} ({seconds})")
     if not done.identical:
         raise SystemExit(NOT_IDENTICAL)
+
+
+def step_progress():
+    """A rich bar per step: the inputs checked (files), then each curation stage (shards)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    return progress_bars(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -79,7 +79,7 @@ def test_a_changed_input_is_named_and_nothing_is_rebuilt(trained, tmp_path):
     run, corpus = trained
     changed = corpus / "part1.jsonl"
     text = changed.read_text()
-    changed.write_text(text.replace("document 3:", "document 3 changed:"))
+    changed.write_text(text.replace("document 3:", "document 9:"))  # the same size: told by its digest
     try:
         result = run_loom("reproduce", run, "-w", tmp_path / "new", check=False)
     finally:
@@ -99,3 +99,9 @@ def test_a_target_that_is_not_empty_is_refused_in_one_line(trained, tmp_path):
                                      f"(`loom reproduce {run} -w NEW_FOLDER`)")
     with pytest.raises(UserError, match="is not a run's folder"):
         loom.open(tmp_path / "other").reproduce(tmp_path)
+    stopped = tmp_path / "ws" / "runs" / "r"  # a copy of the run's record that says it is still running
+    stopped.mkdir(parents=True)
+    (stopped / INPUTS_FILE).write_bytes((run / INPUTS_FILE).read_bytes())
+    (stopped / "run.json").write_text(json.dumps({**json.loads((run / "run.json").read_text()), "status": "running"}))
+    with pytest.raises(UserError, match="run r is interrupted, not finished: .* finish it first"):
+        loom.open(tmp_path / "other").reproduce(stopped)
