@@ -15,11 +15,16 @@ from base.workspace import Generation
 SOURCES_FILE_KEY, SOURCES_TEXT, FILES, TOKENIZER, QUALITY_MODEL, LIMIT = (
     "sources_file", "sources_toml", "files", "tokenizer", "quality_model", "limit")
 PATH, SIZE, SHA256 = "path", "size", "sha256"
+FILES_PER_TASK = 64  # many small files (a folder source's) digested a batch per task, not a task each
 
 
 def file_record(path) -> dict:
     """A file as the record holds it: its path, size and whole SHA-256."""
     return {PATH: path_text(as_path(path)), SIZE: file_size(path), SHA256: file_digest(path, length=64)}
+
+
+def file_records(paths: list[str]) -> list[dict]:
+    return [file_record(path) for path in paths]
 
 
 def shard_files(shard) -> list[str]:
@@ -44,7 +49,9 @@ def input_files(ctx, shards: list) -> list[str]:
 def write_inputs_record(ctx, gen: Generation, shards: list, client) -> None:
     """The generation's inputs.json: the files digested by the cluster's workers, the models here."""
     paths = input_files(ctx, shards)
-    files = client.gather(client.map(file_record, paths, key=[f"digest-{gen.id}-{i}" for i in range(len(paths))]))
+    batches = [paths[i:i + FILES_PER_TASK] for i in range(0, len(paths), FILES_PER_TASK)]
+    keys = [f"digest-{gen.id}-{i}" for i in range(len(batches))]
+    files = [f for batch in client.gather(client.map(file_records, batches, key=keys)) for f in batch]
     record = {SOURCES_FILE_KEY: ctx.config.file, SOURCES_TEXT: ctx.config.text, LIMIT: ctx.limit, FILES: files,
               TOKENIZER: file_record(ctx.tokenizer),
               QUALITY_MODEL: file_record(ctx.quality_model) if ctx.quality_model else None}

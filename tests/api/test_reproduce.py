@@ -10,7 +10,7 @@ import pytest
 import loom
 from base.errors import UserError
 from base.workspace import INPUTS_FILE
-from helpers import run_loom
+from helpers import Interrupt, run_loom
 
 DOCUMENTS = 48  # enough tokens for 4 steps of 4 x 16 and the held-out validation, curated in seconds
 SPEC = """name = "repro"
@@ -23,19 +23,6 @@ tiny = 1.0
 """
 RUN = {"run_name": "r", "d_model": 16, "n_layers": 1, "n_heads": 2, "eval_every": 2, "checkpoint_every": 2,
        "report_every": 2, "warmup_steps": 1}
-
-
-class Interrupt:
-    """A log hook that stops the reproduction (as Ctrl-C does) at the first line that starts with `at`."""
-
-    def __init__(self, at: str):
-        self.at, self.lines = at, []
-
-    def __call__(self, line: str):
-        self.lines.append(line)
-        if self.at and line.startswith(self.at):
-            self.at = None
-            raise KeyboardInterrupt
 
 
 @pytest.fixture(scope="module")
