@@ -11,7 +11,7 @@ NOT_IDENTICAL = 1  # the run was made again and its losses differ (2 is a user's
 
 
 @click.command()
-@click.argument("run", metavar="RUN_FOLDER", type=click.Path(file_okay=False, exists=True))
+@click.argument("run", metavar="RUN_FOLDER")
 @workers_option
 @click.option("--anyway", is_flag=True,
               help="Rebuild and train even when recorded inputs differ (they are listed; the result is not identical)")
