@@ -43,35 +43,34 @@ def reproduce(ws, run, workers: int | None = None, anyway: bool = False, log=Non
     log = log or ws.note
     recorded = Path(run).resolve()
     record = read_run_inputs(recorded)
+    config = recorded_config(ws, record)  # a cooldown's run refused here, before anything is checked or written
     check_target(ws.files, recorded)
-    seconds = {}
-    began = time.perf_counter()
     files = recorded_files(record)
-    differences = input_differences(record, progress("check inputs", len(files)) if progress else lambda n=1: None)
-    seconds["check"] = time.perf_counter() - began
-    log(f"checked {len(files) + 1} recorded inputs of {recorded}: "
-        f"{len(differences) or 'none'} differ")
+    advance = progress("check inputs", len(files)) if progress else lambda n=1: None
+    differences, seconds = timed("check", lambda: input_differences(record, advance), {})
+    log(f"checked {len(files) + 1} recorded inputs of {recorded}: {len(differences) or 'none'} differ")
     for line in differences:
         log(line)
     if differences and not anyway:
         raise UserError(f"{len(differences)} of run {recorded.name}'s inputs differ from its record (listed above); "
                         "nothing was rebuilt: restore them, or pass --anyway to rebuild with them as they are now")
     write_text(json.dumps({"run": str(recorded)}), ws.files.reproduce_file)
-    seconds["curate"] = timed(lambda: curate_as_recorded(ws, record, workers, progress))
+    timed("curate", lambda: curate_as_recorded(ws, record, workers, progress), seconds)
     log(f"curated with {record['curation']['sources_file']} in {seconds['curate']:.1f} s")
-    seconds["build"] = timed(lambda: build_as_recorded(ws, record))
+    timed("build", lambda: build_as_recorded(ws, record), seconds)
     log(f"built mixture '{record['mixture']}' from the recorded spec in {seconds['build']:.1f} s")
-    config = recorded_config(ws, record)
-    seconds["train"] = timed(lambda: train_as_recorded(ws, config, record, log))
+    timed("train", lambda: train_as_recorded(ws, config, record, log), seconds)
     log(f"trained run '{config.name}' in {seconds['train']:.1f} s")
     return Reproduction(run=config.run_dir, recorded=recorded, comparison=compared(recorded, config.run_dir),
                         differences=tuple(differences), seconds=seconds)
 
 
-def timed(step) -> float:
+def timed(name: str, step, seconds: dict):
+    """What `step()` returns, and `seconds`, where `name` now holds the seconds it took."""
     began = time.perf_counter()
-    step()
-    return time.perf_counter() - began
+    result = step()
+    seconds[name] = time.perf_counter() - began
+    return result, seconds
 
 
 def check_target(files: Workspace, recorded: Path) -> None:
