@@ -143,8 +143,10 @@ class CurationConfig:
     tokenizer: str | None = None
     annotators: tuple[AnnotatorConfig, ...] = ()  # the [[annotate]] tables: a numeric column each
     inspect: InspectConfig = InspectConfig()
-    file: str = ""  # the sources.toml it was read from (resolved) and its text: what a run records of its curation
-    text: str = ""
+    # the sources.toml it was read from (resolved) and its text, which a run records (curation.inputs_record); never
+    # shown, as it may hold a source's storage_options
+    file: str = ""
+    text: str = field(default="", repr=False)
 
 
 def load_sources(path: Path) -> list[SourceConfig]:

@@ -15,9 +15,8 @@ from base.inputs import expand_glob, file_size
 from base.small_files import read_text
 from base.store import as_path
 from base.workspace import INPUTS_FILE, Workspace
-from curation.inputs_record import (FILES, PATH, QUALITY_MODEL, SHA256, SIZE, SOURCES_FILE_KEY, SOURCES_TEXT,
-                                    TOKENIZER)
-from curation.inputs_record import file_record
+from curation.inputs_record import (FILES, PATH, QUALITY_MODEL, SHA256, SIZE, SOURCES_FILE_KEY, SOURCES_SHA256,
+                                    TOKENIZER, file_record, sources_digest)
 from trainer import metrics
 
 CURATION, GENERATION, MIXTURE, BUILD, SPEC, EVAL_FILES, CONFIG, WORLD_SIZE = (
@@ -83,8 +82,8 @@ def input_differences(record: dict, advance=lambda n=1: None) -> list[str]:
     sources = as_path(record[CURATION][SOURCES_FILE_KEY])
     if not sources.is_file():
         lines.append(f"missing: {sources}")
-    elif read_text(sources) != record[CURATION][SOURCES_TEXT]:
-        lines.append(f"changed: {sources} (its text is not the recorded sources.toml)")
+    elif sources_digest(read_text(sources)) != record[CURATION][SOURCES_SHA256]:
+        lines.append(f"changed: {sources} (its text is not the recorded sources.toml's)")
     for recorded in recorded_files(record):
         if line := file_difference(recorded):
             lines.append(line)
