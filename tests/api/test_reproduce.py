@@ -1,6 +1,7 @@
 """`loom reproduce RUN` on real parts: a tiny corpus curated, a mixture built and a tiny model trained through the
 API; the run's folder alone makes it again in a new workspace, bit-identical, also after a Ctrl-C mid-training;
-a changed input is named before any compute, and a non-empty target is one line."""
+a changed input is named before any compute (with --anyway it is rebuilt, and is no reproduction), and a non-empty
+target or an unfinished run is one line."""
 
 import json
 from pathlib import Path
@@ -62,22 +63,25 @@ def test_a_run_made_again_from_its_folder_is_bit_identical_also_after_an_interru
     assert done.run == tmp_path / "again" / "runs" / "r"
 
 
-def test_a_changed_input_is_named_and_nothing_is_rebuilt(trained, tmp_path):
+def test_a_changed_input_is_named_and_nothing_is_rebuilt_but_with_anyway(trained, tmp_path):
     run, corpus = trained
     changed = corpus / "part1.jsonl"
     text = changed.read_text()
     changed.write_text(text.replace("document 3:", "document 9:"))  # the same size: told by its digest
     try:
         result = run_loom("reproduce", run, "-w", tmp_path / "new", check=False)
+        anyway = run_loom("reproduce", run, "-w", tmp_path / "anyway", "--anyway", "--workers", 1, check=False)
     finally:
         changed.write_text(text)
     assert result.returncode == 2
     assert f"changed: {changed} (sha256 " in result.stdout and "recorded, " in result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith("error: 1 of run r's inputs differ from its record")
     assert not (tmp_path / "new").exists()  # refused before anything was curated or written
+    assert anyway.returncode == 1, anyway.stderr  # rebuilt and trained on the file as it is now: no reproduction
+    assert "not a reproduction: 1 input(s) differed (--anyway)" in anyway.stdout
 
 
-def test_a_target_that_is_not_empty_is_refused_in_one_line(trained, tmp_path):
+def test_a_target_not_empty_or_a_run_not_finished_is_refused_in_one_line(trained, tmp_path):
     run, _ = trained
     (tmp_path / "notes.txt").write_text("mine")
     result = run_loom("reproduce", run, "-w", tmp_path, check=False)
