@@ -29,7 +29,7 @@ def record_run_inputs(run, world_size: int) -> None:
     from mixtures import load_spec
 
     ws = Workspace(as_path(run.config.workspace))
-    generation = ws.generation(run.schedule.meta["generation"])
+    generation = ws.generation(run.schedule.meta.get("generation", ""))  # "": a build from before generations
     curation = json.loads(read_text(generation.inputs_record)) if generation.inputs_record.exists() else None
     evals = [e.path for e in load_spec(run.build.spec).evals if e.path]
     record = {GENERATION: generation.id, CURATION: curation, MIXTURE: run.config.mixture, BUILD: run.build.id,
@@ -57,7 +57,7 @@ def read_run_inputs(run_dir: Path) -> dict:
                         "train it again to make it reproducible")
     if (status := metrics.run_status(run_dir)) not in (metrics.FINISHED, metrics.STOPPED):
         raise UserError(f"run {run_dir.name} is {status}, not finished: its losses are not all there to compare; "
-                        f"finish it first (`loom train --resume`), then reproduce it")
+                        "finish it first (`loom train --resume`), then reproduce it")
     record = json.loads(read_text(run_dir / INPUTS_FILE))
     if record.get(CURATION) is None:
         raise UserError(f"run {run_dir} trained on a curation that recorded no {INPUTS_FILE} (curated by an older "

@@ -14,6 +14,8 @@ from base.atomic_files import atomic_path, write_text
 from base.errors import UserError
 from base.small_files import read_text
 from base.workspace import Workspace
+from curation.inputs_record import LIMIT, PATH, QUALITY_MODEL, SOURCES_FILE_KEY, TOKENIZER
+from trainer.recorded_inputs import CONFIG, CURATION, EVAL_FILES, MIXTURE, RELATIVE, SPEC, WORLD_SIZE
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,9 @@ def reproduce(ws, run, workers: int | None = None, anyway: bool = False, log=Non
                         "nothing was rebuilt: restore them, or pass --anyway to rebuild with them as they are now")
     write_text(json.dumps({"run": str(recorded)}), ws.files.reproduce_file)
     timed("curate", lambda: curate_as_recorded(ws, record, workers, progress), seconds)
-    log(f"curated with {record['curation']['sources_file']} in {seconds['curate']:.1f} s")
+    log(f"curated with {record[CURATION][SOURCES_FILE_KEY]} in {seconds['curate']:.1f} s")
     timed("build", lambda: build_as_recorded(ws, record), seconds)
-    log(f"built mixture '{record['mixture']}' from the recorded spec in {seconds['build']:.1f} s")
+    log(f"built mixture '{record[MIXTURE]}' from the recorded spec in {seconds['build']:.1f} s")
     timed("train", lambda: train_as_recorded(ws, config, record, log), seconds)
     log(f"trained run '{config.name}' in {seconds['train']:.1f} s")
     return Reproduction(run=config.run_dir, recorded=recorded, comparison=compared(recorded, config.run_dir),
@@ -94,14 +96,14 @@ def check_target(files: Workspace, recorded: Path) -> None:
 def curate_as_recorded(ws, record: dict, workers, progress) -> None:
     """The recorded sources.toml curated (its relative paths resolve from its folder, as before) with the recorded
     tokenizer and quality model, copied into this workspace's models/."""
-    curation = record["curation"]
+    curation = record[CURATION]
     named = recorded_spec(record).get("tokenizer")  # where the spec names it (inside the workspace), else models/
-    tokenizer = place(curation["tokenizer"]["path"], ws.files.root / named if named else ws.files.tokenizer)
-    model = curation.get("quality_model")
-    quality_model = place(model["path"], ws.files.quality_model) if model else None
-    for evals in record["eval_files"]:
-        place(evals["path"], ws.files.root / evals["relative"])
-    ws.curate(sources=curation["sources_file"], workers=workers, limit=curation.get("limit"), tokenizer=tokenizer,
+    tokenizer = place(curation[TOKENIZER][PATH], ws.files.root / named if named else ws.files.tokenizer)
+    model = curation.get(QUALITY_MODEL)
+    quality_model = place(model[PATH], ws.files.quality_model) if model else None
+    for evals in record[EVAL_FILES]:
+        place(evals[PATH], ws.files.root / evals[RELATIVE])
+    ws.curate(sources=curation[SOURCES_FILE_KEY], workers=workers, limit=curation.get(LIMIT), tokenizer=tokenizer,
               quality_model=quality_model, progress=progress)
 
 
@@ -117,15 +119,15 @@ def place(source: str, target: Path) -> Path:
 def recorded_spec(record: dict) -> dict:
     import tomllib
 
-    return tomllib.loads(record["spec"])
+    return tomllib.loads(record[SPEC])
 
 
 def build_as_recorded(ws, record: dict) -> None:
     """The recorded spec (as its build resolved it: every default, the steps) as this workspace's own, built."""
     from loom.api.cleanup import spec_path
 
-    write_text(record["spec"], spec_path(ws.files, record["mixture"]))
-    ws.mixtures.build(record["mixture"])
+    write_text(record[SPEC], spec_path(ws.files, record[MIXTURE]))
+    ws.mixtures.build(record[MIXTURE])
 
 
 def recorded_config(ws, record: dict):
@@ -133,7 +135,7 @@ def recorded_config(ws, record: dict):
     run's folder starts from scratch all the same)."""
     from trainer.config import TrainConfig
 
-    config = {**record["config"], "workspace": str(ws.files.root), "resume": True}
+    config = {**record[CONFIG], "workspace": str(ws.files.root), "resume": True}
     if config.get("branch_from"):
         raise UserError(f"run {config.get('run_name')} is a cooldown of run {config['branch_from']}: reproduce "
                         f"{config['branch_from']}, whose cooldowns train with it")
@@ -143,7 +145,7 @@ def recorded_config(ws, record: dict):
 def train_as_recorded(ws, config, record: dict, log) -> None:
     from loom.api.train import run_training
 
-    run_training(ws, config, nproc=record.get("world_size", 1), log=log)
+    run_training(ws, config, nproc=record.get(WORLD_SIZE, 1), log=log)
 
 
 def compared(recorded: Path, run: Path):
