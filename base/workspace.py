@@ -37,6 +37,10 @@ CURATED_DIR, MANIFEST_DIR, QUARANTINE_DIR = "curated", "manifest", "quarantine"
 PART_TABLES = ("documents", "funnel", "removed")  # manifest tables written per shard, as folders of parts
 CURATION_INFO_FILE, DEDUP_REPORT_FILE = "curation.json", "dedup_report.json"  # in manifest/
 PROVENANCE_TABLE = "provenance"  # manifest/provenance.parquet: each source's licence, origin and citation
+# what a curation read (in manifest/: curation.inputs_record) and what a run was made from (in a run's folder:
+# trainer.recorded_inputs), the record `loom reproduce` checks and rebuilds from
+INPUTS_FILE = "inputs.json"
+REPRODUCE_FILE = "reproduce.json"  # in a workspace `loom reproduce` fills: the run it reproduces (a rerun goes on)
 DONE_MARKER = "_done"  # a stage's done-marker, beside its outputs
 REMOVALS_DIR = "removals"  # a removing stage's removals table (curation.stages.base)
 REMOVED_SAMPLE_DIR = "removed_sample"  # prepare's removed documents' text, per shard (curation.stages.prepare)
@@ -254,6 +258,11 @@ class Workspace:
     def run_dir(self, name: str) -> Path:
         return self.runs / name
 
+    @property
+    def reproduce_file(self) -> Path:
+        """In a workspace `loom reproduce` fills: the run folder it reproduces, so that a rerun goes on."""
+        return self.root / REPRODUCE_FILE
+
     def export_dir(self, name: str) -> Path:
         """A mixture's exports (`loom mix export`): one folder per format, and per phase when one is exported."""
         return self.root / EXPORTS_DIR / name
@@ -323,6 +332,11 @@ class Generation:
     def curation_info(self) -> Path:
         """What the data was curated with: the tokenizer and its fingerprint, the quality model, the sources."""
         return self.manifest / CURATION_INFO_FILE
+
+    @property
+    def inputs_record(self) -> Path:
+        """What the curation read: its sources.toml, each input file's size and digest, the models (INPUTS_FILE)."""
+        return self.manifest / INPUTS_FILE
 
     @property
     def curation_report(self) -> Path:

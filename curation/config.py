@@ -5,7 +5,7 @@ from pathlib import Path
 
 from base.errors import UserError, did_you_mean, is_whole_number, reject_unknown_keys, string_list
 from base.names import NAME, NAME_RULE, is_name
-from base.small_files import read_toml
+from base.small_files import read_text, read_toml
 from base.store import is_url
 from curation import model_folders
 from curation.decontamination_config import DecontaminationConfig, parse_decontaminate
@@ -153,6 +153,10 @@ class CurationConfig:
     tokenizer: str | None = None
     annotators: tuple[AnnotatorConfig, ...] = ()  # the [[annotate]] tables: a numeric column each
     inspect: InspectConfig = InspectConfig()
+    # the sources.toml it was read from (resolved) and its text, which a run records (curation.inputs_record); never
+    # shown, as it may hold a source's storage_options
+    file: str = ""
+    text: str = field(default="", repr=False)
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -188,7 +192,8 @@ def load_config(path: Path) -> CurationConfig:
                           dedup=_parse_dedup(raw.get("dedup", {}), path), decontaminate=decontaminate,
                           domains=domains, tokenizer=_tokenizer(raw, path),
                           annotators=parse_annotators(raw.get("annotate", []), path, names, base_dir),
-                          inspect=_parse_inspect(raw.get("inspect", {}), path))
+                          inspect=_parse_inspect(raw.get("inspect", {}), path),
+                          file=str(path.resolve()), text=read_text(path))
 
 
 def _tokenizer(raw: dict, path: Path) -> str | None:

@@ -18,6 +18,7 @@ from base.digests import text_digest
 from base.lock import exclusive
 from base.store import as_path
 from base.workspace import WORKSPACE_LOCK, Generation, Workspace
+from curation.inputs_record import write_inputs_record
 from curation.manifest import write_manifest
 from curation.manifest_parts import publish_shards
 from curation.stages.prepare import removed_sample_setting
@@ -67,6 +68,7 @@ def build(ctx, gen: Generation, shards: list, stats: dict[str, dict], client) ->
     then its small tables by one more task."""
     counts = publish_shards(client, ctx, gen, shards)
     client.submit(write_manifest, ctx, gen, shards, stats, counts, key=f"publish_manifest-{gen.id}").result()
+    write_inputs_record(ctx, gen, shards, client)
 
 
 def remove_old_generations(ws: Workspace, keep: set[str]) -> None:

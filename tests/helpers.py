@@ -286,3 +286,16 @@ def copy_curated(curated_slice, slice_tokenizer, destination: Path) -> Path:
     (destination / "models").mkdir(exist_ok=True)
     shutil.copy(slice_tokenizer, destination / "models" / "tokenizer.json")
     return destination
+
+
+class Interrupt:
+    """A log hook that stops training (or a reproduction) (as Ctrl-C does) at the first line that starts with `at`."""
+
+    def __init__(self, at: str):
+        self.at, self.lines = at, []
+
+    def __call__(self, line: str):
+        self.lines.append(line)
+        if self.at and line.startswith(self.at):
+            self.at = None
+            raise KeyboardInterrupt

@@ -25,6 +25,7 @@ from trainer.evaluation import StepMetrics, evaluate, per_source
 from trainer.model import Transformer, count_parameters, flops_per_token
 from trainer.moe import update_router_biases
 from trainer.norms import GroupNorms, clip_gradients
+from trainer.recorded_inputs import record_run_inputs
 from trainer.spikes import SpikeDetector
 from trainer.throughput import Throughput, device_peak
 
@@ -236,6 +237,7 @@ def _train(run: Run, ranks: Ranks, report: ReportHook | None, log) -> Path:
                                     metrics.WORLD_SIZE: ranks.world_size, metrics.DEVICE: str(ranks.device),
                                     metrics.PRECISION: precision(ranks, config.fsdp),
                                     metrics.STARTED_AT: time.time()})
+        record_run_inputs(run, ranks.world_size)
         if run.branched:
             metrics.copy_metrics_before(run.branch_source_dir, run_dir, start_step)
         else:

@@ -80,6 +80,14 @@ class Workspace:
 
         return train(self, mixture, nproc=nproc, log=log, **options)
 
+    def reproduce(self, run: str | Path, *, workers: int | None = None, anyway: bool = False,
+                  log: Callable[[str], None] | None = None, progress=None):
+        """`loom reproduce RUN`: run folder `run` made again in this (new or empty) workspace from its recorded
+        inputs, and its losses compared with the recorded ones. See loom.api.reproduce."""
+        from loom.api.reproduce import reproduce
+
+        return reproduce(self, run, workers, anyway, log, progress)
+
     def status(self) -> dict:
         """What `loom status` shows, as a dict. See loom.api.status."""
         from loom.api.status import status

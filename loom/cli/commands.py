@@ -9,7 +9,7 @@ from base.errors import UserError
 from base.workspace import Workspace
 from loom.api.workspace import check_location
 from loom.cli import (card, cleanup, curate, init, ladder, mix, mix_export, publish, quality, quickstart, report,
-                      search, show, sql, status, tokenizer, train)
+                      reproduce, search, show, sql, status, tokenizer, train)
 from loom.cli.console import LoomGroup
 from loom.cli.version import version_line
 
@@ -81,7 +81,7 @@ mix.mix.add_command(search.search)
 mix.mix.add_command(mix_export.export)
 mix.mix.add_command(cleanup.mix_rm)
 for command in (curate.curate, tokenizer.tokenizer, quality.quality, mix.mix, report.report, publish.publish, sql.sql,
-                train.train, ladder.ladder, quickstart.quickstart, init.init, status.status, show.show, cleanup.runs,
-                cleanup.gc, card.card):
+                train.train, ladder.ladder, quickstart.quickstart, reproduce.reproduce, init.init, status.status, show.show,
+                cleanup.runs, cleanup.gc, card.card):
     cli.add_command(command)
 accept_workspace_anywhere(cli)

@@ -89,11 +89,12 @@ def test_training_on_s3_equals_training_locally_and_resumes_bitwise(workspaces, 
     assert f"Run report: {url}/runs/straight/report.html" in result.stdout
     assert_same_run(metrics(url, "straight"), metrics(local, "straight"))
     assert final_weights(url, "straight") == final_weights(local, "straight")
-    # checkpoints at 4, 8 and 12: the oldest removed once a newer one committed, each with its state file
+    # checkpoints at 4, 8 and 12: the oldest removed once a newer one committed, each with its state file; the
+    # run's record of its inputs (trainer.recorded_inputs) on the store too
     assert objects(url, "straight") == [
         "checkpoints/step-0000008/.metadata", "checkpoints/step-0000008/__0_0.distcp",
         "checkpoints/step-0000008/trainer_state.json", f"{LAST}/.metadata", f"{LAST}/__0_0.distcp",
-        f"{LAST}/trainer_state.json", "metrics.jsonl", "report.html", "run.json"]
+        f"{LAST}/trainer_state.json", "inputs.json", "metrics.jsonl", "report.html", "run.json"]
     assert json.loads((run_folder(url) / "straight" / "run.json").read_text())["status"] == "finished"
     assert not (as_path(url) / "locks" / "run-straight.lock").exists()
     assert s3_server.secret_key not in result.stdout + result.stderr

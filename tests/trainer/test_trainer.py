@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import loom
 
 from helpers import (
-    compiled, LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec,
+    Interrupt, compiled, LOOM_SCRIPT, TINY_MODEL, copy_curated, on_two_gloo_ranks, run_loom, training_spec, write_spec,
 )
 from base.workspace import Workspace
 from mixtures import load_schedule
@@ -322,19 +322,6 @@ def test_an_unreadable_metrics_line_anywhere_is_skipped_counted_and_dropped_on_r
 # ---- WSD budgets and cooldowns ------------------------------------------------------------------------
 
 WSD_RUN = dict(model="tiny", checkpoint_every=4, eval_every=4, report_every=4, warmup_steps=2, decay_fraction=0.5)
-
-
-class Interrupt:
-    """A log hook that stops training (as Ctrl-C does) at the first line that starts with `at`."""
-
-    def __init__(self, at: str):
-        self.at, self.lines = at, []
-
-    def __call__(self, line: str):
-        self.lines.append(line)
-        if self.at and line.startswith(self.at):
-            self.at = None
-            raise KeyboardInterrupt
 
 
 @pytest.fixture(scope="module")
