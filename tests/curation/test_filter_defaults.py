@@ -175,7 +175,7 @@ def test_non_web_sources_keep_their_short_documents_and_web_ones_are_filtered(mi
 @pytest.mark.slow  # the mixed curate (~13 s); the warnings' text is tested by default
 def test_the_curate_summary_warns_of_each_wipe_out_with_the_setting_that_ends_it(mixed_run):
     ws, result = mixed_run
-    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: source ")]  # the losses'
     assert len(warnings) == 3
     # the short pages fail Gopher's repetition filter, on their top 3-gram or 4-gram
     assert warnings[0].startswith("warning: source 'pages' lost 4 of 4 documents (100%) to gopher_repetition (top_")

@@ -16,7 +16,7 @@ import pytest
 
 import pyarrow.parquet as pq
 
-from helpers import compiled, LOOM, TOY_LADDER as TOY, copy_curated, published, run_loom, training_spec, write_spec
+from helpers import as_in_a_terminal, compiled, LOOM, TOY_LADDER as TOY, copy_curated, published, run_loom, training_spec, write_spec
 from report_pages import needs_chromium, open_page, published_site
 from base.errors import UserError
 from base.lock import exclusive
@@ -135,7 +135,7 @@ def test_publish_watch_republishes_a_live_run_as_it_trains_and_stops_whole_on_ct
     with exclusive(run_lock_file(run), "run 'toy-r0'"):
         run_report(run)
         watch = subprocess.Popen([*map(str, LOOM), "-w", str(ws), "publish", "live", "--watch", "--every", "0.2"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
         wait_for("".join(lines[:5]), watch)
         for page in ("runs/toy-r0/report.html", "index.html"):
             assert '<meta http-equiv="refresh"' in (ws / "sites" / "live" / page).read_text()
