@@ -58,6 +58,8 @@ def publish(ctx, shards: list, stats: dict[str, dict], client) -> Generation:
         remove_tree(staging.root)
         build(ctx, staging, shards, stats, client)
         staging.root.rename(gen.root)
+    if not gen.inputs_record.exists():  # one an older Loom built (or a job killed right after its rename): now
+        write_inputs_record(ctx, gen, shards, client)
     write_text(json.dumps({"generation": gen.id, "published": time.time()}), ws.published_file)
     remove_old_generations(ws, keep={gen.id, previous.id})
     return gen
@@ -68,7 +70,6 @@ def build(ctx, gen: Generation, shards: list, stats: dict[str, dict], client) ->
     then its small tables by one more task."""
     counts = publish_shards(client, ctx, gen, shards)
     client.submit(write_manifest, ctx, gen, shards, stats, counts, key=f"publish_manifest-{gen.id}").result()
-    write_inputs_record(ctx, gen, shards, client)
 
 
 def remove_old_generations(ws: Workspace, keep: set[str]) -> None:

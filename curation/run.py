@@ -163,8 +163,8 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
 
 def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Generation | None:
     """The published generation when the job would make it again (every stage's marker current, the generation they
-    name the one published): a rerun with nothing changed, found from the markers alone, with no cluster. Else
-    None."""
+    name the one published, its inputs.json written): a rerun with nothing changed, found from the markers alone,
+    with no cluster. Else None."""
     ws = ctx.workspace
     for stage, fingerprint, upstream in stage_fingerprints(shards, ctx, stages):
         current = (all(stage.done(ws, s, fingerprint[s.key]) is not None for s in shards)
@@ -174,7 +174,8 @@ def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Ge
     stats = {s.key: done_stats(stages[-1].marker(ws, s), upstream[s.key]) for s in shards}
     published = ws.published()
     built = published.success_marker.exists() if ws.remote else published.root.is_dir()
-    return published if built and generation_id(ctx, shards, stats) == published.id else None
+    recorded = published.inputs_record.exists()  # else a cluster writes it (one an older Loom built has none)
+    return published if built and recorded and generation_id(ctx, shards, stats) == published.id else None
 
 
 def nothing_to_do(gen: Generation) -> str:

@@ -4,6 +4,7 @@ a changed input is named before any compute (with --anyway it is rebuilt, and is
 target or an unfinished run is one line."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -66,13 +67,14 @@ def test_a_run_made_again_from_its_folder_is_bit_identical_also_after_an_interru
 def test_a_changed_input_is_named_and_nothing_is_rebuilt_but_with_anyway(trained, tmp_path):
     run, corpus = trained
     changed = corpus / "part1.jsonl"
-    text = changed.read_text()
+    text, before = changed.read_text(), changed.stat()
     changed.write_text(text.replace("document 3:", "document 9:"))  # the same size: told by its digest
     try:
         result = run_loom("reproduce", run, "-w", tmp_path / "new", check=False)
         anyway = run_loom("reproduce", run, "-w", tmp_path / "anyway", "--anyway", "--workers", 1, check=False)
     finally:
         changed.write_text(text)
+        os.utime(changed, ns=(before.st_atime_ns, before.st_mtime_ns))  # as it was, for the curation's fingerprint
     assert result.returncode == 2
     assert f"changed: {changed} (sha256 " in result.stdout and "recorded, " in result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith("error: 1 of run r's inputs differ from its record")
@@ -96,3 +98,17 @@ def test_a_target_not_empty_or_a_run_not_finished_is_refused_in_one_line(trained
     (stopped / "run.json").write_text(json.dumps({**json.loads((run / "run.json").read_text()), "status": "running"}))
     with pytest.raises(UserError, match="run r is interrupted, not finished: .* finish it first"):
         loom.open(tmp_path / "other").reproduce(stopped)
+
+
+def test_a_generation_an_older_loom_built_gets_its_inputs_record_from_the_next_curate(trained, slice_tokenizer):
+    """Without inputs.json (as an older Loom left it) a rerun with nothing changed is not done: it writes the record
+    on a cluster, rebuilds nothing, and reproduce can then read it."""
+    run, corpus = trained
+    ws = loom.open(run.parent.parent, note=lambda line: None)
+    record = ws.files.published().inputs_record
+    kept = record.read_text()
+    record.unlink()
+    notes = []
+    loom.open(ws.root, note=notes.append).curate(sources=corpus / "sources.toml", workers=1, tokenizer=slice_tokenizer)
+    assert record.read_text() == kept
+    assert [line for line in notes if line.startswith("nothing to do: generation ")]
