@@ -9,6 +9,7 @@ from base.errors import UserError, near_misses
 UNKNOWN = "unknown"  # a source whose licence nobody recorded
 OWN_PREFIX = "LicenseRef-"  # SPDX's prefix for a licence not on its list
 EXAMPLES = '"MIT", "CC-BY-4.0", "GPL-2.0-or-later OR CC-BY-SA-3.0"'
+DEBIAN_NAMES = {"expat": "mit"}  # Debian's copyright files' names that are not SPDX's (DEP-5)
 
 
 @cache
@@ -47,8 +48,12 @@ def spdx_license(value, where: str, key: str = "license") -> str:
 
 
 def _closest(word: str) -> str:
-    """` (did you mean 'X'?)` for the SPDX id nearest `word` in any case, or ""."""
-    close = near_misses(word.lower(), spdx_ids())
+    """` (did you mean 'X'?)` for the SPDX id `word` means in Debian's copyright files' spelling ("GPL-3+",
+    "GPL-2", "Expat"), else the nearest in any case, or ""."""
+    base = word.lower().removesuffix("+")
+    endings = ("-or-later", ".0-or-later") if word.endswith("+") else ("-only", ".0-only")
+    debian = [DEBIAN_NAMES[base]] if base in DEBIAN_NAMES else [base + e for e in endings if base + e in spdx_ids()]
+    close = debian or near_misses(word.lower(), spdx_ids())
     return f" (did you mean '{spdx_ids()[close[0]]}'?)" if close else ""
 
 

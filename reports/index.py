@@ -38,11 +38,13 @@ def workspace_index(root) -> Path:
     return out
 
 
-def index_page(ws: Workspace, more: tuple[str, ...] = (), refresh_seconds: int | None = None) -> str:
+def index_page(ws: Workspace, more: tuple[str, ...] = (), refresh_seconds: int | None = None,
+               published: bool = False) -> str:
     """The index page's HTML, its links relative to the workspace; `more` sections after the curated data (a
-    published site's downloads)."""
+    published site's downloads). A `published` one leaves out the workspace's path on this machine."""
+    where = "" if published else f"{esc(ws.root)} · "
     body = [f"<h1>Loom workspace {esc(ws.root.name)}</h1>",
-            f'<p class="note">{esc(ws.root)} · written {time.strftime("%Y-%m-%d %H:%M:%S")}</p>',
+            f'<p class="note">{where}written {time.strftime("%Y-%m-%d %H:%M:%S")}</p>',
             curation_section(ws), *more, mixtures_section(ws), runs_section(ws), sweeps_section(ws, "ladders"),
             sweeps_section(ws, "searches"), comparisons_section(ws)]
     return page(f"Loom workspace {ws.root.name}", body, refresh_seconds)

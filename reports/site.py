@@ -117,7 +117,8 @@ def build_site(ws: Workspace, site: Path, previous: Path) -> list[str]:
         copy_whole_lines(run["dir"] / METRICS_FILE, site / run["dir"].relative_to(ws.root) / METRICS_FILE)
     cards = data_cards(ws, site, skipped)
     downloads = manifest_downloads(ws, site, previous)
-    write_text(index_page(ws, (downloads_section(ws, cards, downloads),), REFRESH_SECONDS if live else None),
+    write_text(index_page(ws, (downloads_section(ws, cards, downloads),), REFRESH_SECONDS if live else None,
+                          published=True),
                site / INDEX_FILE)
     for html_file in site.rglob(PAGE_GLOB):
         unlink_dead_links(html_file, site)

@@ -165,6 +165,7 @@ def published_site(ws: Path, name: str, tmp: Path) -> tuple[Path, dict]:
     files = {p.relative_to(site).as_posix(): p.stat().st_size for p in site.rglob("*") if p.is_file()}
     assert result.stdout.strip().splitlines()[-1] == (f"Published {len(files):,} files, {sum(files.values()):,} bytes "
                                                       f"to {site} (open index.html; copy this folder to host it)")
+    assert str(ws) not in (site / "index.html").read_text()  # the workspace's path on this machine is not told
     walked, console = walk_site(site, tmp)
     assert (walked["broken"], walked["outside"], walked["external"]) == ([], [], []), walked
     assert console == "", console

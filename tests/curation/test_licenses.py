@@ -27,6 +27,9 @@ def test_a_licence_is_stored_as_spdx_spells_it(given, stored):
 @pytest.mark.parametrize("given, message", [
     ("MITT", "`license` = 'MITT': 'MITT' is no SPDX licence id (did you mean 'MIT'?); use an SPDX licence id"),
     ("cc-by-sa-4", "'cc-by-sa-4' is no SPDX licence id (did you mean 'CC-BY-SA-4.0'?)"),
+    ("GPL-3+", "'GPL-3+' is no SPDX licence id (did you mean 'GPL-3.0-or-later'?)"),  # Debian's copyright files'
+    ("GPL-2", "'GPL-2' is no SPDX licence id (did you mean 'GPL-2.0-only'?)"),
+    ("Expat", "'Expat' is no SPDX licence id (did you mean 'MIT'?)"),
     ("MIT OR", "`license` = 'MIT OR' is not a licence expression"),
     ("public domain", "'public domain' is no SPDX licence id"),
     ("LLVM-exception", "an exception in a \"WITH exception\" statement"), (3, "`license` must be a non-empty string"),
