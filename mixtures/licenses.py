@@ -7,8 +7,9 @@ import pyarrow as pa
 
 from base.errors import UserError
 from base.parquet_files import read_parquet
-from base.workspace import LICENSES_FILE, PROVENANCE_TABLE, Generation
+from base.workspace import PROVENANCE_TABLE, Generation
 from curation.licenses import UNKNOWN, allows
+from mixtures.compiled import read_licenses
 
 LICENSES = pa.schema([("phase", pa.string()), ("license", pa.string()), ("tokens", pa.int64()),
                       ("sources", pa.string())])  # sources: those of the licence the phase reads, comma-separated
@@ -71,14 +72,19 @@ def split(total: int, weights: dict[str, int]) -> dict[str, int]:
     return parts
 
 
-def licenses_line(rows: list[dict]) -> str:
-    """`MIT 60.0%, unknown 40.0%`: the share of the mixture's tokens per licence, the largest first."""
+def tokens_per_license(rows: list[dict]) -> dict[str, int]:
+    """The tokens of licenses.parquet's rows summed per licence, the largest first."""
     tokens: dict[str, int] = {}
     for row in rows:
         tokens[row["license"]] = tokens.get(row["license"], 0) + row["tokens"]
+    return dict(sorted(tokens.items(), key=lambda item: (-item[1], item[0])))
+
+
+def licenses_line(rows: list[dict]) -> str:
+    """`MIT 60.0%, unknown 40.0%`: the share of the mixture's tokens per licence, the largest first."""
+    tokens = tokens_per_license(rows)
     whole = sum(tokens.values()) or 1
-    return ", ".join(f"{license} {100 * n / whole:.1f}%"
-                     for license, n in sorted(tokens.items(), key=lambda item: (-item[1], item[0])))
+    return ", ".join(f"{license} {100 * n / whole:.1f}%" for license, n in tokens.items())
 
 
 def exported_licenses(build_root, gen: Generation, sources: list[str], phases: list[str]) -> dict:
@@ -86,12 +92,8 @@ def exported_licenses(build_root, gen: Generation, sources: list[str], phases: l
     and the tokens the plan trains per licence in the exported phases (none for a build made before
     licenses.parquet)."""
     recorded = provenance(gen)
-    rows = read_parquet(build_root / LICENSES_FILE).to_pylist() if (build_root / LICENSES_FILE).exists() else []
-    tokens: dict[str, int] = {}
-    for row in rows:
-        if row["phase"] in phases:
-            tokens[row["license"]] = tokens.get(row["license"], 0) + row["tokens"]
+    tokens = tokens_per_license([row for row in read_licenses(build_root) if row["phase"] in phases])
     return {"sources": [{"source": s, "license": source_license(recorded, s),
                          "origin": recorded.get(s, {}).get("origin", ""),
                          "citation": recorded.get(s, {}).get("citation", "")} for s in sources],
-            "tokens_per_license": dict(sorted(tokens.items(), key=lambda item: (-item[1], item[0])))}
+            "tokens_per_license": tokens}

@@ -137,7 +137,7 @@ def assemble(ws: Workspace, con, views: list[str], info: dict, stats: dict, titl
              composition: list[str], vocabulary: int | None, commands: list[str], fingerprint: str | None = None) -> str:
     """The header and the sections every card has, with a mixture's composition after the introduction."""
     sources = list(stats)
-    origins = cs.provenance(con, views)
+    origins = cs.provenance(ws.published())
     spoken = cs.languages(con, sources, LANGUAGE_SHARE)
     fingerprint = fingerprint or info.get("tokenizer_fingerprint", "")
     body = [f"# {title}\n", intro, *composition, cs.sources_section(stats, origins, info),

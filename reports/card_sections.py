@@ -5,20 +5,19 @@ plan rows and each source's tokens of reports.mixture)."""
 
 from dataclasses import dataclass
 
+from curation.licenses import UNKNOWN
 from mixtures import cell_label
+from mixtures.licenses import provenance as recorded_provenance
 from reports.contamination import contaminated_per_set
 from reports.html import number
 from reports.mixture import OUTSIDE_WORKSPACE
 from reports.pii import MODE_WORDS
 from reports.sections import SourceStats
 
-UNKNOWN_LICENSE = "unknown"
-
-
 @dataclass(frozen=True)
 class Provenance:
     """Where a source came from and under what licence (the manifest's provenance table)."""
-    license: str = UNKNOWN_LICENSE
+    license: str = UNKNOWN
     origin: str = ""
     citation: str = ""
 
@@ -35,13 +34,11 @@ def md_table(columns: list[str], rows: list[list]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def provenance(con, views: list[str]) -> dict[str, Provenance]:
-    """Each source's provenance; a generation curated before provenance was recorded has none (all unknown)."""
-    if "provenance" not in views:
-        return {}
-    return {source: Provenance(license or UNKNOWN_LICENSE, origin or "", citation or "")
-            for source, license, origin, citation in
-            con.sql("SELECT source, license, origin, citation FROM provenance").fetchall()}
+def provenance(gen) -> dict[str, Provenance]:
+    """Each source's provenance (mixtures.licenses.provenance); a generation curated before provenance was recorded
+    has none (all unknown)."""
+    return {source: Provenance(row["license"] or UNKNOWN, row["origin"] or "", row["citation"] or "")
+            for source, row in recorded_provenance(gen).items()}
 
 
 def sources_section(stats: dict[str, SourceStats], origins: dict[str, Provenance], info: dict) -> str:
