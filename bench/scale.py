@@ -10,9 +10,10 @@ Each size k is its own corpus of k x --docs documents in k x --shards jsonl.gz s
 the same number of documents at every size, as in any sharded corpus that grows. The default corpus
 (loom_job.prose_corpus) is clean English prose, ~99% of which passes the filters, so that the global stages
 see most of the corpus; --corpus web is the mosaic corpus of earlier runs, of which the filters keep ~5%.
-Both plant 40% near duplicates and 10% exact copies. The job is the default one (language ID, the four
-datatrove filters on English, quality buckets without a model, exact dedup, MinHash dedup, tokenizing) on a
-LocalCluster of --workers single-threaded processes; `publish` (manifest and generation, built by one task per
+Both plant 40% near duplicates and 10% exact copies. The job is every default stage a crawl gets (the source
+is tagged web: PII redaction, language ID and the four datatrove filters on English in `prepare`), decontamination
+against one eval set (the Jargon File, examples/decontamination), quality buckets without a model, exact dedup,
+MinHash dedup and tokenizing, on a LocalCluster of --workers single-threaded processes; `publish` (manifest and generation, built by one task per
 shard on the workers after the stages) is timed as a stage of its own.
 
 Memory and CPU come from every process separately. As each stage starts, the client and every worker (via
@@ -63,6 +64,8 @@ GLOBAL_STAGES = ("quality_select", "exact_dedup", "minhash_dedup", "domains", "p
 HOLDS = {
     "prepare": "workers: the models (spaCy, lid.176, datatrove) + one shard's write batch and funnel rows; "
                "shard size is fixed, so flat",
+    "decontaminate": "the client: the eval sets' Bloom filters (set by the eval sets, not the corpus); workers: the "
+                     "filters and one shard's documents still in; flat",
     "quality_select": "workers: one shard's (record, quality) and its DDSketch; the merged sketch is KB, so flat",
     "exact_dedup": "shuffled by id hash: a partition is ~ a shard's (record, id), so flat",
     "minhash": "workers: one 1,000-document batch of one shard, signatures and band keys; flat",
@@ -75,7 +78,7 @@ HOLDS = {
     "publish": "workers: one task per shard (its funnel joined with its removals, shuffled to it by shard; its "
                "curated part's rows), then the small tables in one task; the client holds counts only, so flat",
 }
-CLIENT_HOLDS = "the client also hosts the scheduler: task metadata grows with the number of shards (2 -> 32)"
+CLIENT_HOLDS = "the client also hosts the scheduler: task metadata grows with the number of shards"
 
 
 def process_sample() -> tuple[float, float, float, float]:
@@ -160,9 +163,11 @@ def workspace_figures(ws: Path, summary: dict, corpus: Path) -> dict:
     dedup = json.loads((work / "minhash_dedup" / "_done").read_text())
     sample = pq.read_table(prepared[0], columns=["text"])["text"].to_pylist()[:500]
     ngram = DedupConfig().ngram
-    after_quality = n_prepared - removed("quality_select")
+    after_decontamination = n_prepared - removed("decontaminate")
+    after_quality = after_decontamination - removed("quality_select")
     return {
-        "entering": {"prepare": summary["docs_in"], "quality_select": n_prepared, "exact_dedup": after_quality,
+        "entering": {"prepare": summary["docs_in"], "decontaminate": n_prepared,
+                     "quality_select": after_decontamination, "exact_dedup": after_quality,
                      "minhash": after_quality - removed("exact_dedup"), "minhash_dedup": n_signed,
                      "domains": summary["kept"], "tokenize": summary["kept"], "publish": summary["docs_in"]},
         "input_bytes": disk(corpus.glob("*.jsonl.gz")) / summary["docs_in"],
@@ -183,6 +188,13 @@ def workspace_figures(ws: Path, summary: dict, corpus: Path) -> dict:
     }
 
 
+# Tagged web, the source gets what a crawl gets by default: the four filters and PII redaction (a jsonl.gz source
+# that is not web text gets neither). One eval set switches the decontaminate stage on.
+WEB_SOURCE = 'tags = ["web"]'
+EVAL_SET = REPO / "examples" / "decontamination" / "jargon.jsonl"
+DECONTAMINATE = f'\n[decontaminate]\n[[decontaminate.eval]]\nname = "jargon"\npaths = ["{EVAL_SET}"]\n'
+
+
 def run_size(workdir: Path, k: int, args, tokenizer: Path) -> dict:
     """Writes size k's corpus and workspace, and curates it in a fresh process (`measure`), so that the client's
     memory at every size starts from the same imports and holds none of the corpus."""
@@ -193,7 +205,7 @@ def run_size(workdir: Path, k: int, args, tokenizer: Path) -> dict:
     mb = sum(len(t.encode()) for t in texts) / 1e6
     del texts
     ws = workdir / f"loom-{k}x"
-    loom_workspace(ws, shards_dir, "", "", tokenizer, domains_table(args.domains, args.domains_sample))
+    loom_workspace(ws, shards_dir, WEB_SOURCE, "", tokenizer, DECONTAMINATE + domains_table(args.domains, args.domains_sample))
     out = workdir / f"measured-{k}x.json"
     subprocess.run([sys.executable, __file__, "--measure", str(ws), str(shards_dir), str(out),
                     "--workers", str(args.workers)], check=True)
@@ -258,7 +270,7 @@ def report_memory(results: list[dict]) -> None:
     print("why each bound should hold (what a process holds during the stage):")
     for stage, why in HOLDS.items():
         print(f"  {stage}: {why}")
-    print(f"  and {CLIENT_HOLDS}")
+    print(f"  and {CLIENT_HOLDS} ({first['shards']} -> {last['shards']})")
 
 
 def report_projection(results: list[dict]) -> None:
@@ -366,15 +378,16 @@ def main() -> None:
         del sample
         results = []
         for k in sizes:
+            load_before = machine_load()
             result = run_size(workdir, k, args, tokenizer)
             s = result["summary"]
             print(f"{k}x: {result['docs']:,} documents, {result['mb']:.1f} MB, {result['total']:.1f}s; kept "
                   f"{s['kept']:,} ({s['kept'] / s['docs_in']:.0%}; filtered {s['filtered']:,}, duplicate "
-                  f"{s['duplicate']:,}); load average {machine_load()}"
+                  f"{s['duplicate']:,}); load average before {load_before}, after {machine_load()}"
                   + (f"; {domains_share(result['stages'], result['total'])}" if args.domains else ""), flush=True)
             results.append(result)
-        if args.save:
-            args.save.write_text(json.dumps(results))
+            if args.save:  # after every size, so that a run stopped at a large size keeps the ones it finished
+                args.save.write_text(json.dumps(results))
         report(results)
         print(f"load average after: {machine_load()}; this run took {time.perf_counter() - start:.0f}s")
 
