@@ -15,14 +15,18 @@ from base.parquet_files import write_parquet
 from base.store import as_path, path_text
 from base.workspace import PART_GLOB, part_name
 
-PARTITION_BYTES = 128 * 1024 * 1024  # of prepared Parquet per shuffle partition at most: a full shard's, about
+# Of prepared Parquet per shuffle partition, where shards are smaller: ~7,500 web documents, so that a partition's
+# rows (and a worker's memory in the global stages) stay the same size however many small shards a corpus has.
+# Shards of the default shard_bytes are larger, and hold a partition each.
+PARTITION_BYTES = 4 * 1024 * 1024
 EMPTY_PER_TASK = 64  # empty parts one task writes
 
 
 def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = None) -> int:
     """The partitions of a global stage's shuffles: `fixed` if set, else one per PARTITION_BYTES of the shards'
     prepared parts (at least 1, at most one per shard), so that many small shards are not as many partitions and
-    tasks in every step; a partition holds about what a full shard holds either way. Results do not depend on it."""
+    tasks in every step; a partition holds max(PARTITION_BYTES, a shard's) prepared rows whatever the corpus's size.
+    Results do not depend on it."""
     return fixed or max(1, min(shards, -(-prepared_bytes // PARTITION_BYTES)))
 
 
