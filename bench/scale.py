@@ -69,14 +69,17 @@ HOLDS = {
     "quality_select": "workers: one shard's (record, quality) and its DDSketch; the merged sketch is KB, so flat",
     "exact_dedup": "shuffled by id hash: a partition is ~ a shard's (record, id), so flat",
     "minhash": "workers: one 1,000-document batch of one shard, signatures and band keys; flat",
-    "minhash_dedup": "workers: shuffle partitions, as many as shards, so ~ a shard's band rows, pairs and shingle "
-                     "sets each: flat; the client holds counts only (pairs, changed labels per components round)",
+    "minhash_dedup": "workers: shuffle partitions of max(4 MiB of prepared Parquet, a shard's) documents each, so "
+                     "band rows, pairs and shingle sets of that many: meant to be flat, but each join with the shingles "
+                     "shuffles the whole table and the 1.2M-document run grew (bench/README.md); the client holds counts "
+                     "only (pairs, changed labels per components round)",
     "domains": "workers: one shard's reservoir (ceil(sample / shards) texts) or one predict batch of 2,048 "
                "documents; the fitting task the merged sample, at most `sample` texts, and the model: set by "
                "`sample`, not the corpus, so flat (with --domains)",
     "tokenize": "workers: one shard's batches and the shard's removed records; flat",
-    "publish": "workers: one task per shard (its funnel joined with its removals, shuffled to it by shard; its "
-               "curated part's rows), then the small tables in one task; the client holds counts only, so flat",
+    "publish": "workers: one task per shard or run of small shards (its funnel joined with its removals, read from "
+               "the stages' by-shard tables; its curated part's rows), then the small tables in one task; the client "
+               "holds counts only, so flat",
 }
 CLIENT_HOLDS = "the client also hosts the scheduler: task metadata grows with the number of shards"
 
