@@ -70,9 +70,9 @@ HOLDS = {
     "exact_dedup": "shuffled by id hash: a partition is ~ a shard's (record, id), so flat",
     "minhash": "workers: one 1,000-document batch of one shard, signatures and band keys; flat",
     "minhash_dedup": "workers: shuffle partitions of max(4 MiB of prepared Parquet, a shard's) documents each, so "
-                     "band rows, pairs and shingle sets of that many: meant to be flat, but each join with the shingles "
-                     "shuffles the whole table and the 1.2M-document run grew (bench/README.md); the client holds counts "
-                     "only (pairs, changed labels per components round)",
+                     "band rows and pairs of that many, and the shingle sets their pairs need from the shards they "
+                     "name (never shuffled whole): meant to be flat, but the 1.2M-document run grew (bench/README.md); "
+                     "the client holds counts only (pairs, changed labels per components round)",
     "domains": "workers: one shard's reservoir (ceil(sample / shards) texts) or one predict batch of 2,048 "
                "documents; the fitting task the merged sample, at most `sample` texts, and the model: set by "
                "`sample`, not the corpus, so flat (with --domains)",

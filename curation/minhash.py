@@ -94,21 +94,27 @@ def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def pairs_in_buckets(part: pd.DataFrame) -> pd.DataFrame:
     """Candidate pairs (a < b) of the documents that share a bucket. After the shuffle by (band, bucket),
-    every member of a bucket is in this partition."""
+    every member of a bucket is in this partition. A `file` column, if there is one, goes with each key (file_a,
+    file_b): where its shingles are."""
     part = part.sort_values(["band", "bucket", "key"], kind="stable")
-    groups = part.groupby(["band", "bucket"], sort=False)["key"]
-    sizes = groups.transform("size")
-    shared = part[sizes.to_numpy() > 1]
-    a, b = [], []
-    for keys in shared.groupby(["band", "bucket"], sort=False)["key"].agg(list):
-        if len(keys) <= ALL_PAIRS_UP_TO:
-            for i, first in enumerate(keys):
-                a.extend([first] * (len(keys) - i - 1))
-                b.extend(keys[i + 1 :])
+    sizes = part.groupby(["band", "bucket"], sort=False)["key"].transform("size").to_numpy()
+    shared = part[sizes > 1]
+    first, second, start = [], [], 0
+    for n in shared.groupby(["band", "bucket"], sort=False).size():
+        if n <= ALL_PAIRS_UP_TO:
+            for i in range(start, start + n - 1):
+                first.extend([i] * (start + n - i - 1))
+                second.extend(range(i + 1, start + n))
         else:
-            a.extend([keys[0]] * (len(keys) - 1))
-            b.extend(keys[1:])
-    return pd.DataFrame({"a": np.array(a, dtype=np.int64), "b": np.array(b, dtype=np.int64)})
+            first.extend([start] * (n - 1))
+            second.extend(range(start + 1, start + n))
+        start += n
+    keys = shared["key"].to_numpy(np.int64)
+    pairs = {"a": keys[first], "b": keys[second]}
+    if "file" in part.columns:
+        files = shared["file"].to_numpy(np.int32)
+        pairs.update(file_a=files[first], file_b=files[second])
+    return pd.DataFrame(pairs)
 
 
 SIGNATURE_FIELD = "sig"

@@ -6,6 +6,8 @@ only: pairs, rounds, rows written, and the oversized clusters' ids for the repor
 
 from pathlib import Path
 
+from dask import delayed
+
 from base.done_markers import mark_done
 from base.workspace import CLUSTERS_DIR, DUP_COUNTS_DIR
 from curation.schema import DUP_COUNTS, NEAR_DUPLICATE_CLUSTERS, REMOVALS
@@ -53,7 +55,7 @@ class MinHashDedup(GlobalStage):
     def run(self, ctx, shards, fingerprint, client=None) -> dict:
         config, ws = ctx.config.dedup, ctx.workspace
         partitions = partitions_for(ctx, shards, self.partitions)
-        shingle_files = [str(MINHASH.shingles_path(ws, s)) for s in shards]
+        shingle_files = delayed([str(MINHASH.shingles_path(ws, s)) for s in shards])  # once in the graph
         candidates = persisted(client, candidate_pairs([str(MINHASH.bands_path(ws, s)) for s in shards], partitions))
         edges = persisted(client, verified_pairs(candidates, shingle_files, config.threshold, partitions))
         n_candidates, n_verified = client.compute([candidates.shape[0], edges.shape[0]], sync=True)

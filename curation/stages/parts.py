@@ -6,12 +6,13 @@ another shard's rows, and no process holds more than a partition."""
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from base.atomic_files import remove_tree
 from base.digests import text_digest
-from base.parquet_files import write_parquet
+from base.parquet_files import parquet_file, read_parquet, write_parquet
 from base.store import as_path, path_text
 from base.workspace import PART_GLOB, part_name
 
@@ -30,13 +31,28 @@ def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = Non
     return fixed or max(1, min(shards, -(-prepared_bytes // PARTITION_BYTES)))
 
 
-def read_parts(files: list[str], partitions: int, columns: list[str] | None = None):
+def read_parts(files: list[str], partitions: int, columns: list[str] | None = None, file_column: str | None = None):
     """A lazy Dask frame of a stage's per-shard files in at most `partitions` partitions (neighbouring files
-    together, no shuffle)."""
+    together, no shuffle). With `file_column`, each row also has there its file's index in `files`."""
     import dask.dataframe as dd
 
-    frame = dd.read_parquet(files, columns=columns)
+    if file_column:
+        meta = indexed_part((-1, files[0]), columns, file_column, rows=False)
+        frame = dd.from_map(indexed_part, list(enumerate(files)), args=[columns, file_column], meta=meta,
+                            label="read-parts")
+    else:
+        frame = dd.read_parquet(files, columns=columns)
     return frame.repartition(npartitions=partitions) if frame.npartitions > partitions else frame
+
+
+def indexed_part(indexed_file: tuple[int, str], fields: list[str] | None, file_column: str,
+                 rows: bool = True) -> pd.DataFrame:
+    """One file's rows (or none, only its columns) with its index in `file_column`. (Not `columns`: Dask's
+    from_map passes a `columns` keyword of its own to a function that takes one.)"""
+    index, path = indexed_file
+    table = read_parquet(path, fields) if rows else parquet_file(path).schema_arrow.empty_table()
+    table = table.select(fields) if fields else table
+    return table.to_pandas().assign(**{file_column: np.int32(index)})
 
 
 def shard_groups(shards: list, groups: int) -> list[list]:

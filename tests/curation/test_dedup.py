@@ -8,13 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from curation.config import load_sources, DedupConfig
-from curation.minhash import band_keys, shingles
+from curation.minhash import ALL_PAIRS_UP_TO, band_keys, pairs_in_buckets, shingles
 from curation.samples import source_texts
 from curation.stages.dedup_counts import cluster_dup_counts
+from curation.stages.dedup_pairs import attach_shingles
 from curation.steps.normalize import document_id, normalize_text
 from helpers import EXAMPLES, published, run_loom
 
@@ -252,6 +254,33 @@ def test_each_kept_document_counts_the_copies_its_exact_and_near_clusters_held(t
     assert sum(kept.values()) == sum(size for _, size in groups)
     documents = pq.read_table(published(ws) / "manifest" / "documents", columns=["id", "dup_count"]).to_pylist()
     assert {r["id"]: r["dup_count"] for r in documents} == kept
+
+
+def test_each_candidate_pair_names_the_files_of_its_two_documents():
+    """Bucket (0, 7) holds keys 5, 1, 3 from files 2, 0, 1; bucket (1, 7) one key; a bucket over ALL_PAIRS_UP_TO
+    gives the star from its smallest key."""
+    big = ALL_PAIRS_UP_TO + 1
+    part = pd.DataFrame({"band": np.int16([0, 0, 0, 1] + [2] * big), "bucket": np.int64([7, 7, 7, 7] + [9] * big),
+                         "key": np.int64([5, 1, 3, 1] + list(range(100, 100 + big))),
+                         "file": np.int32([2, 0, 1, 0] + [4] * big)})
+    pairs = pairs_in_buckets(part)
+    triples = pairs[:3].to_dict("records")
+    assert triples == [{"a": 1, "b": 3, "file_a": 0, "file_b": 1}, {"a": 1, "b": 5, "file_a": 0, "file_b": 2},
+                       {"a": 3, "b": 5, "file_a": 1, "file_b": 2}]
+    star = pairs[3:]
+    assert list(star["a"]) == [100] * (big - 1) and list(star["b"]) == list(range(101, 100 + big))
+    assert pairs_in_buckets(part.drop(columns="file")).equals(pairs[["a", "b"]])
+
+
+def test_a_pair_gets_the_shingles_from_the_file_it_names_and_a_missing_one_is_an_error(tmp_path):
+    files = [str(tmp_path / f"shingles-{i}.parquet") for i in range(2)]
+    pq.write_table(pa.table({"key": [1, 2], "shingles": [b"one", b"two"]}), files[0])
+    pq.write_table(pa.table({"key": [3], "shingles": [b"three"]}), files[1])
+    pairs = pd.DataFrame({"a": [1, 3, 1], "file_a": np.int32([0, 1, 0]), "b": [9, 9, 8]})
+    found = attach_shingles(pairs, files, "a", "file_a", "shingles_a").sort_values(["a", "b"])
+    assert list(found["shingles_a"]) == [b"one", b"one", b"three"] and list(found["b"]) == [8, 9, 9]
+    with pytest.raises(LookupError, match="1 documents have no shingle set in .*shingles-0"):
+        attach_shingles(pairs.assign(file_a=np.int32(0)), files, "a", "file_a", "shingles_a")
 
 
 def test_an_oversized_cluster_counts_each_member_once():
