@@ -12,9 +12,20 @@ import ctypes
 import os
 import signal
 import sys
+from pathlib import Path
 
 PARENT_PID = "LOOM_PARENT_PID"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# `python -m trainer` puts the current folder first on sys.path; started from inside a workspace, its mixtures/
+# folder would be taken for the `mixtures` package (a namespace package wins over an editable install's finder).
+# With the folder that holds Loom's packages on PYTHONPATH, the real packages are found first.
+PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def loom_pythonpath() -> str:
+    """PYTHONPATH for a child `python -m ...` of Loom's own: the folder that holds Loom's packages, then any the
+    user set."""
+    return os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))
 
 
 def dying_with_this_process(env: dict[str, str]) -> dict[str, str]:

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from base.errors import UserError
 from mixtures import MixtureSpec
 from sweeps.spec import LadderSpec, Rung, Shape
-from trainer.config import ModelConfig, model_config
+from trainer.config import ModelConfig, count_parameters, flops_per_token, model_config
 from trainer.cooldowns import budget_steps, cooldown_run_name, decay_start
-from trainer.model import count_parameters, flops_per_token
 
 MIN_STEPS = 10  # fewer and the warmup alone is most of a rung (or of a budget)
 ONE_PHASE_DECAY = 0.2  # a WSD cooldown's share of its budget where the mixture has no mid-training phase to follow

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from base.errors import UserError
-from base.procs import dying_with_this_process
+from base.procs import dying_with_this_process, loom_pythonpath
 from base.workspace import Workspace
 from sweeps.plan import LadderPlan, RungPlan
 from sweeps.progress import SweepProgress
@@ -24,7 +24,6 @@ from sweeps.progress import steps_done as metrics_steps_done
 from sweeps.results import run_status
 from trainer import checkpoint, metrics
 from trainer.config import TrainConfig
-from trainer.launch import PACKAGES_ROOT
 from trainer.options import config_to_args
 
 POLL_SECONDS = 1.0
@@ -144,7 +143,7 @@ def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: 
                *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
     env = dying_with_this_process({  # a ladder killed (kill -9 too) takes its rungs with it
         **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-        "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")]))})
+        "PYTHONPATH": loom_pythonpath()})
     p = rung.plan
     console.print(f"{noun} {p.rung}: {_how_it_starts(rung.run_dir)} "
                   f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "

@@ -14,15 +14,13 @@ import json
 import warnings
 from pathlib import Path
 
-import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-
 from base.atomic_files import remove_tree, write_text
 from base.small_files import read_text
 from base.store import as_path, is_remote
 from base.workspace import BRANCHES_DIR, CHECKPOINT_GLOB, CHECKPOINTS_DIR, TRAINER_STATE_FILE, checkpoint_name
-from trainer.distributed import in_group
+
+# torch and DCP are imported where a checkpoint is written or read: `loom ladder` and `loom mix search` find their
+# runs' checkpoints with the helpers below and train nothing themselves (DCP's import takes ~1.5 s of each).
 
 SPIKES = "spike_detector"  # the spike detector's running history, in the state file
 KEEP = 2
@@ -51,6 +49,10 @@ def read_state(path: Path) -> dict:
 
 
 def _barrier() -> None:
+    import torch.distributed as dist
+
+    from trainer.distributed import in_group
+
     if in_group():
         dist.barrier()
 
@@ -75,6 +77,9 @@ def _storage(path, writing: bool) -> dict:
 
 def save(model, optimizer, path: Path, state: dict, is_main: bool, rotate: bool = True) -> None:
     """`rotate`: then remove all but the KEEP latest checkpoints of the folder (not for branch checkpoints)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
     _single_process_is_intended()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, **_storage(path, writing=True))
@@ -98,6 +103,9 @@ def save_branch(model, optimizer, path: Path, state: dict, is_main: bool) -> Non
 
 
 def load(model, optimizer, path: Path) -> dict:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
     _single_process_is_intended()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     loaded = {"model": model_state, "optimizer": optimizer_state}

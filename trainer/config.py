@@ -63,6 +63,29 @@ def model_config(size: str, vocab_size: int, **overrides) -> ModelConfig:
     return config
 
 
+def count_parameters(config: ModelConfig) -> dict[str, int]:
+    """Parameters in all, and those each token passes through in matmuls (active: top_k of the experts,
+    the head, not the embedding lookup), for the 6N FLOPs estimate."""
+    d, width = config.d_model, config.ffn_width
+    attention = 4 * d * d
+    expert = 3 * d * width
+    experts = config.n_experts or 1
+    active_experts = config.top_k if config.n_experts else 1
+    router = d * config.n_experts
+    norms = 2 * d
+    per_layer = attention + experts * expert + router + norms
+    embed = config.vocab_size * d
+    head = 0 if config.tie_embeddings else config.vocab_size * d
+    total = embed + head + config.n_layers * per_layer + d
+    active = config.n_layers * (attention + active_experts * expert + router) + config.vocab_size * d
+    return {"total": total, "active_matmul": active}
+
+
+def flops_per_token(config: ModelConfig, seq_len: int) -> float:
+    """Training FLOPs per token: 6N for the matmuls plus 12 * layers * d_model * seq_len for attention (PaLM)."""
+    return 6 * count_parameters(config)["active_matmul"] + 12 * config.n_layers * config.d_model * seq_len
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     workspace: Path  # a local folder, or a URL on an object store (a UPath, see base.store.as_path)

@@ -4,11 +4,10 @@ lock that keeps a run to one writer; and a run's cooldowns, checked before it tr
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from base.errors import UserError
 from base.lock import exclusive
-from base.procs import dying_with_this_process
+from base.procs import dying_with_this_process, loom_pythonpath
 from base.store import as_path
 from base.workspace import Workspace
 from mixtures import reading
@@ -18,10 +17,6 @@ from trainer.loop import ReportHook, Run, write_report
 from trainer.options import config_to_args
 
 
-# `python -m trainer` puts the current folder first on sys.path; started from inside a workspace, its mixtures/
-# folder would be taken for the `mixtures` package (a namespace package wins over an editable install's finder).
-# With the folder that holds Loom's packages on PYTHONPATH, the real packages are found first.
-PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
 RUN_LOCK_HELD = "LOOM_RUN_LOCK_HELD"  # set for ranks whose launcher holds the run's lock
 MIXTURE_BUILD = "LOOM_MIXTURE_BUILD"  # the mixture build every rank reads: the one the launcher holds
 
@@ -54,7 +49,7 @@ def run_ranks(config: TrainConfig, nproc: int, build_id: str, report: ReportHook
                "-m", "trainer", *config_to_args(config)]
     env = dying_with_this_process({  # torchrun, and through it the ranks, end with this process
         **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-        "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGES_ROOT, os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": loom_pythonpath(),
         RUN_LOCK_HELD: "1", MIXTURE_BUILD: build_id})
     with subprocess.Popen(command, env=env) as torchrun:
         try:

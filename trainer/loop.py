@@ -17,12 +17,12 @@ from base.workspace import Workspace
 from mixtures import Build, SequenceReader, load_schedule, reading, schedule_fingerprint, target_shares
 from trainer import checkpoint, metrics
 from trainer.accumulation import accumulate_gradients
-from trainer.config import TrainConfig, cooldown_plan, lr_schedule, model_config
+from trainer.config import TrainConfig, cooldown_plan, count_parameters, flops_per_token, lr_schedule, model_config
 from trainer.cooldowns import branch_step, budget_switch, stream_step
 from trainer.data import RankLoader, eval_set_batches, validation_batches
 from trainer.distributed import BF16_AUTOCAST, Ranks, precision, setup, teardown, wrap
 from trainer.evaluation import StepMetrics, evaluate, per_source
-from trainer.model import Transformer, count_parameters, flops_per_token
+from trainer.model import Transformer
 from trainer.moe import update_router_biases
 from trainer.norms import GroupNorms, clip_gradients
 from trainer.recorded_inputs import record_run_inputs

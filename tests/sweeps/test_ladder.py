@@ -205,7 +205,7 @@ def test_each_rung_trains_its_budget_with_the_trainer_s_flops_and_lr_rule(toy_la
 
 def flops_per_token(run: dict) -> float:
     from trainer.config import ModelConfig
-    from trainer.model import flops_per_token as trainer_flops
+    from trainer.config import flops_per_token as trainer_flops
 
     return trainer_flops(ModelConfig(**run["model"]), run["seq_len"])
 

@@ -6,8 +6,7 @@ import json
 import pytest
 
 from helpers import TINY_MODEL, copy_curated, run_loom, write_spec
-from trainer.config import ModelConfig
-from trainer.model import flops_per_token
+from trainer.config import ModelConfig, flops_per_token
 from trainer.throughput import Peak, Throughput, gpu_peak_flops
 
 SPEC = """seq_len = 32
