@@ -4,11 +4,12 @@ a Ctrl-C while Python is still importing them is the same one line and exit stat
 import sys
 
 from base.errors import EXIT_INTERRUPTED, INTERRUPTED
-from base.procs import die_with_parent
+from base.procs import die_with_parent, exit_without_collecting
 
 
 def main(argv: list[str] | None = None) -> None:
     die_with_parent()  # a `loom train` that a ladder or a search started ends with it
+    exit_without_collecting()
     try:
         from loom.cli.commands import cli
 
