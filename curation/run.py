@@ -140,11 +140,14 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
             advance(len(shards) - len(todo))
             redone += len(todo)
-            futures = [client.submit(stage.run, stage_ctx, s, fingerprint[s.key],
+            # sent to each worker once: in every task it cost ~8 ms of pickling per task at 300 sources
+            shared_ctx = client.scatter(stage_ctx, broadcast=True, hash=False) if todo else None
+            futures = [client.submit(stage.run, shared_ctx, s, fingerprint[s.key],
                                      key=f"{stage.name}-{s.key}-{fingerprint[s.key]}") for s in todo]
             for future in as_completed(futures):
                 future.result()
                 advance(1)
+            del shared_ctx
         else:
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
             if stage.done(ws, fingerprint) is None:
