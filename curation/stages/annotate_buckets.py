@@ -19,7 +19,7 @@ from base.done_markers import mark_done
 from base.small_files import read_text
 from base.workspace import BUCKETS_DIR
 from curation.schema import bucket_fields
-from curation.stages.base import GlobalStage, settings_json
+from curation.stages.base import GlobalStage, in_graph_once, settings_json
 from curation.stages.parts import write_shard_rows
 from curation.stages.quality_select import (ACCURACY, bucket_array, quantile_value, sketch_count, sketch_of,
                                             tree_merge)
@@ -101,7 +101,8 @@ class AnnotateBuckets(GlobalStage):
         annotators = bucketed(ctx.config.annotators)
         names = [a.name for a in annotators]
         scored = {a.name: [s for s in shards if covers(a, s.source.name)] for a in annotators}
-        per_shard = {s.key: dask.delayed(shard_sketches)(ctx, s, names) for s in shards}
+        shared = in_graph_once(ctx)
+        per_shard = {s.key: dask.delayed(shard_sketches)(shared, s, names) for s in shards}
         corpora = [tree_merge([per_shard[s.key][i] for s in scored[name]]) for i, name in enumerate(names)]
         wanted = [dask.delayed(sketch_count)(corpus) for corpus in corpora]
         for annotator, corpus in zip(annotators, corpora):
@@ -111,7 +112,7 @@ class AnnotateBuckets(GlobalStage):
         cuts = {a.name: [next(cut_values) for _ in range(1, a.buckets)] for a in annotators}
         cuts = {name: (cut if count else []) for (name, cut), count in zip(cuts.items(), counts)}
         remove_tree(self.buckets_folder(ctx.workspace))  # a part of a shard that this run has not is a previous run's
-        client.compute([dask.delayed(bucket_shard)(ctx, s, annotators, cuts) for s in shards], sync=True)
+        client.compute([dask.delayed(bucket_shard)(shared, s, annotators, cuts) for s in shards], sync=True)
         stats = {"cut_points": cuts, "scored": dict(zip(names, map(int, counts))), "sketch_accuracy": ACCURACY}
         mark_done(self.marker(ctx.workspace), fingerprint, stats)
         return stats

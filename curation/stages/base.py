@@ -22,6 +22,14 @@ def settings_json(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def in_graph_once(value):
+    """`value` as one node of a Dask graph, for its tasks to share: given to each task itself, a job context (whose
+    config holds every source) is traversed and sent once per task: 300 tasks at 300 sources took 21 s, 1 s shared."""
+    import dask
+
+    return dask.delayed(value)
+
+
 def removals_frame():
     """An empty pandas frame of the REMOVALS columns: the meta of a Dask stage's removals."""
     import numpy as np

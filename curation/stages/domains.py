@@ -23,7 +23,7 @@ from base.workspace import ASSIGNMENTS_DIR, DOMAIN_MODEL_DIR
 from curation import model_folders
 from curation.domains import DIMS, FEATURES, MAX_CHARS, PREDICT_BATCH, DomainModel
 from curation.model_folders import TFIDF
-from curation.stages.base import GlobalStage, settings_json
+from curation.stages.base import GlobalStage, in_graph_once, settings_json
 from curation.stages.parts import write_shard_rows
 from curation.stages.survivors import shard_rows, surviving_batches
 
@@ -114,7 +114,8 @@ class Domains(GlobalStage):
         config, ws = ctx.config.domains, ctx.workspace
         chosen = [s for s in shards if self.clustered(ctx, s)]
         per_shard = math.ceil(config.sample / max(len(chosen), 1))
-        samples = [dask.delayed(shard_sample)(ctx, s, per_shard, config.seed) for s in chosen]
+        shared = in_graph_once(ctx)
+        samples = [dask.delayed(shard_sample)(shared, s, per_shard, config.seed) for s in chosen]
         folder = self.model_folder(ws)
         remove_tree(folder)
         fitted = client.compute(dask.delayed(fit_model)(config, str(folder), *samples), sync=True)
@@ -123,7 +124,7 @@ class Domains(GlobalStage):
             raise UserError(f"[domains]: {fitted['sampled']} documents of {sources} are left to cluster after "
                             f"filtering and dedup, fewer than k = {config.k}; lower k or cluster more sources")
         remove_tree(self.assignments_folder(ws))  # a part of a shard that this run has not is a previous run's
-        assigned = client.compute([dask.delayed(assign_shard)(ctx, s, str(folder), fitted["model_digest"])
+        assigned = client.compute([dask.delayed(assign_shard)(shared, s, str(folder), fitted["model_digest"])
                                    for s in chosen], sync=True)
         stats = {"k": config.k, "sources": config.clustered(ctx.config.sources), "names": config.names,
                  "sampled": fitted["sampled"], "assigned": int(sum(assigned)),

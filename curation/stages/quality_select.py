@@ -23,7 +23,7 @@ from base.done_markers import mark_done
 from base.workspace import BUCKETS_DIR
 from curation.quality import model_fingerprint
 from curation.schema import PREPARED, QUALITY_BUCKETS, REMOVALS
-from curation.stages.base import GlobalStage, settings_json
+from curation.stages.base import GlobalStage, in_graph_once, settings_json
 from curation.stages.parts import all_parts, shard_groups, write_shard_rows
 from curation.stages.survivors import partitions_for, surviving_batches
 
@@ -187,7 +187,8 @@ class QualitySelect(GlobalStage):
 
         config, ws = ctx.config.quality, ctx.workspace
         groups = shard_groups(shards, partitions_for(ctx, shards))  # many small shards: a task per run of them
-        by_source = tree_merge([dask.delayed(group_sketches)(ctx, group) for group in groups], merge=merged_by_source)
+        shared = in_graph_once(ctx)
+        by_source = tree_merge([dask.delayed(group_sketches)(shared, group) for group in groups], merge=merged_by_source)
         names = {s.source.name for s in shards}
         quantiles = [i / config.buckets for i in range(1, config.buckets)] if not config.cut_points else []
         keep = {s.name: 1 - s.keep_fraction for s in ctx.config.sources if s.keep_fraction is not None and s.name in names}
@@ -196,7 +197,7 @@ class QualitySelect(GlobalStage):
         cuts = list(config.cut_points) if config.cut_points else (corpus_cuts if scored else [])
         for folder in (self.buckets_folder(ws), self.removed_path(ws)):
             remove_tree(folder)  # a part of a shard that this run has not is a previous run's
-        removed = client.compute([dask.delayed(select_group)(ctx, group, cuts, thresholds) for group in groups], sync=True)
+        removed = client.compute([dask.delayed(select_group)(shared, group, cuts, thresholds) for group in groups], sync=True)
         stats = {"cut_points": cuts, "scored": scored, "removed": int(sum(removed)), "sketch_accuracy": ACCURACY}
         mark_done(self.marker(ws), fingerprint, stats)
         return stats
