@@ -41,7 +41,7 @@ def attach_shingles(part: pd.DataFrame, shingle_files: list[str], key: str, file
     found = []
     for index, rows in part.groupby(file, sort=True):
         wanted = rows[key].unique().tolist()
-        shingles = read_parquet(shingle_files[index], filters=[("key", "in", wanted)]).to_pandas()
+        shingles = read_parquet(shingle_files[index], where_in=("key", wanted)).to_pandas()
         if len(shingles) < len(wanted):  # a join would drop their pairs without a word
             raise LookupError(f"{len(wanted) - len(shingles)} documents have no shingle set in {shingle_files[index]}")
         found.append(rows.merge(shingles.rename(columns={"key": key, "shingles": column}), on=key))
