@@ -16,7 +16,7 @@ from base.small_files import read_text
 from base.sql import duckdb_connect, literal
 from base.workspace import Generation
 from curation.schema import PII_COLUMNS, REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
-from curation.stages.base import in_graph_once
+from curation.stages.base import shared_context
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.parts import shard_groups
@@ -32,7 +32,7 @@ def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:
 
     n = max(partitions_for(ctx, shards), 2 * sum(client.nthreads().values()))
     groups = shard_groups(list(enumerate(shards)), n)
-    shared = in_graph_once(ctx)
+    shared = shared_context(client, ctx)
     tasks = [dask.delayed(publish_group)(shared, gen, group, dask_key_name=f"publish_shard-{gen.id}-{group[0][0]:05d}")
              for group in groups]
     return [counts for group in client.compute(tasks, sync=True) for counts in group]

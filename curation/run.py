@@ -22,7 +22,7 @@ from curation.manifest import source_summary
 from curation.publish import generation_id, publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
-from curation.stages.base import ShardStage
+from curation.stages.base import ShardStage, shared_context
 from curation.stages.survivors import prepared_size
 from curation.steps.plugins import step_digests
 
@@ -140,8 +140,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             advance = progress(stage.name, len(shards)) if progress else (lambda n=1: None)
             advance(len(shards) - len(todo))
             redone += len(todo)
-            # sent to each worker once: in every task it cost ~8 ms of pickling per task at 300 sources
-            shared_ctx = client.scatter(stage_ctx, broadcast=True, hash=False) if todo else None
+            shared_ctx = shared_context(client, stage_ctx) if todo else None
             futures = [client.submit(stage.run, shared_ctx, s, fingerprint[s.key],
                                      key=f"{stage.name}-{s.key}-{fingerprint[s.key]}") for s in todo]
             for future in as_completed(futures):

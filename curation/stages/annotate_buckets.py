@@ -19,7 +19,7 @@ from base.done_markers import mark_done
 from base.small_files import read_text
 from base.workspace import BUCKETS_DIR
 from curation.schema import bucket_fields
-from curation.stages.base import GlobalStage, in_graph_once, settings_json
+from curation.stages.base import GlobalStage, settings_json, shared_context
 from curation.stages.parts import write_shard_rows
 from curation.stages.quality_select import (ACCURACY, bucket_array, quantile_value, sketch_count, sketch_of,
                                             tree_merge)
@@ -101,7 +101,7 @@ class AnnotateBuckets(GlobalStage):
         annotators = bucketed(ctx.config.annotators)
         names = [a.name for a in annotators]
         scored = {a.name: [s for s in shards if covers(a, s.source.name)] for a in annotators}
-        shared = in_graph_once(ctx)
+        shared = shared_context(client, ctx)
         per_shard = {s.key: dask.delayed(shard_sketches)(shared, s, names) for s in shards}
         corpora = [tree_merge([per_shard[s.key][i] for s in scored[name]]) for i, name in enumerate(names)]
         wanted = [dask.delayed(sketch_count)(corpus) for corpus in corpora]

@@ -27,7 +27,7 @@ from curation.decontamination_config import DecontaminationConfig
 from curation.decontamination import eval_filter, eval_texts, load_filter, prepare, prepared_overlap
 from curation.readers.inputs import eval_set_files
 from curation.schema import CONTAMINATION, REMOVALS
-from curation.stages.base import GlobalStage, in_graph_once, settings_json
+from curation.stages.base import GlobalStage, settings_json, shared_context
 from curation.stages.parts import all_parts, write_shard_rows
 from curation.stages.prepare import PREPARE
 from curation.stages.survivors import surviving_batches
@@ -136,7 +136,7 @@ class Decontaminate(GlobalStage):
         filters = build_filters(config, self.filters_folder(ws))
         for folder in (self.removed_path(ws), self.evidence_folder(ws)):
             remove_tree(folder)  # a part of a shard that this run has not is a previous run's
-        shared = in_graph_once(ctx)
+        shared = shared_context(client, ctx)
         removed = client.compute([dask.delayed(judge_shard)(shared, s, filters) for s in shards], sync=True)
         stats = {"removed": int(sum(removed)), "ngram": config.ngram, "threshold": config.threshold,
                  "scope": config.scope, "min_words": config.min_words,

@@ -23,7 +23,7 @@ from base.workspace import ASSIGNMENTS_DIR, DOMAIN_MODEL_DIR
 from curation import model_folders
 from curation.domains import DIMS, FEATURES, MAX_CHARS, PREDICT_BATCH, DomainModel
 from curation.model_folders import TFIDF
-from curation.stages.base import GlobalStage, in_graph_once, settings_json
+from curation.stages.base import GlobalStage, settings_json, shared_context
 from curation.stages.parts import write_shard_rows
 from curation.stages.survivors import shard_rows, surviving_batches
 
@@ -114,7 +114,7 @@ class Domains(GlobalStage):
         config, ws = ctx.config.domains, ctx.workspace
         chosen = [s for s in shards if self.clustered(ctx, s)]
         per_shard = math.ceil(config.sample / max(len(chosen), 1))
-        shared = in_graph_once(ctx)
+        shared = shared_context(client, ctx)
         samples = [dask.delayed(shard_sample)(shared, s, per_shard, config.seed) for s in chosen]
         folder = self.model_folder(ws)
         remove_tree(folder)

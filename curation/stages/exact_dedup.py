@@ -13,7 +13,7 @@ from base.done_markers import mark_done
 from base.parquet_files import read_parquet
 from base.workspace import COPIES_DIR
 from curation.schema import EXACT_COPIES, REMOVALS
-from curation.stages.base import GlobalStage, in_graph_once, removals_frame
+from curation.stages.base import GlobalStage, removals_frame, shared_context
 from curation.stages.dedup_components import persisted
 from curation.stages.parts import shard_groups, write_by_shard
 from curation.stages.prepare import PREPARE
@@ -109,7 +109,7 @@ class ExactDedup(GlobalStage):
         import dask.dataframe as dd
 
         partitions = partitions_for(ctx, shards, self.partitions)
-        shared = in_graph_once(ctx)
+        shared = shared_context(client, ctx)
         ids = dd.from_delayed([dask.delayed(group_ids)(shared, group) for group in shard_groups(shards, partitions)],
                               meta=IDS, verify_meta=False)
         by_id = ids.shuffle(on="id", npartitions=partitions)

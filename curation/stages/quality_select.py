@@ -23,7 +23,7 @@ from base.done_markers import mark_done
 from base.workspace import BUCKETS_DIR
 from curation.quality import model_fingerprint
 from curation.schema import PREPARED, QUALITY_BUCKETS, REMOVALS
-from curation.stages.base import GlobalStage, in_graph_once, settings_json
+from curation.stages.base import GlobalStage, settings_json, shared_context
 from curation.stages.parts import all_parts, shard_groups, write_shard_rows
 from curation.stages.survivors import partitions_for, surviving_batches
 
@@ -187,7 +187,7 @@ class QualitySelect(GlobalStage):
 
         config, ws = ctx.config.quality, ctx.workspace
         groups = shard_groups(shards, partitions_for(ctx, shards))  # many small shards: a task per run of them
-        shared = in_graph_once(ctx)
+        shared = shared_context(client, ctx)
         by_source = tree_merge([dask.delayed(group_sketches)(shared, group) for group in groups], merge=merged_by_source)
         names = {s.source.name for s in shards}
         quantiles = [i / config.buckets for i in range(1, config.buckets)] if not config.cut_points else []
