@@ -29,15 +29,22 @@ def write_parquet(table: pa.Table, path) -> None:
 
 
 def read_parquet(path, columns: list[str] | None = None, where_in: tuple[str, list] | None = None) -> pa.Table:
-    """A Parquet file (or some of its columns), read whole; with `where_in` (column, values), only the rows whose
-    column holds one of the values, filtered batch by batch. Every read of a workspace's Parquet goes through here
-    or `parquet_file`, so that a workspace on object storage is read the same way. (Not pq.read_table: it builds a
-    dataset, ~1.3 ms more for each small part, which a corpus of many small shards pays in every stage for every
-    table by shard.)"""
-    file = parquet_file(path)
-    if where_in is None:
-        return file.read(columns=columns)
-    column, values = where_in
+    """A Parquet file or a folder of parts (or some of their columns), read whole; with `where_in` (column, values),
+    only a file's rows whose column holds one of the values, filtered batch by batch. Every read of a workspace's
+    Parquet goes through here or `parquet_file`, so that a workspace on object storage is read the same way. A
+    local file is read as a ParquetFile: pq.read_table builds a dataset, ~1.3 ms more for each small part, which a
+    corpus of many small shards pays in every stage for every table by shard."""
+    path = as_path(path)
+    if where_in is not None:
+        return rows_where_in(parquet_file(path), columns, *where_in)
+    if is_remote(path):
+        fs, spelled = fs_and_path(path)
+        return pq.read_table(spelled, columns=columns, filesystem=fs)
+    return pq.read_table(path, columns=columns) if path.is_dir() else parquet_file(path).read(columns=columns)
+
+
+def rows_where_in(file: pq.ParquetFile, columns: list[str] | None, column: str, values: list) -> pa.Table:
+    """The file's rows whose `column` holds one of `values`, a batch at a time."""
     names = columns or file.schema_arrow.names
     wanted = pa.array(values, type=file.schema_arrow.field(column).type)
     batches = file.iter_batches(columns=list(dict.fromkeys([*names, column])))
