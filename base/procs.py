@@ -54,7 +54,6 @@ def die_with_parent() -> None:
 def exit_without_collecting() -> None:
     """At exit Python collects garbage once more, walking every object the process still holds (a worker's word
     memo, torch's modules): ~1 s of each `loom` command that trained and of each curation worker's exit (a training
-    rank skips the interpreter's teardown altogether: trainer.distributed.exit_rank). Frozen, they
-    are left to the operating system, which frees the memory anyway. Registered first, it runs after every other
-    exit handler."""
+    rank skips the interpreter's teardown altogether: trainer.distributed.exit_rank). Frozen, they are left to the
+    operating system, which frees the memory anyway. Registered first, it runs after every other exit handler."""
     atexit.register(gc.freeze)
