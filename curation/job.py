@@ -38,6 +38,7 @@ class JobContext:
     removals: tuple[str, ...] = ()  # the removals tables of the global stages run so far (set by the runner)
     limit: int | None = None  # at most this many records per source (a sample), recorded in curation.json
     prepared_bytes: int | None = None  # the prepared parts' size, measured once by the runner after prepare
+    worker_threads: int = 1  # the cluster's worker threads, counted by the runner: partitions enough to use them
 
 
 def plan_shards(sources: list[SourceConfig], limit: int | None = None) -> list[Shard]:

@@ -133,7 +133,7 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     redone = 0
     for stage, fingerprint, upstream in stage_fingerprints(shards, ctx, stages):
         if not isinstance(stage, ShardStage) and ctx.prepared_bytes is None:  # prepare is done: measured once
-            ctx = replace(ctx, prepared_bytes=prepared_size(ws, shards))
+            ctx = replace(ctx, prepared_bytes=prepared_size(ws, shards), worker_threads=worker_threads(client))
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):
             todo = [s for s in shards if stage.done(ws, s, fingerprint[s.key]) is None]
@@ -161,6 +161,10 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     last = stages[-1]
     stats = {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}
     return stats, replace(ctx, removals=tuple(removals)), redone
+
+
+def worker_threads(client) -> int:
+    return max(1, sum(client.nthreads().values()))
 
 
 def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Generation | None:

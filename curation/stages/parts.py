@@ -20,39 +20,48 @@ from base.workspace import PART_GLOB, part_name
 # rows (and a worker's memory in the global stages) stay the same size however many small shards a corpus has.
 # Shards of the default shard_bytes are larger, and hold a partition each.
 PARTITION_BYTES = 4 * 1024 * 1024
+# Shards a partition takes before the worker threads share them: a task reads and writes a few files per shard
+# (~2 ms each), and each partition more costs every shuffle of a stage its exchange (measured on the quickstart's
+# 16 shards: 4 partitions instead of 1 took its curate from 15.6 to 17.5 s; 300 shards of 5 documents gained).
+SHARDS_PER_PARTITION = 32
 EMPTY_PER_TASK = 64  # empty parts one task writes
 
 
-def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = None) -> int:
+def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = None, worker_threads: int = 1) -> int:
     """The partitions of a global stage's shuffles: `fixed` if set, else one per PARTITION_BYTES of the shards'
     prepared parts (at least 1, at most one per shard), so that many small shards are not as many partitions and
     tasks in every step; a partition holds max(PARTITION_BYTES, a shard's) prepared rows whatever the corpus's size.
-    Results do not depend on it."""
-    return fixed or max(1, min(shards, -(-prepared_bytes // PARTITION_BYTES)))
+    Many small shards, SHARDS_PER_PARTITION or more a partition, get up to two partitions per worker thread, so that
+    their files are not read and written by one task on one core. Results do not depend on it."""
+    by_size = -(-prepared_bytes // PARTITION_BYTES)
+    by_threads = min(2 * worker_threads, shards // SHARDS_PER_PARTITION)
+    return fixed or max(1, min(shards, max(by_size, by_threads)))
 
 
 def read_parts(files: list[str], partitions: int, columns: list[str] | None = None, file_column: str | None = None):
-    """A lazy Dask frame of a stage's per-shard files in at most `partitions` partitions (neighbouring files
-    together, no shuffle). With `file_column`, each row also has there its file's index in `files`."""
+    """A lazy Dask frame of a stage's per-shard files in at most `partitions` partitions, each read by one task
+    from a run of neighbouring files (no shuffle; many small shards are not as many tasks). With `file_column`,
+    each row also has there its file's index in `files`."""
     import dask.dataframe as dd
 
-    if file_column:
-        meta = indexed_part((-1, files[0]), columns, file_column, rows=False)
-        frame = dd.from_map(indexed_part, list(enumerate(files)), args=[columns, file_column], meta=meta,
-                            label="read-parts")
-    else:
-        frame = dd.read_parquet(files, columns=columns)
-    return frame.repartition(npartitions=partitions) if frame.npartitions > partitions else frame
+    groups = shard_groups(list(enumerate(files)), partitions)
+    meta = indexed_parts(groups[0][:1], columns, file_column, rows=False)
+    return dd.from_map(indexed_parts, groups, args=[columns, file_column], meta=meta, label="read-parts")
 
 
-def indexed_part(indexed_file: tuple[int, str], fields: list[str] | None, file_column: str,
-                 rows: bool = True) -> pd.DataFrame:
-    """One file's rows (or none, only its columns) with its index in `file_column`. (Not `columns`: Dask's
-    from_map passes a `columns` keyword of its own to a function that takes one.)"""
-    index, path = indexed_file
-    table = read_parquet(path, fields) if rows else parquet_file(path).schema_arrow.empty_table()
-    table = table.select(fields) if fields else table
-    return table.to_pandas().assign(**{file_column: np.int32(index)})
+def indexed_parts(indexed_files: list[tuple[int, str]], fields: list[str] | None, file_column: str | None,
+                  rows: bool = True) -> pd.DataFrame:
+    """The rows of a run of (index, file) (or none, only their columns) as one frame, with `file_column`
+    holding each row's file index. (Not `columns`: Dask's from_map passes a `columns` keyword of its own to a
+    function that takes one.)"""
+    tables = []
+    for index, path in indexed_files:
+        table = read_parquet(path, fields) if rows else parquet_file(path).schema_arrow.empty_table()
+        table = table.select(fields) if fields else table
+        if file_column:
+            table = table.append_column(file_column, pa.array(np.full(table.num_rows, index, np.int32)))
+        tables.append(table)
+    return pa.concat_tables(tables).to_pandas()
 
 
 def shard_groups(shards: list, groups: int) -> list[list]:

@@ -25,10 +25,10 @@ def prepared_size(ws, shards: list) -> int:
 
 
 def partitions_for(ctx, shards: list, fixed: int | None = None) -> int:
-    """parts.shuffle_partitions for these shards, from the size of their prepared parts: the job context's, which
-    the runner measures once for every global stage and publish, else measured now."""
+    """parts.shuffle_partitions for these shards, from the size of their prepared parts (the job context's, which
+    the runner measures once for every global stage and publish, else measured now) and the cluster's threads."""
     size = ctx.prepared_bytes if ctx.prepared_bytes is not None else prepared_size(ctx.workspace, shards)
-    return shuffle_partitions(size, len(shards), fixed)
+    return shuffle_partitions(size, len(shards), fixed, ctx.worker_threads)
 
 
 def prepared_columns(ctx, shards: list, columns: list[str]) -> pa.Table:

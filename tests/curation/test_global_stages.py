@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -16,7 +17,7 @@ from curation.stages import STAGES
 from curation.stages.dedup_components import ComponentsDidNotConverge, component_labels, round_cap
 from curation.stages.exact_dedup import ExactDedup
 from curation.stages.minhash_dedup import MinHashDedup
-from curation.stages.parts import PARTITION_BYTES, shard_groups, shuffle_partitions
+from curation.stages.parts import PARTITION_BYTES, read_parts, shard_groups, shuffle_partitions
 from curation.stages.quality_select import ACCURACY, merged, odds
 from base.workspace import Workspace
 from test_dedup import write_near_duplicate_corpus
@@ -98,12 +99,29 @@ def test_merged_sketches_give_quantiles_within_their_accuracy():
 
 
 def test_many_small_shards_share_partitions_and_tasks_and_full_shards_do_not():
-    assert shuffle_partitions(300 * 5_000, 300) == 1  # 300 sources of 5 documents: one partition, not 300
+    # 300 sources of 5 documents: two partitions per worker thread, not 300; 16 small shards: one
+    assert shuffle_partitions(300 * 5_000, 300, worker_threads=2) == 4 and shuffle_partitions(16 * 5_000, 16, worker_threads=2) == 1
+    assert shuffle_partitions(300 * 5_000, 300) == 2 and shuffle_partitions(300 * 5_000, 300, worker_threads=64) == 300 // 32
     assert shuffle_partitions(300 * PARTITION_BYTES, 300) == 300 == shuffle_partitions(10**15, 300)
-    assert shuffle_partitions(0, 0) == 1 and shuffle_partitions(1, 300, fixed=5) == 5
+    assert shuffle_partitions(0, 0) == 1 and shuffle_partitions(1, 300, fixed=5, worker_threads=8) == 5
     groups = shard_groups(list(range(10)), 3)
     assert [x for g in groups for x in g] == list(range(10)) and len(groups) == 3 and min(map(len, groups)) == 3
     assert shard_groups([1, 2], 5) == [[1], [2]]
+
+
+def test_a_run_of_small_files_is_read_by_one_task_with_each_row_s_file_index(tmp_path):
+    files = []
+    for i, n in enumerate([3, 0, 2, 4, 1]):  # an empty part among them, as a shard without rows writes
+        files.append(str(tmp_path / f"part-{i}.parquet"))
+        pq.write_table(pa.table({"key": pa.array(range(10 * i, 10 * i + n), pa.int64()), "x": [f"v{i}"] * n}), files[-1])
+    frame = read_parts(files, 2, columns=["key"], file_column="file")
+    reads = [key for key in dict(frame.__dask_graph__()) if str(key).startswith("('read-parts")]
+    assert frame.npartitions == 2 and len(reads) == 2  # a task a run of files, not a file
+    rows = frame.compute(scheduler="sync").reset_index(drop=True)
+    assert list(rows.columns) == ["key", "file"] and rows["file"].dtype == np.int32
+    assert rows["key"].tolist() == [0, 1, 2, 20, 21, 30, 31, 32, 33, 40]
+    assert rows["file"].tolist() == [0, 0, 0, 2, 2, 3, 3, 3, 3, 4]
+    assert read_parts(files, 8).compute(scheduler="sync")["x"].tolist() == ["v0"] * 3 + ["v2"] * 2 + ["v3"] * 4 + ["v4"]
 
 
 def curated_results(ws: Workspace) -> dict:
