@@ -1,19 +1,20 @@
 """The per-document tables of the manifest (documents, funnel, removed), written per shard by one Dask task for
 each shard or run of small shards (parts.shard_groups), with the shard's curated part and quarantine copied into
-the generation by the same task.
+the generation by the same task: one DuckDB query per table for the whole run, split into the shards' parts.
 
 A shard's funnel rows are `prepare`'s funnel rows with each removed record's row taken from the removals the
-global stages wrote. Those are tables by shard (curation.stages.parts), so each task reads its own shard's
+global stages wrote. Those are tables by shard (curation.stages.parts), so each task reads its own shards'
 removals and nothing more; no process reads every removal, and the client gets counts only."""
 
 import json
 
+import numpy as np
 import pyarrow as pa
 
 from base.atomic_files import copy_file
 from base.parquet_files import write_parquet
 from base.small_files import read_text
-from base.sql import duckdb_connect, literal
+from base.sql import duckdb_connect, path_list
 from base.workspace import Generation
 from curation.schema import PII_COLUMNS, REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
 from curation.stages.base import shared_context
@@ -39,80 +40,123 @@ def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:
 
 
 def publish_group(ctx, gen: Generation, group: list[tuple[int, object]]) -> list[dict]:
-    """publish_shard for each (ordinal, shard) of a run, on one DuckDB connection."""
-    con = duckdb_connect(ctx.workspace.root)
-    return [publish_shard(ctx, gen, shard, ordinal, con) for ordinal, shard in group]
-
-
-def publish_shard(ctx, gen: Generation, shard, ordinal: int, con=None) -> dict:
-    """A shard's curated part and quarantine into the generation, its documents, funnel and removed parts; returns the
-    counts the dedup report needs: documents that reached MinHash dedup, and those it removed."""
+    """The shards of a run, each (ordinal, shard): their curated parts and quarantines copied into the generation,
+    then each per-document table made by one DuckDB query over all of them and split into the shards' parts (a
+    query per table and shard cost ~3 ms, most of publishing a small shard). Returns the counts the dedup report
+    needs, by shard: documents that reached MinHash dedup, and those it removed."""
     ws = ctx.workspace
-    copy_file(TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index))
-    copy_file(PREPARE.quarantine_path(ws, shard), gen.quarantine_part(shard.source.name, shard.index))
-    removed = pa.concat_tables([shard_rows(path, shard, REMOVALS.names).cast(REMOVALS) for path in ctx.removals]
-                               or [REMOVALS.empty_table()])
-    con = con or duckdb_connect(ws.root)
-    con.register("removals", removed)
+    removed, counts = [], []
+    for _, shard in group:
+        copy_file(TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index))
+        copy_file(PREPARE.quarantine_path(ws, shard), gen.quarantine_part(shard.source.name, shard.index))
+        rows = pa.concat_tables([shard_rows(path, shard, REMOVALS.names).cast(REMOVALS) for path in ctx.removals]
+                                or [REMOVALS.empty_table()])
+        removed.append(rows)
+        counts.append(shard_counts(ctx, shard, rows))
+    con = duckdb_connect(ws.root)
+    con.register("removals", pa.concat_tables(removed))
+    parts = parts_table(ctx, gen, [shard for _, shard in group])
+    con.register("parts", parts)
+    ordinals = [ordinal for ordinal, _ in group]
     annotator_columns = [f.name for f in (*annotator_fields(ctx.config.annotators), *bucket_fields(ctx.config.annotators))]
-    write_query(con, documents_query(gen, TOKENIZE.part_path(ws, shard), gen.curated_part(shard.source.name, shard.index),
-                                     annotator_columns), gen.manifest_part("documents", ordinal))
-    write_query(con, funnel_query(PREPARE.funnel_path(ws, shard)), gen.manifest_part("funnel", ordinal))
-    write_query(con, removed_query(ws, shard, ctx.config.inspect.removed_sample), gen.manifest_part("removed", ordinal),
-                REMOVED_SAMPLE)
-    signatures = json.loads(read_text(MINHASH.marker(ws, shard))).get("signatures", 0) if MINHASH.enabled(ctx) else 0
+    write_split(con, documents_query(parts, annotator_columns), gen, "documents", ordinals)
+    write_split(con, funnel_query(parts), gen, "funnel", ordinals)
+    write_split(con, removed_query(parts, ctx.config.inspect.removed_sample), gen, "removed", ordinals, REMOVED_SAMPLE)
+    return counts
+
+
+def shard_counts(ctx, shard, removed: pa.Table) -> dict:
+    signatures = json.loads(read_text(MINHASH.marker(ctx.workspace, shard))).get("signatures", 0) if MINHASH.enabled(ctx) else 0
     near = sum(1 for stage in removed["stage"].to_pylist() if stage == MINHASH_DEDUP.name)
     return {"source": shard.source.name, "considered": int(signatures), "near_duplicates": near}
 
 
-def documents_query(gen: Generation, part, published_part, annotator_columns: list[str] = ()) -> str:
-    """A curated part's rows without text, in row order, `shard` naming the part as the generation holds it; the
+def parts_table(ctx, gen: Generation, shards: list) -> pa.Table:
+    """The files of a run of shards, a row each, the queries' `parts`: `_part` the shard's place in the run, its
+    source and index, its tokenized, prepared, funnel and removed-sample files, and its curated part's path as the
+    generation names it."""
+    ws = ctx.workspace
+    return pa.table({
+        "_part": pa.array(range(len(shards)), pa.int32()),
+        "_source": [s.source.name for s in shards], "_shard": pa.array([s.index for s in shards], pa.int32()),
+        "_tokenized": [str(TOKENIZE.part_path(ws, s)) for s in shards],
+        "_prepared": [str(PREPARE.part_path(ws, s)) for s in shards],
+        "_funnel": [str(PREPARE.funnel_path(ws, s)) for s in shards],
+        "_removed_sample": [str(PREPARE.removed_sample_path(ws, s)) for s in shards],
+        "_published": [gen.relative(gen.curated_part(s.source.name, s.index)) for s in shards]})
+
+
+def files(parts: pa.Table, column: str, row_numbers: bool = False) -> str:
+    """Every file of a column of `parts` in one read_parquet, each row with its `filename` (and its
+    `file_row_number`)."""
+    return f"read_parquet({path_list(parts[column].to_pylist())}, filename = true{', file_row_number = true' * row_numbers})"
+
+
+def documents_query(parts: pa.Table, annotator_columns: list[str] = ()) -> str:
+    """The curated parts' rows without text, in row order, `shard` naming the part as the generation holds it; the
     spans of personal data per kind, then the annotators' columns (their scores and buckets) last."""
     annotators = "".join(f", {name}" for name in annotator_columns)  # names checked: lowercase letters, digits, _
     pii = "".join(f", {name}" for name in PII_COLUMNS.values())
     return f"""
-        SELECT id, source, license, origin, {literal(gen.relative(published_part))} AS shard, file_row_number AS row,
-               lang, lang_score, n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance{pii}{annotators}
-        FROM read_parquet({literal(part)}, file_row_number = true)
-        ORDER BY file_row_number
+        SELECT id, source, license, origin, _published AS shard, file_row_number AS row,
+               lang, lang_score, n_chars, n_tokens, quality, quality_bucket, dup_cluster, dup_count, domain, domain_distance{pii}{annotators},
+               _part
+        FROM {files(parts, "_tokenized", row_numbers=True)} d
+        JOIN parts ON parts._tokenized = d.filename
+        ORDER BY _part, file_row_number
     """
 
 
-def funnel_query(funnel) -> str:
-    """A shard's every input record with its fate: what `prepare` recorded, unless a later stage removed the
-    document (the shard's rows of the removals tables, registered as `removals`), in record order."""
-    later = lambda column: f"CASE WHEN x.fate IS NOT NULL THEN x.{column} ELSE f.{column} END AS {column}"  # noqa: E731
+def later(column: str) -> str:
+    return f"CASE WHEN x.fate IS NOT NULL THEN x.{column} ELSE f.{column} END AS {column}"
+
+
+def funnel_query(parts: pa.Table) -> str:
+    """Each shard's every input record with its fate: what `prepare` recorded, unless a later stage removed the
+    document (the shards' rows of the removals tables, registered as `removals`), in record order."""
     return f"""
         SELECT f.source, f.shard, f.input, f.record, f.doc_id, {later("fate")}, {later("stage")}, {later("reason")},
-               {later("detail")}, x.dup_cluster, f.lang
-        FROM read_parquet({literal(funnel)}) f
-        LEFT JOIN removals x USING (source, shard, record)
-        ORDER BY f.record
+               {later("detail")}, x.dup_cluster, f.lang, _part
+        FROM {files(parts, "_funnel")} f
+        JOIN parts ON parts._funnel = f.filename
+        LEFT JOIN removals x ON x.source = f.source AND x.shard = f.shard AND x.record = f.record
+        ORDER BY _part, f.record
     """
 
 
-def removed_query(ws, shard, sample: int | None) -> str:
-    """A shard's removed sample: `prepare`'s (its first `sample` removed documents per reason, None: all) and the
-    first `sample` per reason by record of those the global stages removed (the shard's removals, registered as
+def removed_query(parts: pa.Table, sample: int | None) -> str:
+    """Each shard's removed sample: `prepare`'s (its first `sample` removed documents per reason, None: all) and the
+    first `sample` per reason by record of those the global stages removed (the shards' removals, registered as
     `removals`), their text as `prepare` wrote it; in record order."""
     first = ("" if sample is None
-             else f"QUALIFY row_number() OVER (PARTITION BY x.reason ORDER BY x.record) <= {int(sample)}")
+             else f"QUALIFY row_number() OVER (PARTITION BY x.source, x.shard, x.reason ORDER BY x.record) <= {int(sample)}")
     return f"""
-        SELECT * FROM read_parquet({literal(PREPARE.removed_sample_path(ws, shard))})
+        SELECT r.* EXCLUDE (filename), _part
+        FROM {files(parts, "_removed_sample")} r
+        JOIN parts ON parts._removed_sample = r.filename
         UNION ALL
-        SELECT x.source, x.shard, f.input, x.record, p.id AS doc_id, x.fate, x.stage, x.reason, x.detail, p.text
+        SELECT x.source, x.shard, f.input, x.record, p.id AS doc_id, x.fate, x.stage, x.reason, x.detail, p.text, _part
         FROM removals x
-        JOIN read_parquet({literal(PREPARE.part_path(ws, shard))}) p ON p.record = x.record
-        JOIN read_parquet({literal(PREPARE.funnel_path(ws, shard))}) f ON f.record = x.record
+        JOIN parts ON parts._source = x.source AND parts._shard = x.shard
+        JOIN {files(parts, "_prepared")} p ON p.filename = parts._prepared AND p.record = x.record
+        JOIN {files(parts, "_funnel")} f ON f.filename = parts._funnel AND f.record = x.record
         {first}
-        ORDER BY record
+        ORDER BY _part, record
     """
 
 
-def write_query(con, query: str, path, schema: pa.Schema | None = None) -> None:
+def write_split(con, query: str, gen: Generation, table: str, ordinals: list[int], schema: pa.Schema | None = None) -> None:
+    """A query's rows over a run of shards, sorted by `_part`, as each shard's part of the manifest's `table`."""
+    rows = con.sql(query).to_arrow_table()
+    bounds = np.searchsorted(rows["_part"].to_numpy(), np.arange(len(ordinals) + 1))
+    rows = rows.drop_columns(["_part"])
+    for i, ordinal in enumerate(ordinals):
+        write_query_rows(rows.slice(bounds[i], bounds[i + 1] - bounds[i]), gen.manifest_part(table, ordinal), schema)
+
+
+def write_query_rows(table: pa.Table, path, schema: pa.Schema | None = None) -> None:
     """A query's rows (one shard's) as a Parquet part, in `schema` if given, every column nullable as in the table
     over all shards: DuckDB calls a column NOT NULL when one file's statistics show no null, and parts must share a
     schema."""
-    table = con.sql(query).to_arrow_table()
     table = table if schema is None else table.select(schema.names).cast(schema)
     write_parquet(table.cast(pa.schema([field.with_nullable(True) for field in table.schema])), path)

@@ -86,3 +86,25 @@ def test_publish_runs_on_the_workers_and_a_killed_one_rerun_ends_identical(curat
     for name, table in before.items():
         assert pq.read_table(gen.manifest_table(name)).equals(table), name
     assert sum(s["docs_in"] for s in summary) == len(before["funnel"])
+
+
+def test_a_run_of_shards_writes_the_parts_each_shard_alone_would(curated_slice, slice_sources, slice_tokenizer, tmp_path):
+    """publish_group queries each table once for a run of shards and splits the rows: every documents, funnel and
+    removed part is byte for byte the one a run of that shard alone writes."""
+    from dataclasses import replace
+
+    from curation.manifest_parts import publish_group
+    from curation.stages import STAGES
+
+    ws = Workspace(copy_curated(curated_slice, slice_tokenizer, tmp_path / "ws"))
+    shards, ctx = planned(ws, slice_sources, slice_tokenizer)
+    ctx = replace(ctx, removals=tuple(str(s.removed_path(ws)) for s in STAGES if getattr(s, "removes", False) and s.enabled(ctx)))
+    together, alone = ws.generation(".together"), ws.generation(".alone")
+    counts = publish_group(ctx, together, list(enumerate(shards)))
+    assert [c for i, s in enumerate(shards) for c in publish_group(ctx, alone, [(i, s)])] == counts
+    removed = 0
+    for table in ("documents", "funnel", "removed"):
+        for i in range(len(shards)):
+            assert together.manifest_part(table, i).read_bytes() == alone.manifest_part(table, i).read_bytes(), (table, i)
+        removed += table == "removed" and pq.read_table(together.manifest_table("removed")).num_rows
+    assert removed and len(shards) > 2  # the slice removes documents, in shards of several sources
