@@ -3,6 +3,7 @@ whole, in batches, or a few row groups by ranged reads."""
 
 from contextlib import contextmanager
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -44,13 +45,31 @@ def read_parquet(path, columns: list[str] | None = None, where_in: tuple[str, li
 
 
 def rows_where_in(file: pq.ParquetFile, columns: list[str] | None, column: str, values: list) -> pa.Table:
-    """The file's rows whose `column` holds one of `values`, a batch at a time."""
+    """The file's rows whose `column` holds one of `values`, read only from the row groups whose statistics admit
+    one of them: a shard's shingle sets are a row group per batch of records, and a partition's pairs want a few."""
     names = columns or file.schema_arrow.names
     wanted = pa.array(values, type=file.schema_arrow.field(column).type)
-    batches = file.iter_batches(columns=list(dict.fromkeys([*names, column])))
+    read = list(dict.fromkeys([*names, column]))
+    tables = [file.read_row_group(i, columns=read) for i in row_groups_holding(file, column, wanted)]
     schema = pa.schema([file.schema_arrow.field(name) for name in names])
-    return pa.Table.from_batches([batch.filter(pc.is_in(batch[column], value_set=wanted)).select(names)
-                                  for batch in batches], schema=schema)
+    return pa.concat_tables([table.filter(pc.is_in(table[column], value_set=wanted)).select(names) for table in tables]
+                            or [schema.empty_table()])
+
+
+def row_groups_holding(file: pq.ParquetFile, column: str, values: pa.Array) -> list[int]:
+    """The row groups whose min-max statistics of `column` admit one of `values` (every group without them)."""
+    metadata = file.metadata
+    if not metadata.num_row_groups or not len(values):
+        return []
+    index = [metadata.row_group(0).column(j).path_in_schema for j in range(metadata.num_columns)].index(column)
+    ordered = np.sort(values.to_numpy(zero_copy_only=False))
+    groups = []
+    for i in range(metadata.num_row_groups):
+        stats = metadata.row_group(i).column(index).statistics
+        first = np.searchsorted(ordered, stats.min) if stats is not None and stats.has_min_max else None
+        if first is None or first < len(ordered) and ordered[first] <= stats.max:
+            groups.append(i)
+    return groups
 
 
 def parquet_file(path) -> pq.ParquetFile:
