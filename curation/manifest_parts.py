@@ -17,7 +17,7 @@ from base.small_files import read_text
 from base.sql import duckdb_connect, path_list
 from base.workspace import Generation
 from curation.schema import PII_COLUMNS, REMOVALS, REMOVED_SAMPLE, annotator_fields, bucket_fields
-from curation.stages.base import shared_context
+from curation.stages.base import shared_context, worker_threads
 from curation.stages.minhash import MINHASH
 from curation.stages.minhash_dedup import MINHASH_DEDUP
 from curation.stages.parts import shard_groups
@@ -31,7 +31,7 @@ def publish_shards(client, ctx, gen: Generation, shards: list) -> list[dict]:
     in order."""
     import dask
 
-    n = max(partitions_for(ctx, shards), 2 * sum(client.nthreads().values()))
+    n = max(partitions_for(ctx, shards), 2 * worker_threads(client))
     groups = shard_groups(list(enumerate(shards)), n)
     shared = shared_context(client, ctx)
     tasks = [dask.delayed(publish_group)(shared, gen, group, dask_key_name=f"publish_shard-{gen.id}-{group[0][0]:05d}")

@@ -22,7 +22,7 @@ from curation.manifest import source_summary
 from curation.publish import generation_id, publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
-from curation.stages.base import ShardStage, shared_context
+from curation.stages.base import ShardStage, shared_context, worker_threads
 from curation.stages.survivors import prepared_size
 from curation.steps.plugins import step_digests
 
@@ -161,10 +161,6 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     last = stages[-1]
     stats = {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}
     return stats, replace(ctx, removals=tuple(removals)), redone
-
-
-def worker_threads(client) -> int:
-    return max(1, sum(client.nthreads().values()))
 
 
 def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Generation | None:

@@ -30,6 +30,11 @@ def shared_context(client, ctx):
     return client.scatter(ctx, broadcast=True, hash=False)
 
 
+def worker_threads(client) -> int:
+    """The threads of the client's cluster's workers (at least 1)."""
+    return max(1, sum(client.nthreads().values()))
+
+
 def removals_frame():
     """An empty pandas frame of the REMOVALS columns: the meta of a Dask stage's removals."""
     import numpy as np
