@@ -27,6 +27,8 @@ from curation.stages.survivors import prepared_size
 from curation.steps.plugins import step_digests
 
 CODE_VERSION = "6"  # bump when a stage's output changes for the same inputs, so reruns redo it
+# set in the environment (to true), the local workers keep their statistical profiler, for the dashboard's Profile tab
+PROFILE_ENV = "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"
 
 
 @contextmanager
@@ -35,7 +37,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
     import dask
     from distributed import Client, LocalCluster
 
-    dask.config.set({"distributed.worker.daemon": False, "distributed.admin.tick.limit": "10s"})
+    dask.config.set({"distributed.worker.daemon": False, "distributed.admin.tick.limit": "10s",
+                     **worker_profiler_setting()})
     if scheduler:
         try:
             client = Client(scheduler, timeout="15s")
@@ -57,6 +60,13 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
             on_start(client)
         with tracebacks_quiet_on_interrupt():
             yield client
+
+
+def worker_profiler_setting() -> dict:
+    """The local workers' statistical profiler off, unless the environment turns it on (PROFILE_ENV=true, for the
+    dashboard's Profile tab): it keeps a profile of every second a worker ran, up to an hour of them, so a worker's
+    memory grew ~0.11 MB per second of work (bench/README.md, scale.py) and every stage's peak with the corpus."""
+    return {} if PROFILE_ENV in os.environ else {"distributed.worker.profile.enabled": False}
 
 
 @contextmanager

@@ -53,6 +53,8 @@ def test_a_new_removing_stage_needs_no_change_elsewhere(tmp_path, slice_sources,
     shards, ctx = plan_job(load_config(slice_sources), ws, slice_tokenizer)
     with dask_client(workers=2) as client:
         summary = curate(shards, ctx, client, stages=stages)
+        # the local workers keep no statistical profile, whose history grew with the job's length (curation.run)
+        assert set(client.run(lambda dask_worker: len(dask_worker.profile_history)).values()) == {0}
 
     funnel = pq.read_table(ws.published().manifest_table("funnel"))
     dropped = funnel.filter(pc.equal(funnel["stage"], "drop_mentions"))
