@@ -15,6 +15,7 @@ import pandas as pd
 
 EDGES = pd.DataFrame({"u": pd.Series(dtype=np.int64), "v": pd.Series(dtype=np.int64)})
 LABELS = pd.DataFrame({"key": pd.Series(dtype=np.int64), "label": pd.Series(dtype=np.int64)})
+EDGE_BYTES = 16  # a row (u, v); the rounds hold each verified edge in both directions
 
 
 class ComponentsDidNotConverge(RuntimeError):

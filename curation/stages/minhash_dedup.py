@@ -13,12 +13,12 @@ from base.workspace import CLUSTERS_DIR, DUP_COUNTS_DIR
 from curation.schema import DUP_COUNTS, NEAR_DUPLICATE_CLUSTERS, REMOVALS
 from curation.stages.base import GlobalStage, settings_json
 from curation.stages.dedup_clusters import REMOVED, cluster_members, removals
-from curation.stages.dedup_components import component_labels, persisted
+from curation.stages.dedup_components import EDGE_BYTES, component_labels, persisted
 from curation.stages.dedup_counts import dup_counts
 from curation.stages.dedup_pairs import candidate_pairs, verified_pairs
 from curation.stages.exact_dedup import EXACT_DEDUP
 from curation.stages.minhash import MINHASH
-from curation.stages.parts import all_parts, shard_part, write_by_shard
+from curation.stages.parts import all_parts, partitions_by_size, shard_part, write_by_shard
 from curation.stages.survivors import partitions_for
 
 
@@ -59,7 +59,8 @@ class MinHashDedup(GlobalStage):
         candidates = persisted(client, candidate_pairs([str(MINHASH.bands_path(ws, s)) for s in shards], partitions))
         edges = persisted(client, verified_pairs(candidates, shingle_files, config.threshold, partitions))
         n_candidates, n_verified = client.compute([candidates.shape[0], edges.shape[0]], sync=True)
-        labels, rounds = component_labels(client, edges, partitions, n_nodes_hint=2 * int(n_verified))
+        edge_partitions = self.partitions or partitions_by_size(EDGE_BYTES * 2 * int(n_verified), partitions)
+        labels, rounds = component_labels(client, edges, edge_partitions, n_nodes_hint=2 * int(n_verified))
         del candidates
         clusters = persisted(client, cluster_members(labels, [str(MINHASH.part_path(ws, s)) for s in shards],
                                                      shingle_files, config, partitions))

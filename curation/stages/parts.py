@@ -33,9 +33,16 @@ def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = Non
     tasks in every step; a partition holds max(PARTITION_BYTES, a shard's) prepared rows whatever the corpus's size.
     Many small shards, SHARDS_PER_PARTITION or more a partition, get up to two partitions per worker thread, so that
     their files are not read and written by one task on one core. Results do not depend on it."""
-    by_size = -(-prepared_bytes // PARTITION_BYTES)
     by_threads = min(2 * worker_threads, shards // SHARDS_PER_PARTITION)
-    return fixed or max(1, min(shards, max(by_size, by_threads)))
+    return fixed or max(1, min(shards, max(partitions_by_size(prepared_bytes), by_threads)))
+
+
+def partitions_by_size(table_bytes: int, most: int | None = None) -> int:
+    """One partition per PARTITION_BYTES of a table, at least 1 (and at most `most`): also for a table a stage
+    derives, once it has counted its rows (minhash_dedup's verified edges: a few bytes per document, where one
+    partition per shard's documents would make every shuffle of its components rounds as many tasks)."""
+    by_size = max(1, -(-table_bytes // PARTITION_BYTES))
+    return by_size if most is None else min(most, by_size)
 
 
 def read_parts(files: list[str], partitions: int, columns: list[str] | None = None, file_column: str | None = None):

@@ -17,7 +17,7 @@ from curation.stages import STAGES
 from curation.stages.dedup_components import ComponentsDidNotConverge, component_labels, round_cap
 from curation.stages.exact_dedup import ExactDedup
 from curation.stages.minhash_dedup import MinHashDedup
-from curation.stages.parts import PARTITION_BYTES, read_parts, shard_groups, shuffle_partitions
+from curation.stages.parts import PARTITION_BYTES, partitions_by_size, read_parts, shard_groups, shuffle_partitions
 from curation.stages.quality_select import ACCURACY, merged, odds
 from base.workspace import Workspace
 from test_dedup import write_near_duplicate_corpus
@@ -104,6 +104,9 @@ def test_many_small_shards_share_partitions_and_tasks_and_full_shards_do_not():
     assert shuffle_partitions(300 * 5_000, 300) == 2 and shuffle_partitions(300 * 5_000, 300, worker_threads=64) == 300 // 32
     assert shuffle_partitions(300 * PARTITION_BYTES, 300) == 300 == shuffle_partitions(10**15, 300)
     assert shuffle_partitions(0, 0) == 1 and shuffle_partitions(1, 300, fixed=5, worker_threads=8) == 5
+    # a table a stage derives (minhash_dedup's edges): by its own size, not the shards'
+    assert partitions_by_size(0) == 1 and partitions_by_size(3 * PARTITION_BYTES + 1) == 4
+    assert partitions_by_size(10**15, most=7) == 7 and partitions_by_size(PARTITION_BYTES, most=7) == 1
     groups = shard_groups(list(range(10)), 3)
     assert [x for g in groups for x in g] == list(range(10)) and len(groups) == 3 and min(map(len, groups)) == 3
     assert shard_groups([1, 2], 5) == [[1], [2]]
