@@ -50,10 +50,13 @@ def rows_where_in(file: pq.ParquetFile, columns: list[str] | None, column: str, 
     names = columns or file.schema_arrow.names
     wanted = pa.array(values, type=file.schema_arrow.field(column).type)
     read = list(dict.fromkeys([*names, column]))
-    tables = [file.read_row_group(i, columns=read) for i in row_groups_holding(file, column, wanted)]
     schema = pa.schema([file.schema_arrow.field(name) for name in names])
-    return pa.concat_tables([table.filter(pc.is_in(table[column], value_set=wanted)).select(names) for table in tables]
-                            or [schema.empty_table()])
+
+    def kept_rows(group_index: int) -> pa.Table:  # each group filtered as it is read: one unfiltered group held at a time
+        group = file.read_row_group(group_index, columns=read)
+        return group.filter(pc.is_in(group[column], value_set=wanted)).select(names)
+
+    return pa.concat_tables([kept_rows(i) for i in row_groups_holding(file, column, wanted)] or [schema.empty_table()])
 
 
 def row_groups_holding(file: pq.ParquetFile, column: str, values: pa.Array) -> list[int]:
