@@ -52,6 +52,11 @@ def write_text(text: str, path) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_bytes(data: bytes, path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
 def copy_file(source, target) -> None:
     """`source` to `target` whole: a hard link where both are local on one filesystem (no second copy), a
     server-side copy within one store, else a download and an upload. Work outputs are replaced, never

@@ -29,6 +29,13 @@ def write_parquet(table: pa.Table, path) -> None:
         pq.write_table(table, tmp, compression="zstd")
 
 
+def parquet_bytes(table: pa.Table) -> bytes:
+    """The file write_parquet writes for `table`, as bytes: made once, for a table written to many paths."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
 def read_parquet(path, columns: list[str] | None = None, where_in: tuple[str, list] | None = None) -> pa.Table:
     """A Parquet file or a folder of parts (or some of their columns), read whole; with `where_in` (column, values),
     only a file's rows whose column holds one of the values, filtered batch by batch. Every read of a workspace's

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from base.atomic_files import remove_tree
+from base.atomic_files import remove_tree, write_bytes
 from base.digests import text_digest
-from base.parquet_files import parquet_file, read_parquet, write_parquet
+from base.parquet_files import parquet_bytes, parquet_file, read_parquet, write_parquet
 from base.store import as_path, path_text
 from base.workspace import PART_GLOB, part_name
 
@@ -102,11 +102,24 @@ def write_shard_rows(rows: pd.DataFrame | pa.Table, folder: Path, source: str, i
 
 
 def write_partition(part: pd.DataFrame, folder: str, schema: pa.Schema, order: list[str]) -> pd.DataFrame:
-    """A shuffled partition: every shard's rows in it (all of that shard's rows are here) as that shard's part."""
-    written = []
-    for (source, index), rows in part.groupby(["source", "shard"], sort=True):
-        written.append((source, int(index), write_shard_rows(rows, folder, source, int(index), schema, order)))
-    return pd.DataFrame(written, columns=list(WRITTEN.columns)).astype(WRITTEN.dtypes.to_dict())
+    """A shuffled partition: every shard's rows in it (all of that shard's rows are here) as that shard's part. The
+    partition is converted and sorted once, each shard's part a slice of it (a conversion and sort per shard cost
+    ~2 ms, four times the write of a small part)."""
+    table = pa.Table.from_pandas(part[schema.names], schema=schema, preserve_index=False)
+    table = table.sort_by([(column, "ascending") for column in ["source", "shard", *order]])
+    runs = shard_runs(table)
+    for source, index, start, stop in runs:
+        write_parquet(table.slice(start, stop - start), shard_part(folder, source, index))
+    return pd.DataFrame([(source, index, stop - start) for source, index, start, stop in runs],
+                        columns=list(WRITTEN.columns)).astype(WRITTEN.dtypes.to_dict())
+
+
+def shard_runs(table: pa.Table) -> list[tuple[str, int, int, int]]:
+    """(source, shard, start, stop) of each run of rows of one shard in a table sorted by source and shard."""
+    sources, shards = table["source"].to_numpy(zero_copy_only=False), table["shard"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, (sources[1:] != sources[:-1]) | (shards[1:] != shards[:-1])]) if len(shards) else []
+    stops = [*starts[1:], len(shards)]
+    return [(str(sources[a]), int(shards[a]), int(a), int(b)) for a, b in zip(starts, stops)]
 
 
 def write_by_shard(client, frame, folder: Path, shards: list, schema: pa.Schema, order: list[str], stage: str,
@@ -129,6 +142,8 @@ def write_by_shard(client, frame, folder: Path, shards: list, schema: pa.Schema,
 
 
 def write_empty_parts(keys: list[tuple[str, int]], folder: Path, schema: pa.Schema) -> None:
-    """An empty part for each (source, index), so that a reader finds a part for every shard."""
+    """An empty part for each (source, index), so that a reader finds a part for every shard: the bytes of one,
+    written once, copied to every path (a Parquet write of its own cost each ~0.5 ms, many small shards' most)."""
+    empty = parquet_bytes(schema.empty_table())
     for source, index in keys:
-        write_parquet(schema.empty_table(), shard_part(folder, source, index))
+        write_bytes(empty, shard_part(folder, source, index))
