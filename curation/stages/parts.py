@@ -21,8 +21,9 @@ from base.workspace import PART_GLOB, part_name
 # Shards of the default shard_bytes are larger, and hold a partition each.
 PARTITION_BYTES = 4 * 1024 * 1024
 # Shards a partition takes before the worker threads share them: a task reads and writes a few files per shard
-# (~2 ms each), and each partition more costs every shuffle of a stage its exchange (measured on the quickstart's
-# 16 shards: 4 partitions instead of 1 took its curate from 15.6 to 17.5 s; 300 shards of 5 documents gained).
+# (~1 ms each), and each partition more costs every shuffle of a stage its exchange (measured on the quickstart's
+# 16 shards: 4 partitions instead of 1 took its curate from 15.6 to 17.5 s; at 300 shards of 5 documents on 2
+# threads, minhash_dedup alone took 5.0-5.5 s on 4 partitions, 4.0-4.3 s on 2, 4.1-4.2 s on 1).
 SHARDS_PER_PARTITION = 32
 EMPTY_PER_TASK = 64  # empty parts one task writes
 
@@ -31,9 +32,9 @@ def shuffle_partitions(prepared_bytes: int, shards: int, fixed: int | None = Non
     """The partitions of a global stage's shuffles: `fixed` if set, else one per PARTITION_BYTES of the shards'
     prepared parts (at least 1, at most one per shard), so that many small shards are not as many partitions and
     tasks in every step; a partition holds max(PARTITION_BYTES, a shard's) prepared rows whatever the corpus's size.
-    Many small shards, SHARDS_PER_PARTITION or more a partition, get up to two partitions per worker thread, so that
+    Many small shards, SHARDS_PER_PARTITION or more a partition, get up to one partition per worker thread, so that
     their files are not read and written by one task on one core. Results do not depend on it."""
-    by_threads = min(2 * worker_threads, shards // SHARDS_PER_PARTITION)
+    by_threads = min(worker_threads, shards // SHARDS_PER_PARTITION)
     return fixed or max(1, min(shards, max(partitions_by_size(prepared_bytes), by_threads)))
 
 

@@ -99,9 +99,9 @@ def test_merged_sketches_give_quantiles_within_their_accuracy():
 
 
 def test_many_small_shards_share_partitions_and_tasks_and_full_shards_do_not():
-    # 300 sources of 5 documents: two partitions per worker thread, not 300; 16 small shards: one
-    assert shuffle_partitions(300 * 5_000, 300, worker_threads=2) == 4 and shuffle_partitions(16 * 5_000, 16, worker_threads=2) == 1
-    assert shuffle_partitions(300 * 5_000, 300) == 2 and shuffle_partitions(300 * 5_000, 300, worker_threads=64) == 300 // 32
+    # 300 sources of 5 documents: one partition per worker thread, not 300; 16 small shards: one
+    assert shuffle_partitions(300 * 5_000, 300, worker_threads=2) == 2 and shuffle_partitions(16 * 5_000, 16, worker_threads=2) == 1
+    assert shuffle_partitions(300 * 5_000, 300) == 1 and shuffle_partitions(300 * 5_000, 300, worker_threads=64) == 300 // 32
     assert shuffle_partitions(300 * PARTITION_BYTES, 300) == 300 == shuffle_partitions(10**15, 300)
     assert shuffle_partitions(0, 0) == 1 and shuffle_partitions(1, 300, fixed=5, worker_threads=8) == 5
     # a table a stage derives (minhash_dedup's edges): by its own size, not the shards'
