@@ -4,12 +4,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import UserError
-from base.store import as_path, path_text
+from base.store import as_path, is_remote, path_text
 from base.workspace import MODELS_DIR, TOKENIZER_FILE, Workspace, part_name
 from curation.config import CurationConfig, SourceConfig
 from curation.decontamination import eval_texts
 from curation.quality import check_quality_model
 from curation.readers import source_shards
+from curation.readers.spans import ByteRange
 from curation.steps import document_steps
 from curation.steps.filters import options_only_words
 from curation.tokenizer import load_tokenizer
@@ -27,6 +28,17 @@ class Shard:
     @property
     def key(self) -> str:
         return f"{self.source.name}/{part_name(self.index, None)}"
+
+
+def input_bytes(shard: Shard) -> int | None:
+    """About how much input the shard reads, from the plan and at most a local stat: a byte range's length, a whole
+    local file's size; None where it would take a request to a store, or the plan does not say (row groups, a
+    folder's files)."""
+    if isinstance(shard.span, ByteRange) and shard.span.end is not None:
+        return shard.span.end - shard.span.start
+    if shard.span is None and not is_remote(shard.input) and Path(shard.input).is_file():
+        return Path(shard.input).stat().st_size
+    return None
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,21 @@ from base.errors import UserError
 from base.inputs import listing
 from base.workspace import Generation
 from curation.config import PROVENANCE_KEYS
-from curation.job import JobContext, Shard
+from curation.job import JobContext, Shard, input_bytes
 from curation.manifest import source_summary
 from curation.publish import generation_id, publish
 from curation.readers.inputs import register_source_storage
 from curation.stages import STAGES
 from curation.stages.base import ShardStage, shared_context, worker_threads
-from curation.stages.survivors import prepared_size
+from curation.stages.survivors import prepared_sizes
 from curation.steps.plugins import step_digests
 
 CODE_VERSION = "6"  # bump when a stage's output changes for the same inputs, so reruns redo it
 # set in the environment (to true), the local workers keep their statistical profiler, for the dashboard's Profile tab
 PROFILE_ENV = "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"
+# A shard stage's task takes a run of neighbouring shards of up to this much input (prepared Parquet after
+# prepare): ~1,900 web documents, whose work dwarfs a task's scheduling; a larger shard is a task of its own.
+TASK_BYTES = 1024 * 1024
 
 
 @contextmanager
@@ -141,9 +144,11 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     ws = ctx.workspace
     removals: list[str] = []
     redone = 0
+    prepared: dict[str, int] = {}  # each shard's prepared part's bytes, measured once prepare is done
     for stage, fingerprint, upstream in stage_fingerprints(shards, ctx, stages):
-        if not isinstance(stage, ShardStage) and ctx.prepared_bytes is None:  # prepare is done: measured once
-            ctx = replace(ctx, prepared_bytes=prepared_size(ws, shards), worker_threads=worker_threads(client))
+        if not isinstance(stage, ShardStage) and ctx.prepared_bytes is None:
+            prepared = prepared or prepared_sizes(ws, shards)
+            ctx = replace(ctx, prepared_bytes=sum(prepared.values()), worker_threads=worker_threads(client))
         stage_ctx = replace(ctx, removals=tuple(removals))
         if isinstance(stage, ShardStage):
             todo = [s for s in shards if stage.done(ws, s, fingerprint[s.key]) is None]
@@ -151,12 +156,16 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
             advance(len(shards) - len(todo))
             redone += len(todo)
             shared_ctx = shared_context(client, stage_ctx) if todo else None
-            futures = [client.submit(stage.run, shared_ctx, s, fingerprint[s.key],
-                                     key=f"{stage.name}-{s.key}-{fingerprint[s.key]}") for s in todo]
+            sizes = [prepared[s.key] if prepared else input_bytes(s) for s in todo]
+            futures = []
+            for first, stop in shard_tasks(sizes, worker_threads(client)):
+                run, fingerprints = todo[first:stop], [fingerprint[s.key] for s in todo[first:stop]]
+                futures.append(client.submit(run_shards, stage, shared_ctx, run, fingerprints,
+                                             key=f"{stage.name}-{run[0].key}-{text_digest(*fingerprints)}"))
             for future in as_completed(futures):
-                future.result()
-                advance(1)
+                advance(len(future.result()))
             del shared_ctx
+            prepared = prepared or prepared_sizes(ws, shards)
         else:
             advance = progress(stage.name, 1) if progress else (lambda n=1: None)
             if stage.done(ws, fingerprint) is None:
@@ -171,6 +180,26 @@ def run_stages(shards: list[Shard], ctx: JobContext, client, progress=None,
     last = stages[-1]
     stats = {s.key: done_stats(last.marker(ws, s), upstream[s.key]) for s in shards}
     return stats, replace(ctx, removals=tuple(removals)), redone
+
+
+def shard_tasks(sizes: list, threads: int) -> list[tuple[int, int]]:
+    """The tasks of a shard stage, as [first, stop) runs of neighbouring shards: a run closes once its shards hold
+    TASK_BYTES (a size None, not known, counts as that much) or a quarter of a thread's share of shards, so that
+    large shards are a task each, many small shards do not each pay a task's scheduling (~5 ms against a few of
+    work), and every thread gets several tasks."""
+    most = max(1, len(sizes) // (4 * threads))
+    runs, first, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        total += TASK_BYTES if size is None else size
+        if total >= TASK_BYTES or i + 1 - first >= most:
+            runs.append((first, i + 1))
+            first, total = i + 1, 0
+    return runs + [(first, len(sizes))] * (first < len(sizes))
+
+
+def run_shards(stage: ShardStage, ctx: JobContext, shards: list[Shard], fingerprints: list[str]) -> list[dict]:
+    """One task: a run of shards through a shard stage, one after the other (each marked done as it finishes)."""
+    return [stage.run(ctx, shard, fingerprint) for shard, fingerprint in zip(shards, fingerprints)]
 
 
 def published_already(shards: list[Shard], ctx: JobContext, stages=STAGES) -> Generation | None:

@@ -19,9 +19,14 @@ def shard_rows(folder: Path, shard, columns: list[str]) -> pa.Table:
     return read_parquet(shard_part(folder, shard.source.name, shard.index), columns=columns)
 
 
+def prepared_sizes(ws, shards: list) -> dict[str, int]:
+    """The bytes of each shard's prepared part, by shard key: one stat each (a HEAD request on an object store)."""
+    return {s.key: as_path(PREPARE.part_path(ws, s)).stat().st_size for s in shards}
+
+
 def prepared_size(ws, shards: list) -> int:
-    """The bytes of these shards' prepared parts: one stat each (a HEAD request on an object store)."""
-    return sum(as_path(PREPARE.part_path(ws, s)).stat().st_size for s in shards)
+    """The bytes of these shards' prepared parts."""
+    return sum(prepared_sizes(ws, shards).values())
 
 
 def partitions_for(ctx, shards: list, fixed: int | None = None) -> int:

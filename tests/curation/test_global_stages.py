@@ -12,7 +12,7 @@ import pytest
 
 from curation.config import load_config
 from curation.job import plan_job
-from curation.run import curate, dask_client
+from curation.run import TASK_BYTES, curate, dask_client, shard_tasks
 from curation.stages import STAGES
 from curation.stages.dedup_components import ComponentsDidNotConverge, component_labels, round_cap
 from curation.stages.exact_dedup import ExactDedup
@@ -110,6 +110,12 @@ def test_many_small_shards_share_partitions_and_tasks_and_full_shards_do_not():
     groups = shard_groups(list(range(10)), 3)
     assert [x for g in groups for x in g] == list(range(10)) and len(groups) == 3 and min(map(len, groups)) == 3
     assert shard_groups([1, 2], 5) == [[1], [2]]
+    # a shard stage's tasks: runs of tiny shards, at least 4 a thread; a shard of TASK_BYTES or unknown size alone
+    runs = shard_tasks([2_000] * 300, threads=2)
+    assert [i for a, b in runs for i in range(a, b)] == list(range(300)) and 8 <= len(runs) <= 9
+    assert shard_tasks([TASK_BYTES] * 5 + [None] * 3, threads=1) == [(i, i + 1) for i in range(8)]
+    assert shard_tasks([TASK_BYTES // 2] * 64, threads=2) == [(i, i + 2) for i in range(0, 64, 2)]
+    assert shard_tasks([10] * 3, threads=2) == [(0, 1), (1, 2), (2, 3)] and shard_tasks([], threads=2) == []
 
 
 def test_a_run_of_small_files_is_read_by_one_task_with_each_row_s_file_index(tmp_path):

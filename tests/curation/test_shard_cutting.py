@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from curation.config import SourceConfig, load_config
-from curation.job import plan_shards
+from curation.job import input_bytes, plan_shards
 from curation.readers import read_shard
 from curation.readers.spans import ByteRange, FileGroup, RowGroups
 from curation.run import input_fingerprint
@@ -158,6 +158,11 @@ def test_planning_a_40_gb_file_reads_no_data(tmp_path):
     assert len(spans) == 299 and spans[0].start == 0 and spans[-1].end is None
     assert all(a.end == b.start for a, b in zip(spans, spans[1:]))
     assert len({input_fingerprint(s) for s in shards}) == len(shards)
+    # the bytes a shard reads, for the runner's tasks: a range's length, the open-ended last range's not known
+    assert input_bytes(shards[0]) == spans[1].start and input_bytes(shards[-1]) is None
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"text": "a"}\n' * 3)
+    assert [input_bytes(s) for s in plan_shards([source("jsonl", [small])])] == [small.stat().st_size]
 
 
 def test_a_parquet_file_is_cut_into_row_group_runs_numbered_by_row(tmp_path):
