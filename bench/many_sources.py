@@ -47,10 +47,14 @@ def time_job(ws: Path, out: Path, workers: int) -> None:
     out.write_text(json.dumps(run_loom(ws, workers)))
 
 
-def run_split(workdir: Path, texts: list[str], n_sources: int, tokenizer: Path, workers: int, script: str) -> dict:
-    folders = write_sources(texts, n_sources, workdir / f"corpus-{n_sources}")
-    ws = sources_workspace(workdir / f"loom-{n_sources}", folders, tokenizer)
-    out = workdir / f"timed-{n_sources}.json"
+def run_split(workdir: Path, texts: list[str], n_sources: int, tokenizer: Path, workers: int, script: str,
+              pair: int = 0) -> dict:
+    """The documents as `n_sources` sources, curated in a fresh workspace by a fresh process (`pair` numbers the
+    run's folders when the comparison is repeated)."""
+    name = f"{n_sources}-{pair}"
+    folders = write_sources(texts, n_sources, workdir / f"corpus-{name}")
+    ws = sources_workspace(workdir / f"loom-{name}", folders, tokenizer)
+    out = workdir / f"timed-{name}.json"
     load = machine_load()
     subprocess.run([sys.executable, script, "--time-job", str(ws), str(out), "--workers", str(workers)], check=True)
     result = json.loads(out.read_text())
@@ -60,7 +64,14 @@ def run_split(workdir: Path, texts: list[str], n_sources: int, tokenizer: Path, 
 
 
 def report_sources(results: list[dict]) -> None:
-    one, many = results
+    """The runs as (one source, N sources) pairs, in the order they ran: each pair's ratio, then the stages of the
+    median pair (a machine shared with other work moves a single pair's ratio by a few tenths)."""
+    pairs = sorted(zip(results[0::2], results[1::2]), key=lambda pair: pair[1]["total"] / pair[0]["total"])
+    one, many = pairs[len(pairs) // 2]
+    if len(pairs) > 1:
+        ratios = ", ".join(f"{m['total'] / o['total']:.2f}x ({m['total']:.1f} s / {o['total']:.1f} s)"
+                           for o, m in zip(results[0::2], results[1::2]))
+        print(f"\n{len(pairs)} pairs, in the order they ran: {ratios}; the median pair's stages:")
     stages = list(dict.fromkeys([*one["stages"], *many["stages"]]))
     print(f"\n{'stage':<15} {'1 source':>9} {str(many['sources']) + ' sources':>12} {'ratio':>7}")
     for s in [*stages, "total"]:

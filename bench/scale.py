@@ -3,7 +3,7 @@
     python bench/scale.py [--docs 2000] [--shards 2] [--sizes 1,4,16] [--corpus prose|web] [--workers 2]
                           [--seed 1234] [--workdir DIR] [--keep] [--save FILE.json]
                           [--domains K [--domains-sample N]]
-    python bench/scale.py --sources N [--docs 2000] [--workers 2] [--save FILE.json]   # many small sources
+    python bench/scale.py --sources N [--docs 2000] [--pairs K] [--workers 2] [--save FILE.json]   # many small sources
     python bench/scale.py --report FILE.json     # the report of a saved run, without running it again
 
 Each size k is its own corpus of k x --docs documents in k x --shards jsonl.gz shards, so that a shard holds
@@ -34,7 +34,8 @@ table, and each size's line gives its seconds and share of the curate time.
 With --sources N (bench/many_sources.py) the sizes are not run: the --docs documents of the prose corpus are
 curated as one source of one file and as N sources of a file each, filters off, each in a fresh process, and
 the seconds of every stage are printed side by side with their ratio (issue 42: N = 300 of 5 documents within
-2x of one source).
+2x of one source); --pairs K runs K such pairs alternately and prints each pair's ratio and the median pair's
+stages.
 """
 
 import argparse
@@ -356,6 +357,8 @@ def main() -> None:
     add_domains_argument(parser, sample=1000, why="; below the documents kept at 1x")
     parser.add_argument("--sources", type=int, metavar="N",
                         help="instead of the sizes: --docs documents as one source and as N sources, timed side by side")
+    parser.add_argument("--pairs", type=int, default=1, metavar="K",
+                        help="with --sources: K alternating pairs of runs, each pair's ratio and the median pair's stages")
     parser.add_argument("--time-job", nargs=2, type=Path, metavar=("WORKSPACE", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=3, type=Path, metavar=("WORKSPACE", "CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -400,7 +403,8 @@ def compare_sources(args) -> None:
     with bench_workdir(args, "sources") as workdir:
         texts = prose_corpus(args.docs, args.seed)
         tokenizer = bench_tokenizer(texts, workdir / "tokenizer.json")
-        results = [run_split(workdir, texts, n, tokenizer, args.workers, __file__) for n in (1, args.sources)]
+        results = [run_split(workdir, texts, n, tokenizer, args.workers, __file__, pair)
+                   for pair in range(args.pairs) for n in (1, args.sources)]
         if args.save:
             args.save.write_text(json.dumps(results))
         report_sources(results)
