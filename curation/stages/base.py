@@ -2,7 +2,8 @@
 fingerprint of what it reads besides the stage before it (a model, a config table): the runner (curation.run)
 needs nothing else to skip, run and chain it.
 
-- A ShardStage is one Dask task per input shard.
+- A ShardStage runs each input shard alone: one Dask task a shard, or a run of small shards one after the other
+  in one task (curation.run.shard_tasks).
 - A GlobalStage sees every shard at once: one Dask task, or (`on_client`) a Dask graph built from the client.
   One that `removes` documents writes their fates in the shared REMOVALS schema to `removed_path`, a table by
   shard (curation.stages.parts); every later stage skips those documents and the manifest's funnel is made from them.
