@@ -10,7 +10,7 @@ from curation.config import CurationConfig, SourceConfig
 from curation.decontamination import eval_texts
 from curation.quality import check_quality_model
 from curation.readers import source_shards
-from curation.readers.spans import ByteRange
+from curation.readers.spans import ByteRange, FileGroup
 from curation.steps import document_steps
 from curation.steps.filters import options_only_words
 from curation.tokenizer import load_tokenizer
@@ -31,14 +31,16 @@ class Shard:
 
 
 def input_bytes(shard: Shard) -> int | None:
-    """About how much input the shard reads, from the plan and at most a local stat: a byte range's length, a whole
-    local file's size; None where it would take a request to a store, or the plan does not say (row groups, a
-    folder's files)."""
-    if isinstance(shard.span, ByteRange) and shard.span.end is not None:
-        return shard.span.end - shard.span.start
-    if shard.span is None and not is_remote(shard.input) and Path(shard.input).is_file():
-        return Path(shard.input).stat().st_size
-    return None
+    """About how much input the shard reads, from the plan and local stats: a byte range's length, a whole local
+    file's size, a local folder's files' sizes; None where it would take requests to a store, or the plan does not
+    say (row groups, the last range of a cut file)."""
+    span = shard.span
+    if isinstance(span, ByteRange):
+        return None if span.end is None else span.end - span.start
+    files = span.files if isinstance(span, FileGroup) else [shard.input] if span is None else []
+    if not files or any(is_remote(f) or not Path(f).is_file() for f in files):
+        return None
+    return sum(Path(f).stat().st_size for f in files)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ same as when the file is one shard, and a cut file curated to the same output as
 import gzip
 import json
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -188,6 +189,7 @@ def test_text_dir_takes_globs_of_files_and_groups_files_by_size(tmp_path):
     shards, records = read_cut(src)
     groups = [s.span.files for s in shards]
     assert all(isinstance(s.span, FileGroup) for s in shards) and len(shards) == 4
+    assert [input_bytes(s) for s in shards] == [sum(Path(f).stat().st_size for f in group) for group in groups]
     assert [f for group in groups for f in group] == sorted(str(p) for p in (tmp_path / "dir").rglob("*.txt"))
     assert [r.index for r in records] == list(range(len(sizes)))
     assert [r.input for r in records] == [f for group in groups for f in group]
