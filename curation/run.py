@@ -21,6 +21,7 @@ from curation.job import JobContext, Shard, input_bytes
 from curation.manifest import source_summary
 from curation.publish import generation_id, publish
 from curation.readers.inputs import register_source_storage
+from curation.readers.spans import by_size
 from curation.stages import STAGES
 from curation.stages.base import ShardStage, shared_context, worker_threads
 from curation.stages.survivors import prepared_sizes
@@ -187,14 +188,8 @@ def shard_tasks(sizes: list, threads: int) -> list[tuple[int, int]]:
     TASK_BYTES (a size None, not known, counts as that much) or a quarter of a thread's share of shards, so that
     large shards are a task each, many small shards do not each pay a task's scheduling (~5 ms against a few of
     work), and every thread gets several tasks."""
-    most = max(1, len(sizes) // (4 * threads))
-    runs, first, total = [], 0, 0
-    for i, size in enumerate(sizes):
-        total += TASK_BYTES if size is None else size
-        if total >= TASK_BYTES or i + 1 - first >= most:
-            runs.append((first, i + 1))
-            first, total = i + 1, 0
-    return runs + [(first, len(sizes))] * (first < len(sizes))
+    known = [TASK_BYTES if size is None else size for size in sizes]
+    return by_size(known, TASK_BYTES, most=max(1, len(sizes) // (4 * threads)))
 
 
 def run_shards(stage: ShardStage, ctx: JobContext, shards: list[Shard], fingerprints: list[str]) -> list[dict]:

@@ -39,13 +39,13 @@ class FileGroup:
     root: str  # a file's `path` in the document's meta is relative to this folder
 
 
-def by_size(sizes: Iterable[int], target: int) -> list[tuple[int, int]]:
+def by_size(sizes: Iterable[int], target: int, most: int | None = None) -> list[tuple[int, int]]:
     """Consecutive pieces grouped in order into [first, stop) runs of about `target` bytes: a run is closed as
-    soon as it reaches the target, so none is much larger than target plus one piece."""
+    soon as it reaches the target (or holds `most` pieces), so none is much larger than target plus one piece."""
     runs, first, total, n = [], 0, 0, 0
     for n, size in enumerate(sizes, start=1):
         total += size
-        if total >= target:
+        if total >= target or most is not None and n - first >= most:
             runs.append((first, n))
             first, total = n, 0
     if first < n:
