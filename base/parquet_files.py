@@ -12,12 +12,14 @@ from base.atomic_files import atomic_path
 from base.filenames import arrow_source
 from base.store import as_path, fs_and_path, is_remote
 
+COMPRESSION = "zstd"  # of every Parquet file Loom writes: parquet_bytes' bytes are write_parquet's file
+
 
 @contextmanager
 def parquet_writer(path, schema: pa.Schema):
     """A ParquetWriter whose file appears at `path` only once it is complete."""
     with atomic_path(path) as tmp:
-        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        writer = pq.ParquetWriter(tmp, schema, compression=COMPRESSION)
         try:
             yield writer
         finally:
@@ -26,13 +28,13 @@ def parquet_writer(path, schema: pa.Schema):
 
 def write_parquet(table: pa.Table, path) -> None:
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression=COMPRESSION)
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
     """The file write_parquet writes for `table`, as bytes: made once, for a table written to many paths."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
+    pq.write_table(table, sink, compression=COMPRESSION)
     return sink.getvalue().to_pybytes()
 
 
