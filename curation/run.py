@@ -33,6 +33,11 @@ PROFILE_ENV = "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"
 # A shard stage's task takes a run of neighbouring shards of up to this much input (prepared Parquet after
 # prepare): ~1,900 web documents, whose work dwarfs a task's scheduling; a larger shard is a task of its own.
 TASK_BYTES = 1024 * 1024
+# Messages a local worker keeps in flight to each other worker in a p2p shuffle (Dask's default: 10 of 2 MiB). Each
+# waits in the receiver's memory until it is split by partition, so more partitions of the same size raised a
+# worker's peak: one shuffle at 128 partitions +65-69 MB above its start at 10, +42-44 MB at 2, in the same time
+# (bench/README.md, scale.py: where the working memory grows).
+P2P_MESSAGES_IN_FLIGHT = 2
 
 
 @contextmanager
@@ -42,7 +47,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, on_sta
     from distributed import Client, LocalCluster
 
     dask.config.set({"distributed.worker.daemon": False, "distributed.admin.tick.limit": "10s",
-                     **worker_profiler_setting()})
+                     "distributed.p2p.comm.concurrency": P2P_MESSAGES_IN_FLIGHT, **worker_profiler_setting()})
     if scheduler:
         try:
             client = Client(scheduler, timeout="15s")
