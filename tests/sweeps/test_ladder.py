@@ -126,28 +126,33 @@ def test_publish_watch_republishes_a_live_run_as_it_trains_and_stops_whole_on_ct
     (run / "metrics.jsonl").write_text("".join(lines[:5]))
     published_metrics = ws / "sites" / "live" / "runs" / "toy-r0" / "metrics.jsonl"
 
-    def wait_for(expected: str, watch: subprocess.Popen) -> None:
+    said = tmp_path / "said.txt"  # a file, not a pipe: read while it runs, to wait for a publish's line
+
+    def wait_for(expected: str, lines_said: int, watch: subprocess.Popen) -> None:
+        """Until the published metrics are `expected` and the watch has said its line about them (it publishes, then
+        says so: stopped between the two, it would not)."""
         deadline = time.time() + 60
-        while not (published_metrics.exists() and published_metrics.read_text() == expected):
-            assert watch.poll() is None and time.time() < deadline, watch.communicate()
+        while not (published_metrics.exists() and published_metrics.read_text() == expected
+                   and len(said.read_text().splitlines()) == lines_said):
+            assert watch.poll() is None and time.time() < deadline, (said.read_text(), watch.communicate())
             time.sleep(0.05)
 
-    with exclusive(run_lock_file(run), "run 'toy-r0'"):
+    with exclusive(run_lock_file(run), "run 'toy-r0'"), said.open("w") as out:
         run_report(run)
         watch = subprocess.Popen([*map(str, LOOM), "-w", str(ws), "publish", "live", "--watch", "--every", "0.2"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
-        wait_for("".join(lines[:5]), watch)
+                                 stdout=out, stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
+        wait_for("".join(lines[:5]), 1, watch)
         for page in ("runs/toy-r0/report.html", "index.html"):
             assert '<meta http-equiv="refresh"' in (ws / "sites" / "live" / page).read_text()
         with (run / "metrics.jsonl").open("a") as metrics:
             metrics.write(lines[5] + '{"step": 6, "lo')  # a line being written is not published until whole
-        wait_for("".join(lines[:6]), watch)
+        wait_for("".join(lines[:6]), 2, watch)
         watch.send_signal(signal.SIGINT)
-        out, err = watch.communicate(timeout=30)
-    assert watch.returncode == 130, (out, err)
+        _, err = watch.communicate(timeout=30)
+    assert watch.returncode == 130, (said.read_text(), err)
     assert err.strip() == f"stopped watching; {ws / 'sites' / 'live'} holds the last site published, whole"
-    said = out.splitlines()
-    assert [" published: " in said[0], " republished after runs/toy-r0/metrics.jsonl: " in said[1]] == [True, True]
+    first, second = said.read_text().splitlines()
+    assert [" published: " in first, " republished after runs/toy-r0/metrics.jsonl: " in second] == [True, True]
     assert sorted(os.listdir(ws / "sites")) == ["live"] and (ws / "sites" / "live" / "index.html").exists()
 
 
