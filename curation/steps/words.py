@@ -20,12 +20,30 @@ Checked token for token against datatrove's SpaCyTokenizer("en") on the bundled 
 its 26 languages and random strings of special cases (tests/curation/test_filters_fast.py)."""
 
 import re
+import sys
 from contextlib import contextmanager
 from itertools import chain, compress, count
 
-from datatrove.utils.word_tokenizers import SpaCyTokenizer, strip_strings
-from spacy.attrs import IS_PUNCT
-from spacy.tokenizer import Tokenizer
+
+@contextmanager
+def _torch_unseen():
+    """Imports under it find no torch: spaCy's thinc imports torch where it can, ~1.7 s of CPU in each Dask worker
+    (and for each curation's workers) for a tokenizer that needs none of it. A process that has torch keeps it."""
+    if "torch" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # `import torch` raises ImportError, which thinc takes as no torch
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch", "") is None:
+            del sys.modules["torch"]
+
+
+with _torch_unseen():
+    from datatrove.utils.word_tokenizers import SpaCyTokenizer, strip_strings
+    from spacy.attrs import IS_PUNCT
+    from spacy.tokenizer import Tokenizer
 
 _OTHER, _PUNCTUATION, _ENDS_SENTENCE = 0, 1, 2  # what spaCy's sentencizer tells of a token
 _WHITESPACE = re.compile(r"\s+")  # \s is str.isspace, as str.split and spaCy's tokenizer cut
