@@ -26,7 +26,8 @@ from trainer import checkpoint, metrics
 from trainer.config import TrainConfig
 from trainer.options import config_to_args
 
-POLL_SECONDS = 1.0
+POLL_SECONDS = 1.0  # how often the progress display is updated while every rung trains on
+END_CHECK_SECONDS = 0.05  # how soon a rung's end is seen, and the next one started
 STOP_GRACE_SECONDS = 60  # a rung stopped by Ctrl-C writes no more than its run.json in this time
 
 
@@ -115,7 +116,7 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
                 while pending and len(running) < parallel and not failed:
                     running.append(_start(pending.pop(0), workspace, ladder, train, nproc, threads, console, noun))
                     progress.started(running[-1])
-                time.sleep(POLL_SECONDS)
+                _wait_for_an_end(running, POLL_SECONDS)
                 for rung in list(running):
                     if rung.process.poll() is not None:
                         running.remove(rung)
@@ -156,6 +157,14 @@ def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: 
     rung.process = subprocess.Popen(command, stdout=rung.log_file, stderr=subprocess.STDOUT, env=env)
     rung.started = time.time()
     return rung
+
+
+def _wait_for_an_end(running: list[Rung], seconds: float) -> None:
+    """Until one of the running rungs' processes ends, or `seconds` pass: a tiny proxy's run is over in a few
+    seconds, and a poll once a second left each start waiting half a second on average."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and all(rung.process.poll() is None for rung in running):
+        time.sleep(END_CHECK_SECONDS)
 
 
 def _how_it_starts(run_dir: Path) -> str:
