@@ -279,12 +279,16 @@ def test_a_ladder_started_with_another_spec_is_refused(toy_ladder, tmp_path):
 
 
 @pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min)
-def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, curated_slice, slice_tokenizer, tmp_path):
+def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, tmp_path):
     """SIGKILL to the whole process group (a closed terminal, a scheduler's kill) in the middle of the last rung;
     the rerun keeps r0 and r1 (and their cooldowns), resumes r2 from its checkpoint, trains its cooldowns, and ends
-    where an unbroken ladder ends."""
-    ws = ladder_ws(curated_slice, slice_tokenizer, tmp_path)
-    command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix", "--spec", tmp_path / "toy.toml"]
+    where an unbroken ladder ends. The trained toy ladder with its last rung and its fit taken away, so that the
+    killed ladder finds r0 and r1 finished, as it would have left them."""
+    ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws"))
+    for run in (ws / "runs").glob("toy-r2*"):  # its own run and its cooldowns
+        shutil.rmtree(run)
+    (ws / "ladders" / "toy" / "fit.json").unlink()  # the rerun's must be its own
+    command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix"]  # the spec is the ladder's own
     ladder = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               start_new_session=True)
     last_rung = ws / "runs" / "toy-r2" / "metrics.jsonl"
