@@ -5,6 +5,8 @@ value measured against the option's threshold."""
 
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -12,7 +14,7 @@ from curation.config import SourceConfig, load_sources
 from curation.steps.filter_details import removal_detail
 from curation.steps.filter_reference import datatrove_verdicts, loom_verdicts
 from curation.steps.filters import FILTERS, HeuristicFilters
-from helpers import EXAMPLES
+from helpers import EXAMPLES, REPO
 
 ADVERSARIAL = [
     "", " ", "\n\n\t ", "a", "IS_ALPHA", "IS_ALPHA is here", "xIS_ALPHAy and IS_ALPHA.", "IS_IS_ALPHAALPHA",
@@ -70,6 +72,14 @@ def assert_same_words(texts: list[str]) -> None:
 
 def test_the_words_are_spacys_on_hostile_strings_and_random_special_cases():
     assert_same_words(ADVERSARIAL + random_texts(seed=1, count=3000))
+
+
+def test_the_word_tokenizer_brings_no_torch_into_the_process_and_torch_still_imports_after_it():
+    """spaCy's thinc imports torch where it can: ~177 MB and ~1.5 s of CPU in each Dask worker of each curation."""
+    code = ("import sys; from curation.steps.words import SharedWordTokenizer as W; words = W().word_tokenize('Hi, "
+            "Dr. Who.'); before = 'torch' in sys.modules; import torch; print(words, before, torch.ones(1).item())")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.stdout.strip() == "['Hi', ',', 'Dr.', 'Who', '.'] False 1.0", done.stderr
 
 
 def test_the_memo_stays_bounded_and_gives_the_same_words_after_it_starts_again():
