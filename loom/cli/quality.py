@@ -32,7 +32,7 @@ def quality():
 @click.option("--bucket", type=click.IntRange(min=1000), default=2_000_000, show_default=True,
               help="Hashed word n-gram rows before quantization")
 @click.option("--cutoff", type=click.IntRange(min=0), default=100_000, show_default=True,
-              help="Quantize to the CUTOFF embedding rows of largest norm (~4 MB); 0 keeps the full model (~517 MB)")
+              help="Quantize to the CUTOFF embedding rows of largest norm (~2.7 MB); 0 keeps the full model (~517 MB)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", metavar="FILE", help="Where to save it, and its card beside it [default: "
                                                f"WORKSPACE/{MODELS_DIR}/{QUALITY_MODEL_FILE}, replaced]")
