@@ -278,16 +278,23 @@ def test_a_ladder_started_with_another_spec_is_refused(toy_ladder, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.slow  # a second toy ladder, killed and resumed (~1 min)
+def without_its_last_rung(toy_ladder, folder: Path) -> Path:
+    """A copy of the trained toy ladder's workspace without r2's runs (its own and its cooldowns) and without the fit
+    they were in: rerun, the ladder trains r2 alone and fits again."""
+    ws = Path(shutil.copytree(toy_ladder[0], folder / "ws"))
+    for run in (ws / "runs").glob("toy-r2*"):
+        shutil.rmtree(run)
+    (ws / "ladders" / "toy" / "fit.json").unlink()
+    return ws
+
+
+@pytest.mark.slow  # the toy ladder's last rung, killed and resumed (~15 s)
 def test_a_killed_ladder_resumes_only_its_unfinished_rungs(toy_ladder, tmp_path):
     """SIGKILL to the whole process group (a closed terminal, a scheduler's kill) in the middle of the last rung;
     the rerun keeps r0 and r1 (and their cooldowns), resumes r2 from its checkpoint, trains its cooldowns, and ends
     where an unbroken ladder ends. The trained toy ladder with its last rung and its fit taken away, so that the
     killed ladder finds r0 and r1 finished, as it would have left them."""
-    ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws"))
-    for run in (ws / "runs").glob("toy-r2*"):  # its own run and its cooldowns
-        shutil.rmtree(run)
-    (ws / "ladders" / "toy" / "fit.json").unlink()  # the rerun's must be its own
+    ws = without_its_last_rung(toy_ladder, tmp_path)
     command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix"]  # the spec is the ladder's own
     ladder = subprocess.Popen([*map(str, command)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               start_new_session=True)
@@ -318,9 +325,7 @@ def test_a_ladder_killed_with_kill_9_takes_every_rung_process_with_it(toy_ladder
     trained toy ladder with its last rung taken away, so that only that rung trains (twice)."""
     import psutil
 
-    ws = Path(shutil.copytree(toy_ladder[0], tmp_path / "ws"))
-    for run in (ws / "runs").glob("toy-r2*"):  # its own run and its cooldowns
-        shutil.rmtree(run)
+    ws = without_its_last_rung(toy_ladder, tmp_path)
     command = [*LOOM, "-w", ws, "ladder", "toy", "--mixture", "toymix"]  # the spec is the ladder's own
     ladder = subprocess.Popen([*map(str, command), "--nproc", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     metrics, lock = ws / "runs" / "toy-r2" / "metrics.jsonl", ws / "locks" / "run-toy-r2.lock"
