@@ -88,7 +88,6 @@ def test_a_toy_ladder_trains_every_rung_and_its_cooldowns_and_fits_every_point(t
 
 
 @needs_chromium()
-@needs_chromium()
 def test_the_published_site_of_a_ladder_holds_every_rung_s_page_and_metrics_and_each_link_resolves(toy_ladder,
                                                                                                   tmp_path):
     """`loom publish` after a ladder (report_pages.published_site: every link walked in Chromium, no console error,
@@ -156,6 +155,7 @@ def test_publish_watch_republishes_a_live_run_as_it_trains_and_stops_whole_on_ct
     assert sorted(os.listdir(ws / "sites")) == ["live"] and (ws / "sites" / "live" / "index.html").exists()
 
 
+@needs_chromium()
 def test_the_page_of_a_ladder_with_cooldowns_draws_every_point_the_law_and_the_frontier(toy_ladder, tmp_path):
     ws, _ = toy_ladder
     dom, console = open_page(ws / "ladders" / "toy" / "report.html", tmp_path)
