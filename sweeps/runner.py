@@ -1,9 +1,9 @@
-"""Training a ladder's rungs: each a normal `loom train` run in a process of its own (its output in the ladder's
-logs/), with its cooldowns when the ladder has them (`--cooldowns`: each a run of its own, branched from the
-rung's stable phase), one after another or several at once, with a progress line per rung (step and ETA) and one
-for the whole ladder (in FLOPs). Every rung is started with --resume: a finished rung (its run and every
-cooldown) is skipped, a killed one goes on from its last checkpoints, a new one starts; so a killed ladder, rerun,
-trains only what is unfinished."""
+"""Training a ladder's rungs: each a normal `loom train` run in a process of its own, forked from a zygote that
+imported torch once (sweeps.zygote), its output in the ladder's logs/, with its cooldowns when the ladder has them
+(`--cooldowns`: each a run of its own, branched from the rung's stable phase), one after another or several at
+once, with a progress line per rung (step and ETA) and one for the whole ladder (in FLOPs). Every rung is started
+with --resume: a finished rung (its run and every cooldown) is skipped, a killed one goes on from its last
+checkpoints, a new one starts; so a killed ladder, rerun, trains only what is unfinished."""
 
 import os
 import signal
@@ -22,12 +22,12 @@ from sweeps.plan import LadderPlan, RungPlan
 from sweeps.progress import SweepProgress
 from sweeps.progress import steps_done as metrics_steps_done
 from sweeps.results import run_status
+from sweeps.zygote import ForkedRun, Zygote
 from trainer import checkpoint, metrics
 from trainer.config import TrainConfig
 from trainer.options import config_to_args
 
 POLL_SECONDS = 1.0  # how often the progress display is updated while every rung trains on
-END_CHECK_SECONDS = 0.05  # how soon a rung's end is seen, and the next one started
 STOP_GRACE_SECONDS = 60  # a rung stopped by Ctrl-C writes no more than its run.json in this time
 
 
@@ -36,8 +36,7 @@ class Rung:
     plan: RungPlan
     run_dir: Path
     log: Path
-    process: subprocess.Popen | None = None
-    log_file: object = None
+    process: ForkedRun | None = None
     started: float = 0.0
 
     def steps(self) -> tuple[int, int]:
@@ -109,14 +108,18 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
     logs.mkdir(parents=True, exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // (parallel * nproc))
     whole = "ladder" if noun == "rung" else "search"
-    with SweepProgress(console, ladder.name, noun, whole, rungs, progress_seconds) as progress:
+    env = dying_with_this_process({  # a ladder killed (kill -9 too) takes its rungs with it
+        **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
+        "PYTHONPATH": loom_pythonpath()})
+    with SweepProgress(console, ladder.name, noun, whole, rungs, progress_seconds) as progress, Zygote(env) as zygote:
         running, failed = [], []
         try:
             while pending or running:
                 while pending and len(running) < parallel and not failed:
-                    running.append(_start(pending.pop(0), workspace, ladder, train, nproc, threads, console, noun))
+                    running.append(_start(pending.pop(0), zygote, env, workspace, ladder, train, nproc, console,
+                                          noun))
                     progress.started(running[-1])
-                _wait_for_an_end(running, POLL_SECONDS)
+                _wait_for_an_end(zygote, running, POLL_SECONDS)
                 for rung in list(running):
                     if rung.process.poll() is not None:
                         running.remove(rung)
@@ -137,34 +140,30 @@ def train_rungs(workspace: Path, ladder: LadderPlan, train: dict, logs: Path, pa
                         f"its log: {rung.log}. Fix it and run the same command: finished ones are kept")
 
 
-def _start(rung: Rung, workspace: Path, ladder: LadderPlan, train: dict, nproc: int, threads: int,
-           console: Console, noun: str) -> Rung:
+def _start(rung: Rung, zygote: Zygote, env: dict[str, str], workspace: Path, ladder: LadderPlan, train: dict,
+           nproc: int, console: Console, noun: str) -> Rung:
     config = rung_config(workspace, ladder, rung.plan, train)
-    command = [sys.executable, "-m", "loom", "-w", str(workspace), "train", "--nproc", str(nproc),
-               *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
-    env = dying_with_this_process({  # a ladder killed (kill -9 too) takes its rungs with it
-        **os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-        "PYTHONPATH": loom_pythonpath()})
+    argv = ["-w", str(workspace), "train", "--nproc", str(nproc),
+            *config_to_args(config)[2:]]  # [2:]: the workspace is the group's option
     p = rung.plan
     console.print(f"{noun} {p.rung}: {_how_it_starts(rung.run_dir)} "
                   f"(d_model {p.shape.d_model}, {p.shape.n_layers} layers, {p.active_parameters:,} active "
                   f"parameters, {p.tokens:,} tokens, {p.flops:.3g} FLOPs"
                   + (f"; cooldowns at steps {', '.join(map(str, p.cooldown_steps))}" if p.cooldown_steps else "")
                   + f"); log: {rung.log}")
-    rung.log_file = open(rung.log, "a")
-    rung.log_file.write(f"$ {' '.join(command)}\n")
-    rung.log_file.flush()
-    rung.process = subprocess.Popen(command, stdout=rung.log_file, stderr=subprocess.STDOUT, env=env)
+    with open(rung.log, "a") as log:
+        log.write(f"$ {' '.join([sys.executable, '-m', 'loom', *argv])}\n")  # what the zygote's fork runs
+    rung.process = zygote.start(argv, env, rung.log)
     rung.started = time.time()
     return rung
 
 
-def _wait_for_an_end(running: list[Rung], seconds: float) -> None:
-    """Until one of the running rungs' processes ends, or `seconds` pass: a tiny proxy's run is over in a few
-    seconds, and a poll once a second left each start waiting half a second on average."""
+def _wait_for_an_end(zygote: Zygote, running: list[Rung], seconds: float) -> None:
+    """Until one of the running rungs' processes ends (the zygote reports it at once), or `seconds` pass: a tiny
+    proxy's run is over in a second or two, and a poll once a second left each start waiting half a second."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and all(rung.process.poll() is None for rung in running):
-        time.sleep(END_CHECK_SECONDS)
+    while (left := deadline - time.monotonic()) > 0 and all(rung.process.poll() is None for rung in running):
+        zygote.wait_for_news(left)
 
 
 def _how_it_starts(run_dir: Path) -> str:
@@ -176,7 +175,6 @@ def _how_it_starts(run_dir: Path) -> str:
 
 def _ended(rung: Rung, console: Console, noun: str, progress: SweepProgress) -> bool:
     """Whether the rung's run (and each cooldown's) finished."""
-    rung.log_file.close()
     seconds = time.time() - rung.started
     if rung.process.returncode == 0 and rung.finished():
         progress.finished(rung)
@@ -198,7 +196,6 @@ def _stop(running: list[Rung]) -> None:
         except subprocess.TimeoutExpired:
             rung.process.kill()
             rung.process.wait()
-        rung.log_file.close()
 
 
 def _last_line(log: Path) -> str:

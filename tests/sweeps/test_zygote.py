@@ -1,0 +1,87 @@
+"""sweeps.zygote: a sweep's runs forked from one process that imported torch. A forked run must be the `loom`
+command it stands for (environment, output, exit code), take Ctrl-C as that command would while the zygote
+does not, and end, reported, when the zygote dies. The ladder's kill -9 test (test_ladder.py) covers the
+runner's own death."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from base.errors import EXIT_INTERRUPTED, INTERRUPTED
+from base.procs import dying_with_this_process
+from sweeps.zygote import Zygote
+
+# a query that runs for minutes in a workspace holding one metrics line: a run that is still running when told
+BUSY = ["sql", "SELECT max(hash(range)) FROM range(100000000000)"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> dict[str, str]:
+    ws = tmp_path_factory.mktemp("zygote") / "ws"
+    (ws / "runs" / "r").mkdir(parents=True)
+    (ws / "runs" / "r" / "metrics.jsonl").write_text('{"step": 0, "loss": 1.0}\n')
+    return dying_with_this_process({**os.environ, "OMP_NUM_THREADS": "1", "LOOM_WORKSPACE": str(ws)})
+
+
+@pytest.fixture(scope="module")
+def zygote(env):
+    """One zygote for the tests that leave it alive (each start imports torch: ~3 s)."""
+    with Zygote(env) as zygote:
+        yield zygote
+
+
+def catches_ctrl_c(pid: int) -> bool:
+    """Whether the process has a handler for SIGINT (Python's, once the run is under way)."""
+    caught = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigCgt"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+
+
+def test_a_forked_run_is_the_command_it_stands_for(zygote, env, tmp_path):
+    """The same `loom` arguments and environment (the workspace given only by $LOOM_WORKSPACE) as a process of its
+    own and as a fork: the same exit code and the same output, which the fork appends to its log."""
+    argv = ["train", "--mixture", "nowhere"]
+    alone = subprocess.run([sys.executable, "-m", "loom", *argv], env=env, capture_output=True, text=True)
+    log = tmp_path / "run.log"
+    log.write_text("$ the runner's line\n")
+    assert zygote.start(argv, env, log).wait(timeout=60) == alone.returncode == 2
+    assert "mixture 'nowhere' is not compiled in " + env["LOOM_WORKSPACE"] in alone.stderr
+    assert log.read_text() == "$ the runner's line\n" + alone.stdout + alone.stderr
+
+
+def test_ctrl_c_stops_a_forked_run_as_it_would_the_command_and_not_the_zygote(zygote, env, tmp_path):
+    log = tmp_path / "run.log"
+    busy = zygote.start(BUSY, env, log)
+    deadline = time.monotonic() + 60
+    while not catches_ctrl_c(busy.pid):
+        assert time.monotonic() < deadline and busy.poll() is None, log.read_text()
+        time.sleep(0.01)
+    for pid in (zygote.pid, busy.pid):  # what a terminal's Ctrl-C does: the signal to each of them
+        os.kill(pid, signal.SIGINT)
+    assert busy.wait(timeout=60) == EXIT_INTERRUPTED
+    assert INTERRUPTED in log.read_text()
+    assert zygote.start(["train", "--mixture", "nowhere"], env, log).wait(timeout=60) == 2  # it serves on
+
+
+def test_when_the_zygote_dies_its_runs_die_and_are_reported_ended(env, tmp_path):
+    with Zygote(env) as zygote:
+        busy = zygote.start(BUSY, env, tmp_path / "run.log")
+        process = psutil.Process(busy.pid)
+        os.kill(zygote.pid, signal.SIGKILL)
+        assert busy.wait(timeout=60) == -signal.SIGKILL
+    deadline = time.monotonic() + 60
+    while not ended(process):
+        assert time.monotonic() < deadline, f"the run outlived its zygote: {process}"
+        time.sleep(0.01)
+
+
+def ended(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE  # dead, not yet reaped by whoever adopted it
+    except psutil.NoSuchProcess:
+        return True
