@@ -20,7 +20,7 @@ from sweeps.results import final_losses, metric_values, run_status
 from sweeps.search_baselines import NO_MIXING
 from sweeps.search_explain import explain
 from sweeps.search_plan import SearchOptions, SearchPlan, at_proxy_scale, not_confirmed, over_cap, proxy_of
-from sweeps.surrogate import SURROGATES, bootstrap_interval, fit_surrogate, leave_one_out, objective, spearman
+from sweeps.surrogate import SURROGATES, bootstrap_intervals, fit_surrogate, leave_one_out, objective, spearman
 from trainer import metrics
 
 CONFIDENCE = 0.9
@@ -96,13 +96,14 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
     predict = lambda v: float(objective(surrogate.predict(v[None, :]), weights)[0])  # noqa: E731
     solve = lambda kl: optimize(plan.space, surrogate, weights, kl, starts=X[np.argsort(measured)[:3]],  # noqa: E731
                                 bounds=tried_range(X) if options.over else None)
-    interval = lambda v: bootstrap_interval(X, Y, v, weights, options.surrogate, CONFIDENCE,  # noqa: E731
-                                            BOOTSTRAP_REFITS, options.seed)
-    x = solve(options.kl_weight)
-    results["chosen"] = {**_point(plan, x, predict, interval, options.kl_weight),
+    chosen = solve(options.kl_weight)
+    unregularized = [solve(0.0)] if options.kl_weight > 0 else []
+    bands = bootstrap_intervals(X, Y, [chosen, *unregularized], weights, options.surrogate, CONFIDENCE,
+                                BOOTSTRAP_REFITS, options.seed)  # one set of refits for both
+    results["chosen"] = {**_point(plan, chosen, predict, bands[0], options.kl_weight),
                          "best_proxy": proxies[done[int(np.argmin(measured))]]["name"]}
-    if options.kl_weight > 0:
-        results["unregularized"] = {**_point(plan, solve(0.0), predict, interval, 0.0),
+    if unregularized:
+        results["unregularized"] = {**_point(plan, unregularized[0], predict, bands[1], 0.0),
                                     "mixture": unregularized_name(plan)}
     vectors = dict(plan.baselines)
     for kind, baseline in plan.baselines.items():
@@ -113,8 +114,8 @@ def choose(plan: SearchPlan, options: SearchOptions, proxies: list[dict], result
     results["explanation"] = explain(plan, results, X, vectors)
 
 
-def _point(plan: SearchPlan, x: np.ndarray, predict, interval, kl_weight: float) -> dict:
-    low, high = interval(x)
+def _point(plan: SearchPlan, x: np.ndarray, predict, band: tuple[float, float], kl_weight: float) -> dict:
+    low, high = band
     kl = float(kl_to_prior(plan.space, x))
     return {"weights": plan.space.as_weights(x), "vector": [float(v) for v in x], "predicted": predict(x),
             "interval": [float(low), float(high)], "confidence": CONFIDENCE,

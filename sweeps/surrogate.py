@@ -203,23 +203,28 @@ def spearman(a, b) -> float:
 
 def bootstrap_interval(X, Y, x, weights, model, confidence: float = 0.9, count: int = 200,
                        seed: int = 0) -> tuple[float, float]:
-    """Lower and upper percentiles of the objective predicted at x by refits on resampled rows (seeded; a resample
-    with fewer distinct rows than the law's resample_points is drawn again). Each refit starts from the full fit."""
+    """Lower and upper percentiles of the objective predicted at x by refits on resampled rows."""
+    return bootstrap_intervals(X, Y, [x], weights, model, confidence, count, seed)[0]
+
+
+def bootstrap_intervals(X, Y, points, weights, model, confidence: float = 0.9, count: int = 200,
+                        seed: int = 0) -> list[tuple[float, float]]:
+    """bootstrap_interval at each of `points` from one set of refits (seeded; a resample with fewer distinct rows
+    than the law's resample_points is drawn again). Each refit starts from the full fit."""
     intervals.check_confidence(confidence)
     X, Y = _check(X, Y, model)
     used = np.asarray(weights, dtype=float) > 0
     Y, weights = Y[:, used], np.asarray(weights, dtype=float)[used]
     full = fit_surrogate(X, Y, model)
-    point = np.asarray(x, dtype=float)[None, :]
-    predicted = []
-    distinct = resample_points(model, X.shape[1])
-    for index in intervals.resamples(len(X), distinct - 1, count, seed):
+    points = np.asarray(points, dtype=float)
+    predicted = []  # [refits, points]
+    for index in intervals.resamples(len(X), resample_points(model, X.shape[1]) - 1, count, seed):
         try:
             refit = fit_surrogate(X[index], Y[index], model, starts=full)
         except ValueError:  # diverged from its start: the resample says nothing, not that the band is narrow
             continue
-        predicted.append(objective(refit.predict(point), weights)[0])
+        predicted.append(objective(refit.predict(points), weights))
     if not predicted:
         raise ValueError(f"no bootstrap resample of {len(X)} mixtures could be fitted: sample more mixtures")
     lower, upper = intervals.percentile(np.array(predicted), confidence)
-    return float(lower), float(upper)
+    return [(float(low), float(high)) for low, high in zip(lower, upper)]
