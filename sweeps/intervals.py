@@ -7,7 +7,6 @@ validation loss (default 0.002 in log-loss, about 0.2% of the loss at toy scale)
 """
 
 import numpy as np
-from scipy import stats
 
 STUDENT_T = "student-t"
 BOOTSTRAP = "bootstrap"
@@ -37,6 +36,8 @@ def student_t(log_pred: np.ndarray, gradient: np.ndarray, cov: np.ndarray, dof: 
               run_variance: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper log-loss bounds: log_pred -/+ t_{dof} * se, with se^2 = g^T Cov g (+ a new run's own noise
     variance when the interval is for one measured run rather than for the curve)."""
+    from scipy import stats  # on first use (sweeps/robust.py says why)
+
     variance = np.einsum("...i,ij,...j->...", gradient, cov, gradient) + run_variance
     half = stats.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(np.maximum(variance, 0.0))
     return log_pred - half, log_pred + half

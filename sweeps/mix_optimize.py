@@ -7,7 +7,6 @@ the KL has its zeros floored (search_space.floored_prior), so the search may sti
 """
 
 import numpy as np
-from scipy.optimize import minimize
 
 from base.errors import UserError
 from sweeps.search_space import ROUNDING_TOLERANCE, SearchSpace, floored_prior, quantize
@@ -24,6 +23,8 @@ def optimize(space: SearchSpace, surrogate: Surrogate, weights, kl_weight: float
     `bounds` (a (low, high) per weight; default 0 to 1)."""
     if kl_weight < 0:
         raise UserError(f"the KL weight must be at least 0; got {kl_weight}")
+    from scipy.optimize import minimize  # on first use (sweeps/robust.py says why)
+
     weights = np.asarray(weights, dtype=float)
     weights = weights / weights.sum()
     prior = floored_prior(space)

@@ -28,7 +28,6 @@ one more. Fewer than that and the choice of lam itself rests on too few points t
 import math
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 C_FRACTIONS = (0.0, 0.5, 0.8, 0.9, 0.95)  # c as these fractions of min(y), as the plain log-linear fit starts
 C_CEILING = 0.999  # of min(y): c refined up to here (y - c must stay positive)
@@ -55,6 +54,8 @@ class RidgeLogLinear:
 
     def fit(self, X, y, start=None) -> tuple[float, np.ndarray]:
         """(c, t); `start` is ignored: the fit has no starts to take."""
+        from scipy.optimize import minimize_scalar  # on first use (sweeps/robust.py says why)
+
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         held_out = _HeldOut(X, y)
         grid = [(held_out.error(f * y.min(), p), f * y.min(), p) for f in C_FRACTIONS for p in PENALTY_SCALES]

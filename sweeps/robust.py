@@ -1,8 +1,10 @@
 """What both scaling laws share: the Huber fit from a grid of starts, in log-loss space, and the checks on the
-rungs' numbers before any fitting."""
+rungs' numbers before any fitting.
+
+scipy is imported where it is first used, here and in the other sweeps modules: importing it costs ~0.75 s of
+every `loom ladder` or `loom mix search`, and one refused on its options fits nothing."""
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from sweeps import intervals
 
@@ -37,6 +39,8 @@ def best_of(residuals, jacobian, starts, bounds, huber_delta, batch=None) -> np.
 
 
 def huber_least_squares(residuals, jacobian, x0, bounds, huber_delta, max_evaluations=None):
+    from scipy.optimize import least_squares  # on first use, as in every sweeps module
+
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return least_squares(residuals, x0, jac=jacobian, bounds=bounds, loss="huber", f_scale=huber_delta,
                              method="trf", x_scale="jac", max_nfev=max_evaluations)

@@ -18,7 +18,6 @@ like Linear below, and one line in SURROGATES.
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from sweeps import intervals
 from sweeps.ridge import RidgeLogLinear
@@ -193,6 +192,8 @@ def leave_one_out(X, Y, weights, model) -> np.ndarray:
 
 def spearman(a, b) -> float:
     """Rank correlation of a and b; nan when either is constant."""
+    from scipy import stats  # on first use (sweeps/robust.py says why)
+
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) != len(b) or len(a) < 2:
         raise ValueError(f"spearman needs two sequences of one length, at least 2; got {len(a)} and {len(b)}")
