@@ -177,7 +177,9 @@ def _become_the_run(request: dict, zygote: int, closing: tuple[int, ...]) -> Non
         os.environ.update({**request["env"], PARENT_PID: str(zygote)})  # it dies with the zygote
         import torch
 
-        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads())))  # read at import
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        if threads.isdigit() and int(threads) > 0:  # OpenMP read it at the zygote's import, not at this run's
+            torch.set_num_threads(int(threads))
         sys.argv = ["loom", *request["argv"]]
         from loom.cli import main
 
