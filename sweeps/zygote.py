@@ -19,6 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
+from base.errors import EXIT_INTERRUPTED, INTERRUPTED
 from base.procs import PARENT_PID, die_with_parent, exit_without_collecting
 
 PRELOADED = ("torch", "torch._dynamo", "torch.optim")  # what every run imports, and pays most of its start for
@@ -130,7 +131,8 @@ def serve() -> None:
     each run's start and end on stdout. Ctrl-C from the terminal is for the runs and the runner, not for it."""
     die_with_parent()
     exit_without_collecting()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Blocked, not ignored: a run inherits the mask, so a Ctrl-C sent to it before it is ready waits for it
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     for module in PRELOADED:
         __import__(module)
     woken, wake = os.pipe()  # a run that ends (SIGCHLD) wakes the loop as a request does
@@ -164,7 +166,6 @@ def _become_the_run(request: dict, zygote: int, closing: tuple[int, ...]) -> Non
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         for fd in closing:
             os.close(fd)
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -175,6 +176,8 @@ def _become_the_run(request: dict, zygote: int, closing: tuple[int, ...]) -> Non
         os.close(nothing)
         os.environ.clear()
         os.environ.update({**request["env"], PARENT_PID: str(zygote)})  # it dies with the zygote
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C that came already lands here
         import torch
 
         threads = os.environ.get("OMP_NUM_THREADS", "")
@@ -189,6 +192,9 @@ def _become_the_run(request: dict, zygote: int, closing: tuple[int, ...]) -> Non
         code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
         if code == 1 and not isinstance(exit.code, int):
             print(exit.code, file=sys.stderr)
+    except KeyboardInterrupt:  # before loom's own handler was in place: the same end
+        print(INTERRUPTED, file=sys.stderr)
+        code = EXIT_INTERRUPTED
     except BaseException:
         traceback.print_exc()
     finally:
