@@ -45,6 +45,7 @@ class Zygote:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._read()
         self._process.stdin.close()  # the zygote's end of input: it exits
         try:
             self._process.wait(timeout=10)
@@ -52,6 +53,7 @@ class Zygote:
             self._process.kill()
             self._process.wait()
         self._process.stdout.close()
+        self._end()
 
     def start(self, argv: list[str], env: dict[str, str], log: Path) -> "ForkedRun":
         """`loom ARGV` in a fork of the zygote, with `env` and its output appended to `log`."""
@@ -68,7 +70,8 @@ class Zygote:
         return ForkedRun(self, self._started.pop(0))
 
     def returncode(self, pid: int) -> int | None:
-        self._read()
+        if not self._gone:
+            self._read()
         return self._ended.get(pid)
 
     def wait_for_news(self, seconds: float | None) -> None:
@@ -78,8 +81,7 @@ class Zygote:
             self._read()
 
     def _read(self) -> None:
-        """Takes in every whole report line there is. Once the zygote has ended, a run it had not reported ended
-        with it (SIGKILL, base.procs)."""
+        """Takes in every whole report line there is, until the zygote ends."""
         try:
             while chunk := os.read(self._reports, 65536):
                 self._unread += chunk
@@ -92,6 +94,10 @@ class Zygote:
                         self._ended[report["ended"]] = report["returncode"]
         except BlockingIOError:
             return
+        self._end()
+
+    def _end(self) -> None:
+        """The zygote has ended: a run it had not reported ended with it (SIGKILL, base.procs)."""
         self._gone = True
         self._ended = {**dict.fromkeys(self._forked, -signal.SIGKILL), **self._ended}
 
@@ -131,7 +137,9 @@ def serve() -> None:
     each run's start and end on stdout. Ctrl-C from the terminal is for the runs and the runner, not for it."""
     die_with_parent()
     exit_without_collecting()
-    # Blocked, not ignored: a run inherits the mask, so a Ctrl-C sent to it before it is ready waits for it
+    # Blocked, not ignored: a run inherits the mask, so a Ctrl-C sent to it before it is ready waits for it. A run
+    # takes it as the zygote would have (Python's handler, or ignored where the runner was started ignoring it).
+    on_ctrl_c = signal.getsignal(signal.SIGINT)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     for module in PRELOADED:
         __import__(module)
@@ -155,12 +163,12 @@ def serve() -> None:
         for request in map(json.loads, lines):
             pid = os.fork()
             if pid == 0:
-                _become_the_run(request, zygote=me, closing=(woken, wake))
+                _become_the_run(request, me, on_ctrl_c, closing=(woken, wake))
             running.add(pid)
             _report({"started": pid})
 
 
-def _become_the_run(request: dict, zygote: int, closing: tuple[int, ...]) -> None:
+def _become_the_run(request: dict, zygote: int, on_ctrl_c, closing: tuple[int, ...]) -> None:
     """In the fork: the run's environment, output and signals, then `loom ARGV`; never returns."""
     code = 1
     try:
@@ -176,7 +184,7 @@ def _become_the_run(request: dict, zygote: int, closing: tuple[int, ...]) -> Non
         os.close(nothing)
         os.environ.clear()
         os.environ.update({**request["env"], PARENT_PID: str(zygote)})  # it dies with the zygote
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, on_ctrl_c)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C that came already lands here
         import torch
 

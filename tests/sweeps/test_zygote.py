@@ -59,16 +59,37 @@ def test_ctrl_c_stops_a_forked_run_as_it_would_the_command_and_not_the_zygote(zy
     assert zygote.start(["train", "--mixture", "nowhere"], env, log).wait(timeout=60) == 2  # it serves on
 
 
-def test_when_the_zygote_dies_its_runs_die_and_are_reported_ended(env, tmp_path):
-    with Zygote(env) as zygote:
+def test_a_runner_that_ignores_ctrl_c_has_runs_that_do_and_a_zygote_that_dies_takes_them(env, tmp_path):
+    """Started with SIGINT ignored (`nohup cmd &` in a script), the runs ignore it as processes of their own
+    would have (before, a run was interrupted and the ladder that ignored it called the rung failed). Then the
+    zygote killed: its run dies with it and reads -9, also once the zygote is closed."""
+    ignoring = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        zygote = Zygote(env)
+    finally:
+        signal.signal(signal.SIGINT, ignoring)
+    with zygote:
         busy = zygote.start(BUSY, env, tmp_path / "run.log")
         process = psutil.Process(busy.pid)
+        deadline = time.monotonic() + 60
+        while signal.SIGINT in signal_set(busy.pid, "SigBlk"):  # until it has set itself up
+            assert time.monotonic() < deadline and busy.poll() is None
+            time.sleep(0.01)
+        assert signal.SIGINT in signal_set(busy.pid, "SigIgn")
         os.kill(zygote.pid, signal.SIGKILL)
         assert busy.wait(timeout=60) == -signal.SIGKILL
+    assert busy.returncode == -signal.SIGKILL
     deadline = time.monotonic() + 60
     while not ended(process):
         assert time.monotonic() < deadline, f"the run outlived its zygote: {process}"
         time.sleep(0.01)
+
+
+def signal_set(pid: int, field: str) -> set[int]:
+    """The signals in /proc/PID/status's FIELD (SigBlk, SigIgn, SigCgt) of a process."""
+    line = next(line for line in open(f"/proc/{pid}/status") if line.startswith(field + ":"))
+    mask = int(line.split()[1], 16)
+    return {number for number in range(1, 65) if mask & (1 << (number - 1))}
 
 
 def ended(process: psutil.Process) -> bool:
