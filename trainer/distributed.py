@@ -12,6 +12,7 @@ import torch.distributed as dist
 from torch import nn
 
 from base.errors import UserError
+from trainer.host_memory import keep_freed_memory
 
 
 def in_group() -> bool:
@@ -46,6 +47,8 @@ def pick_device(preference: str) -> torch.device:
 def setup(preference: str) -> Ranks:
     """Joins the group torchrun describes in the environment (RANK, WORLD_SIZE, MASTER_ADDR ...), if any."""
     device = pick_device(preference)
+    if device.type == "cpu":
+        keep_freed_memory()
     if "WORLD_SIZE" not in os.environ:
         return Ranks(0, 1, 0, device)
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
