@@ -153,7 +153,7 @@ def _start(rung: Rung, zygote: Zygote, env: dict[str, str], workspace: Path, lad
                   + f"); log: {rung.log}")
     with open(rung.log, "a") as log:
         log.write(f"$ {' '.join([sys.executable, '-m', 'loom', *argv])}\n")  # what the zygote's fork runs
-    rung.process = zygote.start(argv, env, rung.log)
+    rung.process = zygote.start("loom", argv, env, rung.log)
     rung.started = time.time()
     return rung
 

@@ -1,16 +1,17 @@
 """A sweep's runs, forked from one process that has imported torch already (a zygote). A toy proxy's `loom train`
 took ~4.4 s of CPU, ~2.7 s of it importing torch and torch._dynamo (AdamW's first step imports it), to train for
 0.7 s; a ladder or a search of a dozen runs paid that a dozen times. The zygote imports them once (~3 s), and
-each run, a fork of it, takes ~1.7 s. A run is `loom ARGV` as `python -m loom ARGV` would be: its environment
-(threads included), its output appended to its log, Ctrl-C from the terminal, its exit code.
+each run, a fork of it, takes ~1.7 s. A run is `python -m MODULE ARGV` (the runner's `loom train`) as a process of
+its own would be: its environment (threads included), its output appended to its log, Ctrl-C, its exit code.
 
-The runner and the zygote speak JSON lines over the zygote's stdin and stdout: a run to start ({"argv", "env",
-"log"}) is answered with its pid ({"started": pid}), and a run that ended is reported ({"ended": pid,
+The runner and the zygote speak JSON lines over the zygote's stdin and stdout: a run to start ({"module", "argv",
+"env", "log"}) is answered with its pid ({"started": pid}), and a run that ended is reported ({"ended": pid,
 "returncode": code}, a signal's as -signal, as subprocess gives it). The zygote dies with the runner and each run
 with the zygote (base.procs), so a ladder killed with kill -9 still takes every run with it."""
 
 import json
 import os
+import runpy
 import select
 import signal
 import subprocess
@@ -55,10 +56,11 @@ class Zygote:
         self._process.stdout.close()
         self._end()
 
-    def start(self, argv: list[str], env: dict[str, str], log: Path) -> "ForkedRun":
-        """`loom ARGV` in a fork of the zygote, with `env` and its output appended to `log`."""
+    def start(self, module: str, argv: list[str], env: dict[str, str], log: Path) -> "ForkedRun":
+        """`python -m MODULE ARGV` in a fork of the zygote, with `env` and its output appended to `log`."""
+        request = {"module": module, "argv": argv, "env": env, "log": str(log)}
         try:
-            self._process.stdin.write(json.dumps({"argv": argv, "env": env, "log": str(log)}).encode() + b"\n")
+            self._process.stdin.write(json.dumps(request).encode() + b"\n")
             self._process.stdin.flush()
         except BrokenPipeError:
             self.wait_for_news(None)  # its end: raised below
@@ -169,7 +171,7 @@ def serve() -> None:
 
 
 def _become_the_run(request: dict, zygote: int, on_ctrl_c, closing: tuple[int, ...]) -> None:
-    """In the fork: the run's environment, output and signals, then `loom ARGV`; never returns."""
+    """In the fork: the run's environment, output and signals, then `python -m MODULE ARGV`; never returns."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -191,10 +193,8 @@ def _become_the_run(request: dict, zygote: int, on_ctrl_c, closing: tuple[int, .
         threads = os.environ.get("OMP_NUM_THREADS", "")
         if threads.isdigit() and int(threads) > 0:  # OpenMP read it at the zygote's import, not at this run's
             torch.set_num_threads(int(threads))
-        sys.argv = ["loom", *request["argv"]]
-        from loom.cli import main
-
-        main(request["argv"])
+        sys.argv = [request["module"], *request["argv"]]
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)  # as `python -m MODULE ARGV`
         code = 0
     except SystemExit as exit:  # as the interpreter reads sys.exit's argument
         code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1

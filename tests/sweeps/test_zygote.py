@@ -12,7 +12,6 @@ import time
 import psutil
 import pytest
 
-from base.errors import EXIT_INTERRUPTED, INTERRUPTED
 from base.procs import dying_with_this_process
 from sweeps.zygote import Zygote
 
@@ -42,21 +41,33 @@ def test_a_forked_run_is_the_command_it_stands_for(zygote, env, tmp_path):
     alone = subprocess.run([sys.executable, "-m", "loom", *argv], env=env, capture_output=True, text=True)
     log = tmp_path / "run.log"
     log.write_text("$ the runner's line\n")
-    assert zygote.start(argv, env, log).wait(timeout=60) == alone.returncode == 2
+    assert zygote.start("loom", argv, env, log).wait(timeout=60) == alone.returncode == 2
     assert "mixture 'nowhere' is not compiled in " + env["LOOM_WORKSPACE"] in alone.stderr
     assert log.read_text() == "$ the runner's line\n" + alone.stdout + alone.stderr
 
 
-def test_ctrl_c_stops_a_forked_run_as_it_would_the_command_and_not_the_zygote(zygote, env, tmp_path):
-    """Sent at once, before the run is ready for it: it waits, blocked, and ends the run as loom's Ctrl-C does.
-    (Once under way, a run takes Ctrl-C as `loom` itself does: the ladder's and the search's interrupted tests.)"""
-    log = tmp_path / "run.log"
-    busy = zygote.start(BUSY, env, log)
-    for pid in (zygote.pid, busy.pid):  # what a terminal's Ctrl-C does: the signal to each of them
-        os.kill(pid, signal.SIGINT)
-    assert busy.wait(timeout=60) == EXIT_INTERRUPTED
-    assert INTERRUPTED in log.read_text()
-    assert zygote.start(["train", "--mixture", "nowhere"], env, log).wait(timeout=60) == 2  # it serves on
+def test_a_forked_run_takes_ctrl_c_with_python_s_handler_and_the_zygote_holds_it_back(zygote, env, tmp_path):
+    """Once set up, a run has Python's SIGINT handler, unblocked, as `python -m loom` would (a Ctrl-C then ends it
+    as loom's does: the search's interrupted test); the zygote keeps SIGINT blocked, so a Ctrl-C that reaches a
+    run before that waits for it, and the zygote itself serves on."""
+    busy = zygote.start("loom", BUSY, env, tmp_path / "run.log")
+    try:
+        wait_until_set_up(busy)
+        assert signal.SIGINT in signal_set(busy.pid, "SigCgt")
+        os.kill(zygote.pid, signal.SIGINT)
+        assert signal.SIGINT in signal_set(zygote.pid, "SigBlk")
+        assert zygote.start("loom", ["train", "--mixture", "nowhere"], env, tmp_path / "other.log").wait(60) == 2
+    finally:
+        busy.kill()
+    assert busy.wait(timeout=60) == -signal.SIGKILL
+
+
+def wait_until_set_up(run) -> None:
+    """Until the run has unblocked SIGINT (the last thing the fork does before the command)."""
+    deadline = time.monotonic() + 60
+    while signal.SIGINT in signal_set(run.pid, "SigBlk"):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.01)
 
 
 def test_a_runner_that_ignores_ctrl_c_has_runs_that_do_and_a_zygote_that_dies_takes_them(env, tmp_path):
@@ -69,12 +80,9 @@ def test_a_runner_that_ignores_ctrl_c_has_runs_that_do_and_a_zygote_that_dies_ta
     finally:
         signal.signal(signal.SIGINT, ignoring)
     with zygote:
-        busy = zygote.start(BUSY, env, tmp_path / "run.log")
+        busy = zygote.start("loom", BUSY, env, tmp_path / "run.log")
         process = psutil.Process(busy.pid)
-        deadline = time.monotonic() + 60
-        while signal.SIGINT in signal_set(busy.pid, "SigBlk"):  # until it has set itself up
-            assert time.monotonic() < deadline and busy.poll() is None
-            time.sleep(0.01)
+        wait_until_set_up(busy)
         assert signal.SIGINT in signal_set(busy.pid, "SigIgn")
         os.kill(zygote.pid, signal.SIGKILL)
         assert busy.wait(timeout=60) == -signal.SIGKILL
