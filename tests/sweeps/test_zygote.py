@@ -29,9 +29,19 @@ def env(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def zygote(env):
-    """One zygote for the tests that leave it alive (each start imports torch: ~3 s)."""
-    with Zygote(env) as zygote:
+    """One zygote for the tests that leave it alive (each start imports torch: ~3 s), started as from a terminal:
+    pytest-xdist's workers ignore SIGINT, and a zygote started there passes that on (the test below)."""
+    with started_with(signal.default_int_handler, env) as zygote:
         yield zygote
+
+
+def started_with(on_ctrl_c, env) -> Zygote:
+    """A zygote started by a runner whose SIGINT handling is `on_ctrl_c`."""
+    before = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        return Zygote(env)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_forked_run_is_the_command_it_stands_for(zygote, env, tmp_path):
@@ -74,12 +84,7 @@ def test_a_runner_that_ignores_ctrl_c_has_runs_that_do_and_a_zygote_that_dies_ta
     """Started with SIGINT ignored (`nohup cmd &` in a script), the runs ignore it as processes of their own
     would have (before, a run was interrupted and the ladder that ignored it called the rung failed). Then the
     zygote killed: its run dies with it and reads -9, also once the zygote is closed."""
-    ignoring = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        zygote = Zygote(env)
-    finally:
-        signal.signal(signal.SIGINT, ignoring)
-    with zygote:
+    with started_with(signal.SIG_IGN, env) as zygote:
         busy = zygote.start("loom", BUSY, env, tmp_path / "run.log")
         process = psutil.Process(busy.pid)
         wait_until_set_up(busy)
